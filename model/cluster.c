@@ -1,0 +1,270 @@
+/* The cluster model: node slots, allocatable and usage matrices, usage
+ * records per placed pod, and the topology tree; see cluster.h. */
+#include "model/cluster.h"
+#include "util/err.h"
+#include "util/intern.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { DEFAULT_MAX_PODS = 110 };   /* kubelet's default when a Node lists no "pods" */
+
+int tg_cluster_init(struct tg_cluster *c, const uint32_t *level_labels, uint32_t nlevels)
+{
+    memset(c, 0, sizeof *c);
+    c->stride = 8;
+    return tg_tree_init(&c->tree, level_labels, nlevels);
+}
+
+static void usage_free_all(struct tg_cluster *c)
+{
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&c->usage, &pos))) {
+        struct tg_usage *u = (struct tg_usage *)(uintptr_t)s->val;
+        free(u->key);
+        free(u);
+    }
+    tg_hmap_free(&c->usage);
+}
+
+void tg_cluster_free(struct tg_cluster *c)
+{
+    for (uint32_t i = 0; i < c->nslots; i++) {
+        if (c->nodes[i].obj) {
+            tg_node_free(&c->nodes[i].obj);
+            if (c->hooks.node_changed)
+                c->hooks.node_changed(c->hooks.ud, c, i);
+        }
+    }
+    usage_free_all(c);
+    tg_tree_free(&c->tree);
+    free(c->nodes);
+    free(c->alloc);
+    free(c->used);
+    tg_imap_free(&c->by_name);
+    memset(c, 0, sizeof *c);
+}
+
+/* Makes room for resource ids < need in every row. */
+static int ensure_stride(struct tg_cluster *c, uint32_t need)
+{
+    if (need <= c->stride)
+        return 0;
+    uint32_t ns = c->stride;
+    while (ns < need)
+        ns *= 2;
+    int64_t *na = calloc((size_t)c->cap * ns + 1, sizeof *na);
+    int64_t *nu = calloc((size_t)c->cap * ns + 1, sizeof *nu);
+    if (!na || !nu) {
+        free(na);
+        free(nu);
+        return TG_ENOMEM;
+    }
+    for (uint32_t i = 0; i < c->nslots; i++) {
+        memcpy(na + (size_t)i * ns, c->alloc + (size_t)i * c->stride, c->stride * sizeof *na);
+        memcpy(nu + (size_t)i * ns, c->used + (size_t)i * c->stride, c->stride * sizeof *nu);
+    }
+    free(c->alloc);
+    free(c->used);
+    c->alloc = na;
+    c->used = nu;
+    c->stride = ns;
+    return 0;
+}
+
+uint32_t tg_cluster_slot(struct tg_cluster *c, uint32_t name, int create)
+{
+    uint64_t v;
+    if (tg_imap_get(&c->by_name, name, &v))
+        return (uint32_t)v;
+    if (!create)
+        return TG_NONE;
+    if (c->nslots == c->cap) {
+        uint32_t nc = c->cap ? c->cap * 2 : 256;
+        struct tg_node *nn = realloc(c->nodes, nc * sizeof *nn);
+        if (!nn)
+            return TG_NONE;
+        c->nodes = nn;
+        int64_t *na = realloc(c->alloc, ((size_t)nc * c->stride + 1) * sizeof *na);
+        if (!na)
+            return TG_NONE;
+        c->alloc = na;
+        int64_t *nu = realloc(c->used, ((size_t)nc * c->stride + 1) * sizeof *nu);
+        if (!nu)
+            return TG_NONE;
+        c->used = nu;
+        c->cap = nc;
+    }
+    uint32_t s = c->nslots;
+    if (tg_imap_put(&c->by_name, name, s))
+        return TG_NONE;
+    c->nodes[s] = (struct tg_node){.name = name};
+    memset(c->alloc + (size_t)s * c->stride, 0, c->stride * sizeof *c->alloc);
+    memset(c->used + (size_t)s * c->stride, 0, c->stride * sizeof *c->used);
+    c->nslots++;
+    return s;
+}
+
+int tg_cluster_node_set(struct tg_cluster *c, struct tg_node_obj *obj)
+{
+    int rc = TG_ENOMEM;
+    uint32_t maxres = TG_RES_NFIXED;
+    for (uint8_t i = 0; i < obj->nalloc; i++)
+        if (obj->alloc[i].res + 1 > maxres)
+            maxres = obj->alloc[i].res + 1;
+    if (ensure_stride(c, maxres))
+        goto fail;
+    uint32_t s = tg_cluster_slot(c, obj->name, 1);
+    if (s == TG_NONE)
+        goto fail;
+    struct tg_node *n = &c->nodes[s];
+    if (!n->obj)
+        c->nready++;
+    tg_node_free(&n->obj);
+    n->obj = obj;
+    int64_t *row = c->alloc + (size_t)s * c->stride;
+    memset(row, 0, c->stride * sizeof *row);
+    row[TG_RES_PODS] = DEFAULT_MAX_PODS;
+    for (uint8_t i = 0; i < obj->nalloc; i++)
+        row[obj->alloc[i].res] = obj->alloc[i].val;
+    if ((rc = tg_tree_insert(&c->tree, s, obj->labels, obj->nlabels)))
+        return rc;
+    c->generation++;
+    if (c->hooks.node_changed)
+        c->hooks.node_changed(c->hooks.ud, c, s);
+    return 0;
+fail:
+    tg_node_free(&obj);
+    return rc;
+}
+
+void tg_cluster_node_remove(struct tg_cluster *c, uint32_t name)
+{
+    uint32_t s = tg_cluster_slot(c, name, 0);
+    if (s == TG_NONE || !c->nodes[s].obj)
+        return;
+    tg_node_free(&c->nodes[s].obj);
+    c->nready--;
+    memset(c->alloc + (size_t)s * c->stride, 0, c->stride * sizeof *c->alloc);
+    tg_tree_remove(&c->tree, s);
+    c->generation++;
+    if (c->hooks.node_changed)
+        c->hooks.node_changed(c->hooks.ud, c, s);
+}
+
+struct tg_usage *tg_cluster_usage(const struct tg_cluster *c, const char *key)
+{
+    uint64_t v;
+    return tg_hmap_get(&c->usage, key, strlen(key), &v) ? (struct tg_usage *)(uintptr_t)v : NULL;
+}
+
+static void usage_apply(struct tg_cluster *c, const struct tg_usage *u, int sign)
+{
+    int64_t *row = c->used + (size_t)u->slot * c->stride;
+    for (uint8_t i = 0; i < u->nreq; i++)
+        row[u->req[i].res] += sign * u->req[i].val;
+    row[TG_RES_PODS] += sign;
+    c->nodes[u->slot].npods += (uint32_t)sign;
+}
+
+static void usage_remove(struct tg_cluster *c, struct tg_usage *u)
+{
+    if (c->hooks.usage_changed)
+        c->hooks.usage_changed(c->hooks.ud, c, u, -1);
+    usage_apply(c, u, -1);
+    tg_hmap_del(&c->usage, u->key, strlen(u->key));
+    free(u->key);
+    free(u);
+    c->generation++;
+}
+
+void tg_cluster_pod_delete(struct tg_cluster *c, const char *key)
+{
+    struct tg_usage *u = tg_cluster_usage(c, key);
+    if (u)
+        usage_remove(c, u);
+}
+
+static int same_req(const struct tg_usage *u, const struct tg_pod *p, uint32_t slot)
+{
+    if (u->slot != slot || u->nreq != p->nreq)
+        return 0;
+    for (uint8_t i = 0; i < p->nreq; i++)
+        if (u->req[i].res != p->req[i].res || u->req[i].val != p->req[i].val)
+            return 0;
+    return 1;
+}
+
+static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot, int assumed)
+{
+    struct tg_usage *old = tg_cluster_usage(c, p->key);
+    if (old && same_req(old, p, slot)) {
+        old->assumed = (uint8_t)(old->assumed && assumed);
+        return 0;
+    }
+    if (old)
+        usage_remove(c, old);
+    uint32_t maxres = 0;
+    for (uint8_t i = 0; i < p->nreq; i++)
+        if (p->req[i].res + 1 > maxres)
+            maxres = p->req[i].res + 1;
+    if (ensure_stride(c, maxres))
+        return TG_ENOMEM;
+    struct tg_usage *u = malloc(sizeof *u + p->nreq * sizeof u->req[0]);
+    char *key = strdup(p->key);
+    if (!u || !key || tg_hmap_put(&c->usage, key, strlen(key), (uint64_t)(uintptr_t)u)) {
+        free(u);
+        free(key);
+        return TG_ENOMEM;
+    }
+    u->key = key;
+    u->slot = slot;
+    u->assumed = (uint8_t)assumed;
+    u->inner = 0xff;
+    u->nreq = p->nreq;
+    memcpy(u->req, p->req, p->nreq * sizeof u->req[0]);
+    usage_apply(c, u, +1);
+    if (c->hooks.usage_changed)
+        c->hooks.usage_changed(c->hooks.ud, c, u, +1);
+    return 0;
+}
+
+int tg_cluster_pod_update(struct tg_cluster *c, const struct tg_pod *p)
+{
+    if (!p->node || tg_pod_terminal(p)) {
+        struct tg_usage *u = tg_cluster_usage(c, p->key);
+        /* An assumed pod stays until the bind is seen or fails. */
+        if (u && !(u->assumed && !p->node && !tg_pod_terminal(p)))
+            usage_remove(c, u);
+        return 0;
+    }
+    uint32_t slot = tg_cluster_slot(c, p->node, 1);
+    if (slot == TG_NONE)
+        return TG_ENOMEM;
+    return usage_add(c, p, slot, 0);
+}
+
+int tg_cluster_assume(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot)
+{
+    return usage_add(c, p, slot, 1);
+}
+
+int tg_cluster_set_levels(struct tg_cluster *c, const uint32_t *level_labels, uint32_t nlevels)
+{
+    struct tg_tree t;
+    int rc = tg_tree_init(&t, level_labels, nlevels);
+    if (rc)
+        return rc;
+    for (uint32_t s = 0; s < c->nslots; s++) {
+        const struct tg_node_obj *o = c->nodes[s].obj;
+        if (o && (rc = tg_tree_insert(&t, s, o->labels, o->nlabels))) {
+            tg_tree_free(&t);
+            return rc;
+        }
+    }
+    tg_tree_free(&c->tree);
+    c->tree = t;
+    c->generation++;
+    return 0;
+}

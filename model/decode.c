@@ -1,0 +1,1013 @@
+/* Decoding Node, Pod and PodGroup objects from cJSON into compact structs.
+ * Shared by the informer (API server JSON) and `simulate` (YAML via
+ * util/yamljson.c). Every problem is reported with the object and the field;
+ * a decoder never trusts a type or a count. See objects.h. */
+#include "model/objects.h"
+#include "model/quantity.h"
+#include "util/err.h"
+#include "util/hmap.h"
+#include "util/intern.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MAX_LIST = 4096, MAX_RQ = 64 };
+
+/* ---- diagnostics ------------------------------------------------------- */
+
+static void diag_v(struct tg_diag *d, int is_error, const cJSON *at, const char *what,
+                   const char *field, const char *fmt, va_list ap)
+{
+    if (!d)
+        return;
+    if (is_error)
+        d->nerrors++;
+    else
+        d->nwarnings++;
+    if (!d->report)
+        return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    d->report(d->ud, is_error, at, what, field, msg);
+}
+
+void tg_diag_error(struct tg_diag *d, const cJSON *at, const char *what, const char *field,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_v(d, 1, at, what, field, fmt, ap);
+    va_end(ap);
+}
+
+void tg_diag_warn(struct tg_diag *d, const cJSON *at, const char *what, const char *field,
+                  const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_v(d, 0, at, what, field, fmt, ap);
+    va_end(ap);
+}
+
+/* A decoding pass over one object: names it in messages. */
+struct dec {
+    struct tg_diag *d;
+    char what[320];
+    int bad;
+};
+
+static const char *type_name(const cJSON *j)
+{
+    if (cJSON_IsString(j)) return "a string";
+    if (cJSON_IsNumber(j)) return "a number";
+    if (cJSON_IsBool(j)) return "a boolean";
+    if (cJSON_IsNull(j)) return "null";
+    if (cJSON_IsArray(j)) return "a list";
+    if (cJSON_IsObject(j)) return "a map";
+    return "unknown";
+}
+
+static void err(struct dec *x, const cJSON *at, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void err(struct dec *x, const cJSON *at, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_v(x->d, 1, at, x->what, field, fmt, ap);
+    va_end(ap);
+    x->bad = 1;
+}
+
+static void warn(struct dec *x, const cJSON *at, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void warn(struct dec *x, const cJSON *at, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_v(x->d, 0, at, x->what, field, fmt, ap);
+    va_end(ap);
+}
+
+/* Child of obj by key when obj is a map, else NULL. */
+static const cJSON *get(const cJSON *obj, const char *key)
+{
+    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+}
+
+/* Optional typed children: absent or null gives NULL; a wrong type is an error. */
+static const cJSON *want(struct dec *x, const cJSON *obj, const char *key, const char *field,
+                         int (*is)(const cJSON *), const char *tname)
+{
+    const cJSON *j = get(obj, key);
+    if (!j || cJSON_IsNull(j))
+        return NULL;
+    if (!is(j)) {
+        err(x, j, field, "must be %s, not %s", tname, type_name(j));
+        return NULL;
+    }
+    return j;
+}
+
+static const cJSON *want_map(struct dec *x, const cJSON *o, const char *k, const char *f)
+{
+    return want(x, o, k, f, cJSON_IsObject, "a map");
+}
+
+static const cJSON *want_list(struct dec *x, const cJSON *o, const char *k, const char *f)
+{
+    const cJSON *j = want(x, o, k, f, cJSON_IsArray, "a list");
+    if (j && cJSON_GetArraySize(j) > MAX_LIST) {
+        err(x, j, f, "has %d items, more than %d", cJSON_GetArraySize(j), MAX_LIST);
+        return NULL;
+    }
+    return j;
+}
+
+static const char *want_str(struct dec *x, const cJSON *o, const char *k, const char *f)
+{
+    const cJSON *j = want(x, o, k, f, cJSON_IsString, "a string");
+    return j ? j->valuestring : NULL;
+}
+
+/* Integer field: a JSON number that is whole, within [lo, hi]. */
+static int want_int(struct dec *x, const cJSON *o, const char *k, const char *f, int64_t lo,
+                    int64_t hi, int64_t *out)
+{
+    const cJSON *j = want(x, o, k, f, cJSON_IsNumber, "a number");
+    if (!j)
+        return 0;
+    double v = j->valuedouble;
+    if (v != (double)(int64_t)v || v < (double)lo || v > (double)hi) {
+        err(x, j, f, "must be a whole number from %lld to %lld, not %s", (long long)lo,
+            (long long)hi, j->valuestring ? j->valuestring : "that");
+        return 0;
+    }
+    *out = (int64_t)v;
+    return 1;
+}
+
+static int want_bool(struct dec *x, const cJSON *o, const char *k, const char *f)
+{
+    const cJSON *j = want(x, o, k, f, cJSON_IsBool, "a boolean");
+    return j && cJSON_IsTrue(j);
+}
+
+/* ---- time -------------------------------------------------------------- */
+
+int tg_parse_time(const char *s, int64_t *ms)
+{
+    struct tm tm = {0};
+    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!p)
+        return TG_EPARSE;
+    int64_t frac = 0;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            if (digits++ < 3)
+                frac = frac * 10 + (*p - '0');
+        while (digits > 0 && digits < 3)
+            frac *= 10, digits++;
+    }
+    int64_t off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int hh, mm;
+        if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+            return TG_EPARSE;
+        off = (hh * 3600 + mm * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return TG_EPARSE;
+    }
+    if (*p)
+        return TG_EPARSE;
+    *ms = ((int64_t)timegm(&tm) - off) * 1000 + frac;
+    return 0;
+}
+
+/* ---- metadata ---------------------------------------------------------- */
+
+struct meta {
+    const char *name, *ns, *uid, *rv;
+    const cJSON *labels, *annotations;
+    int64_t created_ms;
+    int deleting;
+};
+
+static int decode_meta(struct dec *x, const cJSON *obj, const char *kind, int namespaced,
+                       struct meta *m)
+{
+    memset(m, 0, sizeof *m);
+    if (!cJSON_IsObject(obj)) {
+        snprintf(x->what, sizeof x->what, "%s", kind);
+        err(x, obj, "", "object must be a map, not %s", type_name(obj));
+        return -1;
+    }
+    const cJSON *md = want_map(x, obj, "metadata", "metadata");
+    m->name = want_str(x, md, "name", "metadata.name");
+    m->ns = namespaced ? want_str(x, md, "namespace", "metadata.namespace") : NULL;
+    if (namespaced && (!m->ns || !*m->ns))
+        m->ns = "default";
+    if (m->name)
+        snprintf(x->what, sizeof x->what, "%s %s%s%s", kind, namespaced ? m->ns : "",
+                 namespaced ? "/" : "", m->name);
+    else
+        snprintf(x->what, sizeof x->what, "%s (unnamed)", kind);
+    if (!m->name || !*m->name) {
+        if (!x->bad)
+            err(x, md ? md : obj, "metadata.name", "is required");
+        return -1;
+    }
+    if (strlen(m->name) > 253)
+        err(x, md, "metadata.name", "is longer than 253 characters");
+    m->uid = want_str(x, md, "uid", "metadata.uid");
+    m->rv = want_str(x, md, "resourceVersion", "metadata.resourceVersion");
+    m->labels = want_map(x, md, "labels", "metadata.labels");
+    m->annotations = want_map(x, md, "annotations", "metadata.annotations");
+    const char *ts = want_str(x, md, "creationTimestamp", "metadata.creationTimestamp");
+    if (ts && tg_parse_time(ts, &m->created_ms))
+        warn(x, get(md, "creationTimestamp"), "metadata.creationTimestamp",
+             "is not an RFC 3339 time: \"%s\" (ignored)", ts);
+    m->deleting = want_str(x, md, "deletionTimestamp", "metadata.deletionTimestamp") != NULL;
+    return x->bad ? -1 : 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static char *make_key(const char *ns, const char *name, uint32_t *name_off)
+{
+    size_t a = strlen(ns), b = strlen(name);
+    char *k = malloc(a + b + 2);
+    if (!k)
+        return NULL;
+    memcpy(k, ns, a);
+    k[a] = '/';
+    memcpy(k + a + 1, name, b + 1);
+    if (name_off)
+        *name_off = (uint32_t)(a + 1);
+    return k;
+}
+
+/* A map of string -> string into interned label pairs sorted by key. */
+static int decode_labels(struct dec *x, const cJSON *map, const char *field, struct tg_label **out,
+                         uint16_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    if (!map)
+        return 0;
+    int n = cJSON_GetArraySize(map);
+    if (n > MAX_LIST) {
+        err(x, map, field, "has %d entries, more than %d", n, MAX_LIST);
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    struct tg_label *l = malloc((size_t)n * sizeof *l);
+    if (!l)
+        return TG_ENOMEM;
+    uint16_t k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, map)
+    {
+        const char *v = cJSON_IsString(it) ? it->valuestring : NULL;
+        char numbuf[64];
+        if (!v && cJSON_IsNumber(it) && it->valuestring)
+            v = it->valuestring; /* YAML plain number: take its text, as kubectl would not */
+        if (!v && cJSON_IsBool(it))
+            v = cJSON_IsTrue(it) ? "true" : "false";
+        if (!v) {
+            snprintf(numbuf, sizeof numbuf, "%s.%s", field, it->string);
+            err(x, it, numbuf, "must be a string, not %s", type_name(it));
+            continue;
+        }
+        uint32_t kid = tg_intern(it->string), vid = tg_intern(v);
+        if (kid == TG_STR_NONE || vid == TG_STR_NONE) {
+            free(l);
+            return TG_ENOMEM;
+        }
+        l[k++] = (struct tg_label){kid, vid};
+    }
+    /* insertion sort by key id: label maps are small */
+    for (uint16_t i = 1; i < k; i++)
+        for (uint16_t j = i; j > 0 && l[j - 1].key > l[j].key; j--) {
+            struct tg_label t = l[j];
+            l[j] = l[j - 1];
+            l[j - 1] = t;
+        }
+    *out = l;
+    *nout = k;
+    return 0;
+}
+
+uint32_t tg_labels_get(const struct tg_label *l, uint32_t n, uint32_t key)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (l[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && l[lo].key == key ? l[lo].val : TG_STR_NONE;
+}
+
+/* ---- resources --------------------------------------------------------- */
+
+/* Parses a resource map (requests, limits, allocatable) into rq[] (unsorted).
+ * Returns the count, or -1 after reporting. */
+static int decode_rqmap(struct dec *x, const cJSON *map, const char *field, struct tg_rq *rq)
+{
+    int n = 0;
+    const cJSON *it;
+    char path[256];
+    cJSON_ArrayForEach(it, map)
+    {
+        snprintf(path, sizeof path, "%s.%s", field, it->string);
+        const char *txt = cJSON_IsString(it) ? it->valuestring
+                          : cJSON_IsNumber(it) ? it->valuestring : NULL;
+        char numbuf[64];
+        if (!txt && cJSON_IsNumber(it)) {
+            snprintf(numbuf, sizeof numbuf, "%.17g", it->valuedouble);
+            txt = numbuf;
+        }
+        if (!txt) {
+            err(x, it, path, "must be a quantity string, not %s", type_name(it));
+            return -1;
+        }
+        int id = tg_res_id(it->string, strlen(it->string));
+        if (id < 0) {
+            err(x, it, path, "too many distinct resource names (max %d)", TG_RES_MAX);
+            return -1;
+        }
+        int64_t v;
+        int rc = tg_quantity_parse(txt, strlen(txt), tg_res_is_milli((uint32_t)id), &v);
+        if (rc) {
+            err(x, it, path, "%s quantity \"%s\"",
+                rc == TG_EINVAL ? "negative" : rc == TG_ERANGE ? "out-of-range" : "malformed", txt);
+            return -1;
+        }
+        if (n >= MAX_RQ) {
+            err(x, map, field, "has more than %d resources", MAX_RQ);
+            return -1;
+        }
+        rq[n++] = (struct tg_rq){(uint32_t)id, v};
+    }
+    return n;
+}
+
+/* Dense accumulator over resource ids for effective requests. */
+struct acc {
+    int64_t v[TG_RES_MAX];
+    uint8_t used[TG_RES_MAX];
+};
+
+/* One container's requests, with limits standing in for absent requests. */
+static int container_requests(struct dec *x, const cJSON *c, const char *field, struct tg_rq *out)
+{
+    char path[200];
+    snprintf(path, sizeof path, "%s.resources", field);
+    const cJSON *res = want_map(x, c, "resources", path);
+    if (!res)
+        return 0;
+    struct tg_rq lim[MAX_RQ];
+    char p2[240];
+    snprintf(p2, sizeof p2, "%s.requests", path);
+    const cJSON *rm = want_map(x, res, "requests", p2);
+    int n = rm ? decode_rqmap(x, rm, p2, out) : 0;
+    if (n < 0)
+        return -1;
+    snprintf(p2, sizeof p2, "%s.limits", path);
+    const cJSON *lm = want_map(x, res, "limits", p2);
+    int nl = lm ? decode_rqmap(x, lm, p2, lim) : 0;
+    if (nl < 0)
+        return -1;
+    for (int i = 0; i < nl; i++) {
+        int have = 0;
+        for (int j = 0; j < n; j++)
+            have |= out[j].res == lim[i].res;
+        if (!have && n < MAX_RQ)
+            out[n++] = lim[i];
+    }
+    return n;
+}
+
+static int pod_requests(struct dec *x, const cJSON *spec, struct tg_pod *p)
+{
+    static _Thread_local struct acc sum, initmax, sidecar;
+    size_t nr = tg_res_count() + MAX_RQ; /* names registered while decoding this pod */
+    if (nr > TG_RES_MAX)
+        nr = TG_RES_MAX;
+    memset(sum.v, 0, nr * sizeof sum.v[0]);
+    memset(sum.used, 0, nr);
+    memset(initmax.v, 0, nr * sizeof sum.v[0]);
+    memset(initmax.used, 0, nr);
+    memset(sidecar.v, 0, nr * sizeof sum.v[0]);
+    memset(sidecar.used, 0, nr);
+    struct tg_rq rq[MAX_RQ];
+    char path[128];
+
+    const cJSON *init = want_list(x, spec, "initContainers", "spec.initContainers");
+    int i = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, init)
+    {
+        snprintf(path, sizeof path, "spec.initContainers[%d]", i++);
+        int n = container_requests(x, c, path, rq);
+        if (n < 0)
+            return -1;
+        const char *rp = want_str(x, c, "restartPolicy", "restartPolicy");
+        int is_sidecar = rp && !strcmp(rp, "Always");
+        for (int k = 0; k < n; k++) {
+            uint32_t r = rq[k].res;
+            if (is_sidecar) {
+                sidecar.v[r] += rq[k].val;
+                sidecar.used[r] = 1;
+            } else {
+                int64_t v = rq[k].val + sidecar.v[r];
+                if (v > initmax.v[r])
+                    initmax.v[r] = v;
+                initmax.used[r] = 1;
+            }
+        }
+    }
+    const cJSON *cs = want_list(x, spec, "containers", "spec.containers");
+    i = 0;
+    cJSON_ArrayForEach(c, cs)
+    {
+        snprintf(path, sizeof path, "spec.containers[%d]", i++);
+        int n = container_requests(x, c, path, rq);
+        if (n < 0)
+            return -1;
+        for (int k = 0; k < n; k++) {
+            sum.v[rq[k].res] += rq[k].val;
+            sum.used[rq[k].res] = 1;
+        }
+    }
+    const cJSON *ov = want_map(x, spec, "overhead", "spec.overhead");
+    int nov = ov ? decode_rqmap(x, ov, "spec.overhead", rq) : 0;
+    if (nov < 0)
+        return -1;
+
+    struct tg_rq out[MAX_RQ];
+    uint32_t n = 0, nres = tg_res_count();
+    for (uint32_t r = 0; r < nres && n < MAX_RQ; r++) {
+        if (!sum.used[r] && !initmax.used[r] && !sidecar.used[r])
+            continue;
+        int64_t v = sum.v[r] + sidecar.v[r];
+        if (initmax.v[r] > v)
+            v = initmax.v[r];
+        for (int k = 0; k < nov; k++)
+            if (rq[k].res == r)
+                v += rq[k].val;
+        if (v > 0)
+            out[n++] = (struct tg_rq){r, v};
+    }
+    for (int k = 0; k < nov; k++) /* overhead of a resource no container asked for */
+        if (!sum.used[rq[k].res] && !initmax.used[rq[k].res] && !sidecar.used[rq[k].res] &&
+            n < MAX_RQ && rq[k].val > 0)
+            out[n++] = rq[k];
+    n = tg_rq_normalize(out, n);
+    if (n) {
+        p->req = malloc(n * sizeof *p->req);
+        if (!p->req)
+            return TG_ENOMEM;
+        memcpy(p->req, out, n * sizeof *out);
+    }
+    p->nreq = (uint8_t)n;
+    return 0;
+}
+
+/* ---- scheduling constraints -------------------------------------------- */
+
+static int parse_effect(const char *s, uint8_t *out)
+{
+    if (!s || !*s) *out = TG_EFFECT_ANY;
+    else if (!strcmp(s, "NoSchedule")) *out = TG_EFFECT_NOSCHEDULE;
+    else if (!strcmp(s, "PreferNoSchedule")) *out = TG_EFFECT_PREFER_NOSCHEDULE;
+    else if (!strcmp(s, "NoExecute")) *out = TG_EFFECT_NOEXECUTE;
+    else return -1;
+    return 0;
+}
+
+static int decode_tolerations(struct dec *x, const cJSON *spec, struct tg_podspec *ps)
+{
+    const cJSON *tl = want_list(x, spec, "tolerations", "spec.tolerations");
+    int n = tl ? cJSON_GetArraySize(tl) : 0;
+    if (!n)
+        return 0;
+    ps->tols = calloc((size_t)n, sizeof *ps->tols);
+    if (!ps->tols)
+        return TG_ENOMEM;
+    int i = 0;
+    const cJSON *t;
+    char path[64];
+    cJSON_ArrayForEach(t, tl)
+    {
+        snprintf(path, sizeof path, "spec.tolerations[%d]", i++);
+        if (!cJSON_IsObject(t)) {
+            err(x, t, path, "must be a map, not %s", type_name(t));
+            continue;
+        }
+        const char *key = want_str(x, t, "key", path);
+        const char *op = want_str(x, t, "operator", path);
+        const char *val = want_str(x, t, "value", path);
+        const char *eff = want_str(x, t, "effect", path);
+        struct tg_toleration tol = {0};
+        tol.key = tg_intern(key ? key : "");
+        tol.val = tg_intern(val ? val : "");
+        if (!op || !strcmp(op, "Equal")) {
+            tol.op = TG_TOL_EQUAL;
+            if (!key || !*key) {
+                err(x, t, path, "operator Equal needs a key");
+                continue;
+            }
+        } else if (!strcmp(op, "Exists")) {
+            tol.op = TG_TOL_EXISTS;
+            if (val && *val) {
+                err(x, t, path, "operator Exists takes no value (got \"%s\")", val);
+                continue;
+            }
+        } else {
+            err(x, get(t, "operator"), path, "unknown operator \"%s\" (Equal or Exists)", op);
+            continue;
+        }
+        if (parse_effect(eff, &tol.effect)) {
+            err(x, get(t, "effect"), path, "unknown effect \"%s\"", eff);
+            continue;
+        }
+        ps->tols[ps->ntol++] = tol;
+    }
+    return 0;
+}
+
+static int decode_selreq(struct dec *x, const cJSON *e, const char *path, int is_field,
+                         struct tg_selreq *r)
+{
+    if (!cJSON_IsObject(e)) {
+        err(x, e, path, "must be a map, not %s", type_name(e));
+        return -1;
+    }
+    const char *key = want_str(x, e, "key", path);
+    const char *op = want_str(x, e, "operator", path);
+    const cJSON *vals = want_list(x, e, "values", path);
+    if (!key || !*key || !op) {
+        err(x, e, path, "needs a key and an operator");
+        return -1;
+    }
+    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+    int o = -1;
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(op, ops[i]))
+            o = i;
+    if (o < 0) {
+        err(x, get(e, "operator"), path,
+            "unknown operator \"%s\" (In, NotIn, Exists, DoesNotExist, Gt, Lt)", op);
+        return -1;
+    }
+    r->key = tg_intern(key);
+    r->op = (uint8_t)o;
+    r->is_field = (uint8_t)is_field;
+    int nv = vals ? cJSON_GetArraySize(vals) : 0;
+    if ((o == TG_SEL_IN || o == TG_SEL_NOTIN) && nv == 0) {
+        err(x, e, path, "operator %s needs values", op);
+        return -1;
+    }
+    if ((o == TG_SEL_EXISTS || o == TG_SEL_DOESNOTEXIST) && nv != 0) {
+        err(x, e, path, "operator %s takes no values", op);
+        return -1;
+    }
+    if (o == TG_SEL_GT || o == TG_SEL_LT) {
+        const cJSON *v0 = cJSON_GetArrayItem(vals, 0);
+        const char *s = v0 && cJSON_IsString(v0) ? v0->valuestring
+                        : v0 && cJSON_IsNumber(v0) ? v0->valuestring : NULL;
+        char *end = NULL;
+        long long num = s ? strtoll(s, &end, 10) : 0;
+        if (nv != 1 || !s || !*s || *end) {
+            err(x, e, path, "operator %s needs exactly one integer value", op);
+            return -1;
+        }
+        r->num = num;
+        return 0;
+    }
+    if (is_field && strcmp(key, "metadata.name") != 0) {
+        err(x, e, path, "matchFields supports only metadata.name, not %s", key);
+        return -1;
+    }
+    if (nv) {
+        r->vals = malloc((size_t)nv * sizeof *r->vals);
+        if (!r->vals)
+            return TG_ENOMEM;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, vals)
+        {
+            const char *s = cJSON_IsString(v) ? v->valuestring
+                            : cJSON_IsNumber(v) ? v->valuestring : NULL;
+            if (!s) {
+                err(x, v, path, "values must be strings, not %s", type_name(v));
+                return -1;
+            }
+            r->vals[r->nvals++] = tg_intern(s);
+        }
+    }
+    return 0;
+}
+
+static int decode_affinity(struct dec *x, const cJSON *spec, struct tg_podspec *ps)
+{
+    const cJSON *aff = want_map(x, spec, "affinity", "spec.affinity");
+    const cJSON *na = want_map(x, aff, "nodeAffinity", "spec.affinity.nodeAffinity");
+    const char *rf = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+    const cJSON *req = want_map(x, na, "requiredDuringSchedulingIgnoredDuringExecution", rf);
+    if (!req)
+        return 0;
+    const cJSON *terms = want_list(x, req, "nodeSelectorTerms", rf);
+    int n = terms ? cJSON_GetArraySize(terms) : 0;
+    if (n == 0) {
+        if (!x->bad)
+            err(x, req, rf, "nodeSelectorTerms must not be empty");
+        return 0;
+    }
+    ps->terms = calloc((size_t)n, sizeof *ps->terms);
+    if (!ps->terms)
+        return TG_ENOMEM;
+    const cJSON *t;
+    int ti = 0;
+    char path[256];
+    cJSON_ArrayForEach(t, terms)
+    {
+        snprintf(path, sizeof path, "%s.nodeSelectorTerms[%d]", rf, ti++);
+        struct tg_selterm *term = &ps->terms[ps->nterms++];
+        const cJSON *me = want_list(x, t, "matchExpressions", path);
+        const cJSON *mf = want_list(x, t, "matchFields", path);
+        int ne = (me ? cJSON_GetArraySize(me) : 0) + (mf ? cJSON_GetArraySize(mf) : 0);
+        if (!ne)
+            continue;
+        term->reqs = calloc((size_t)ne, sizeof *term->reqs);
+        if (!term->reqs)
+            return TG_ENOMEM;
+        for (int f = 0; f < 2; f++) {
+            const cJSON *e;
+            const cJSON *list = f ? mf : me;
+            int ei = 0;
+            cJSON_ArrayForEach(e, list)
+            {
+                char p2[300];
+                snprintf(p2, sizeof p2, "%s.%s[%d]", path, f ? "matchFields" : "matchExpressions", ei++);
+                int rc = decode_selreq(x, e, p2, f, &term->reqs[term->nreq]);
+                term->nreq++; /* counted even on failure so the free path sees vals */
+                if (rc == TG_ENOMEM)
+                    return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+static int decode_podspec(struct dec *x, const cJSON *spec, struct tg_pod *p)
+{
+    struct tg_podspec *ps = calloc(1, sizeof *ps);
+    if (!ps)
+        return TG_ENOMEM;
+    p->spec = ps;
+    const cJSON *sel = want_map(x, spec, "nodeSelector", "spec.nodeSelector");
+    int rc = decode_labels(x, sel, "spec.nodeSelector", &ps->selector, &ps->nselector);
+    if (rc)
+        return rc;
+    if ((rc = decode_tolerations(x, spec, ps)))
+        return rc;
+    return decode_affinity(x, spec, ps);
+}
+
+static void podspec_free(struct tg_podspec *ps)
+{
+    if (!ps)
+        return;
+    for (uint16_t i = 0; i < ps->nterms; i++) {
+        for (uint16_t j = 0; j < ps->terms[i].nreq; j++)
+            free(ps->terms[i].reqs[j].vals);
+        free(ps->terms[i].reqs);
+    }
+    free(ps->terms);
+    free(ps->tols);
+    free(ps->selector);
+    free(ps);
+}
+
+/* ---- Pod ---------------------------------------------------------------- */
+
+static uint32_t group_label(const cJSON *labels)
+{
+    const cJSON *g = get(labels, TG_LABEL_POD_GROUP);
+    if (!cJSON_IsString(g))
+        g = get(labels, TG_LABEL_POD_GROUP_XK8S);
+    return cJSON_IsString(g) && *g->valuestring ? tg_intern(g->valuestring) : 0;
+}
+
+int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg_pod **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "Pod", 1, &m))
+        return TG_EPARSE;
+    struct tg_pod *p = calloc(1, sizeof *p);
+    int rc = TG_ENOMEM;
+    if (!p)
+        return rc;
+    p->key = make_key(m.ns, m.name, &p->name_off);
+    p->uid = strdup(m.uid ? m.uid : "");
+    p->rv = dup_or_null(m.rv);
+    if (!p->key || !p->uid || (m.rv && !p->rv))
+        goto fail;
+    p->ns = tg_intern(m.ns);
+    p->created_ms = m.created_ms;
+    p->deleting = (uint8_t)m.deleting;
+    p->group = group_label(m.labels);
+
+    const cJSON *spec = want_map(&x, obj, "spec", "spec");
+    const char *node = want_str(&x, spec, "nodeName", "spec.nodeName");
+    p->node = node ? tg_intern(node) : 0;
+    const char *sched = want_str(&x, spec, "schedulerName", "spec.schedulerName");
+    p->sched = tg_intern(sched && *sched ? sched : "default-scheduler");
+    const char *pc = want_str(&x, spec, "priorityClassName", "spec.priorityClassName");
+    p->prio_class = pc ? tg_intern(pc) : 0;
+    int64_t prio;
+    if (want_int(&x, spec, "priority", "spec.priority", -2147483648LL, 2147483647LL, &prio)) {
+        p->priority = (int32_t)prio;
+        p->has_priority = 1;
+    }
+    const cJSON *status = want_map(&x, obj, "status", "status");
+    const char *phase = want_str(&x, status, "phase", "status.phase");
+    p->phase = !phase || !strcmp(phase, "Pending") ? TG_PHASE_PENDING
+               : !strcmp(phase, "Running")         ? TG_PHASE_RUNNING
+               : !strcmp(phase, "Succeeded")       ? TG_PHASE_SUCCEEDED
+               : !strcmp(phase, "Failed")          ? TG_PHASE_FAILED
+                                                   : TG_PHASE_UNKNOWN;
+    if ((rc = pod_requests(&x, spec, p)) == TG_ENOMEM)
+        goto fail;
+    if ((flags & TG_DECODE_SPEC) && (rc = decode_podspec(&x, spec, p)) == TG_ENOMEM)
+        goto fail;
+    if (x.bad) {
+        rc = TG_EPARSE;
+        goto fail;
+    }
+    *out = p;
+    return 0;
+fail:
+    tg_pod_free(&p);
+    return rc ? rc : TG_EPARSE;
+}
+
+void tg_pod_free(struct tg_pod **pp)
+{
+    struct tg_pod *p = *pp;
+    if (!p)
+        return;
+    free(p->key);
+    free(p->uid);
+    free(p->rv);
+    free(p->req);
+    podspec_free(p->spec);
+    free(p);
+    *pp = NULL;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return h * 0xbf58476d1ce4e5b9ull;
+}
+
+/* Field by field: struct padding never reaches the hash. */
+uint64_t tg_pod_shape_hash(const struct tg_pod *p)
+{
+    uint64_t h = p->nreq;
+    for (uint8_t i = 0; i < p->nreq; i++)
+        h = mix(mix(h, p->req[i].res), (uint64_t)p->req[i].val);
+    const struct tg_podspec *s = p->spec;
+    if (!s)
+        return h;
+    h ^= tg_hash(s->selector, s->nselector * sizeof *s->selector) * 31;
+    for (uint16_t i = 0; i < s->ntol; i++)
+        h = mix(h, (uint64_t)s->tols[i].key << 32 | s->tols[i].val) ^
+            (uint64_t)(s->tols[i].op << 8 | s->tols[i].effect);
+    for (uint16_t i = 0; i < s->nterms; i++)
+        for (uint16_t j = 0; j < s->terms[i].nreq; j++) {
+            const struct tg_selreq *r = &s->terms[i].reqs[j];
+            h = h * 1099511628211ull ^ (r->key * 7 + r->op + (uint64_t)r->num * 13 + i);
+            h ^= tg_hash(r->vals, r->nvals * sizeof *r->vals);
+        }
+    return h;
+}
+
+int tg_pod_same_shape(const struct tg_pod *a, const struct tg_pod *b)
+{
+    if (a->nreq != b->nreq)
+        return 0;
+    for (uint8_t i = 0; i < a->nreq; i++)
+        if (a->req[i].res != b->req[i].res || a->req[i].val != b->req[i].val)
+            return 0;
+    const struct tg_podspec *x = a->spec, *y = b->spec;
+    if (!x || !y)
+        return x == y;
+    if (x->nselector != y->nselector || x->ntol != y->ntol || x->nterms != y->nterms)
+        return 0;
+    if (memcmp(x->selector, y->selector, x->nselector * sizeof *x->selector))
+        return 0;
+    for (uint16_t i = 0; i < x->ntol; i++)
+        if (x->tols[i].key != y->tols[i].key || x->tols[i].val != y->tols[i].val ||
+            x->tols[i].op != y->tols[i].op || x->tols[i].effect != y->tols[i].effect)
+            return 0;
+    for (uint16_t i = 0; i < x->nterms; i++) {
+        if (x->terms[i].nreq != y->terms[i].nreq)
+            return 0;
+        for (uint16_t j = 0; j < x->terms[i].nreq; j++) {
+            const struct tg_selreq *r = &x->terms[i].reqs[j], *s = &y->terms[i].reqs[j];
+            if (r->key != s->key || r->op != s->op || r->is_field != s->is_field ||
+                r->num != s->num || r->nvals != s->nvals ||
+                memcmp(r->vals, s->vals, r->nvals * sizeof *r->vals))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- Node --------------------------------------------------------------- */
+
+int tg_node_decode(const cJSON *obj, struct tg_diag *d, struct tg_node_obj **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "Node", 0, &m))
+        return TG_EPARSE;
+    struct tg_node_obj *n = calloc(1, sizeof *n);
+    int rc = TG_ENOMEM;
+    if (!n)
+        return rc;
+    n->name = tg_intern(m.name);
+    n->rv = dup_or_null(m.rv);
+    if ((rc = decode_labels(&x, m.labels, "metadata.labels", &n->labels, &n->nlabels)))
+        goto fail;
+    const char *topo = want_str(&x, m.annotations, TG_ANNOTATION_TOPOLOGY,
+                                "metadata.annotations." TG_ANNOTATION_TOPOLOGY);
+    if (topo && !(n->topology = strdup(topo)))
+        goto fail;
+
+    const cJSON *spec = want_map(&x, obj, "spec", "spec");
+    n->unschedulable = (uint8_t)want_bool(&x, spec, "unschedulable", "spec.unschedulable");
+    const cJSON *taints = want_list(&x, spec, "taints", "spec.taints");
+    int nt = taints ? cJSON_GetArraySize(taints) : 0;
+    if (nt && !(n->taints = calloc((size_t)nt, sizeof *n->taints)))
+        goto fail;
+    const cJSON *t;
+    int ti = 0;
+    cJSON_ArrayForEach(t, taints)
+    {
+        char path[64];
+        snprintf(path, sizeof path, "spec.taints[%d]", ti++);
+        const char *key = want_str(&x, t, "key", path);
+        const char *val = want_str(&x, t, "value", path);
+        const char *eff = want_str(&x, t, "effect", path);
+        uint8_t e;
+        if (!key || !*key || parse_effect(eff, &e) || e == TG_EFFECT_ANY) {
+            err(&x, t, path, "needs a key and an effect (NoSchedule, PreferNoSchedule, NoExecute)");
+            continue;
+        }
+        n->taints[n->ntaints++] = (struct tg_taint){tg_intern(key), tg_intern(val ? val : ""), e};
+    }
+
+    const cJSON *status = want_map(&x, obj, "status", "status");
+    const cJSON *alloc = want_map(&x, status, "allocatable", "status.allocatable");
+    const char *afield = "status.allocatable";
+    if (!alloc) {
+        alloc = want_map(&x, status, "capacity", "status.capacity");
+        afield = "status.capacity";
+    }
+    struct tg_rq rq[MAX_RQ];
+    int na = alloc ? decode_rqmap(&x, alloc, afield, rq) : 0;
+    if (na > 0) {
+        na = (int)tg_rq_normalize(rq, (uint32_t)na);
+        if (!(n->alloc = malloc((size_t)na * sizeof *rq)))
+            goto fail;
+        memcpy(n->alloc, rq, (size_t)na * sizeof *rq);
+        n->nalloc = (uint8_t)na;
+    }
+    n->ready = 1;
+    const cJSON *conds = want_list(&x, status, "conditions", "status.conditions");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, conds)
+    {
+        const char *type = want_str(&x, c, "type", "status.conditions[].type");
+        const char *st = want_str(&x, c, "status", "status.conditions[].status");
+        if (type && !strcmp(type, "Ready"))
+            n->ready = st && !strcmp(st, "True");
+    }
+    if (x.bad) {
+        rc = TG_EPARSE;
+        goto fail;
+    }
+    *out = n;
+    return 0;
+fail:
+    tg_node_free(&n);
+    return rc;
+}
+
+void tg_node_free(struct tg_node_obj **pn)
+{
+    struct tg_node_obj *n = *pn;
+    if (!n)
+        return;
+    free(n->labels);
+    free(n->taints);
+    free(n->alloc);
+    free(n->topology);
+    free(n->rv);
+    free(n);
+    *pn = NULL;
+}
+
+/* ---- PodGroup ----------------------------------------------------------- */
+
+int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "PodGroup", 1, &m))
+        return TG_EPARSE;
+    struct tg_podgroup *g = calloc(1, sizeof *g);
+    int rc = TG_ENOMEM;
+    if (!g)
+        return rc;
+    g->key = make_key(m.ns, m.name, NULL);
+    g->uid = dup_or_null(m.uid);
+    g->rv = dup_or_null(m.rv);
+    if (!g->key)
+        goto fail;
+    g->ns = tg_intern(m.ns);
+    g->name = tg_intern(m.name);
+    g->created_ms = m.created_ms;
+    const cJSON *spec = want_map(&x, obj, "spec", "spec");
+    int64_t v = 1;
+    if (!want_int(&x, spec, "minMember", "spec.minMember", 1, 1000000, &v) && !x.bad)
+        v = 1;
+    g->min_member = (int32_t)v;
+    v = 0;
+    want_int(&x, spec, "scheduleTimeoutSeconds", "spec.scheduleTimeoutSeconds", 0, 31536000, &v);
+    g->timeout_s = (int32_t)v;
+    if (want_int(&x, spec, "priority", "spec.priority", -2147483648LL, 2147483647LL, &v)) {
+        g->priority = (int32_t)v;
+        g->has_priority = 1;
+    }
+    const char *pc = want_str(&x, spec, "priorityClassName", "spec.priorityClassName");
+    g->prio_class = pc ? tg_intern(pc) : 0;
+    const cJSON *topo = want_map(&x, spec, "topology", "spec.topology");
+    const char *req = want_str(&x, topo, "required", "spec.topology.required");
+    const char *pref = want_str(&x, topo, "preferred", "spec.topology.preferred");
+    const char *strat = want_str(&x, topo, "strategy", "spec.topology.strategy");
+    g->required = req ? tg_intern(req) : 0;
+    g->preferred = pref ? tg_intern(pref) : 0;
+    if (!strat || !*strat)
+        g->strategy = TG_STRATEGY_DEFAULT;
+    else if (!strcmp(strat, "pack"))
+        g->strategy = TG_STRATEGY_PACK;
+    else if (!strcmp(strat, "spread"))
+        g->strategy = TG_STRATEGY_SPREAD;
+    else
+        err(&x, get(topo, "strategy"), "spec.topology.strategy",
+            "must be pack or spread, not \"%s\"", strat);
+    if (x.bad) {
+        rc = TG_EPARSE;
+        goto fail;
+    }
+    *out = g;
+    return 0;
+fail:
+    tg_podgroup_free(&g);
+    return rc;
+}
+
+void tg_podgroup_free(struct tg_podgroup **pg)
+{
+    struct tg_podgroup *g = *pg;
+    if (!g)
+        return;
+    free(g->key);
+    free(g->uid);
+    free(g->rv);
+    free(g);
+    *pg = NULL;
+}

@@ -1,0 +1,194 @@
+/* Compact, decoded Kubernetes objects: Node, Pod, PodGroup.
+ *
+ * One decoder serves the daemon (JSON from the API server) and `simulate`
+ * (YAML turned into the same cJSON tree by util/yamljson.c): the object is
+ * decoded straight from the cJSON tree into these structs, and the tree is
+ * then freed by the caller. Strings that repeat across objects (label keys and
+ * values, namespaces, node names, taint keys) are interned ids (util/intern.h).
+ *
+ * Bad input never crashes a decoder: an error names the object and the field
+ * through struct tg_diag and the decoder returns TG_EPARSE (the object is
+ * skipped); a warning (an unknown toleration operator, say) keeps the object. */
+#ifndef TG_MODEL_OBJECTS_H
+#define TG_MODEL_OBJECTS_H
+
+#include <stdint.h>
+
+#include "model/resources.h"
+
+struct cJSON;
+
+/* ---- diagnostics ------------------------------------------------------- */
+
+/* Receives one message per problem. `at` is the cJSON node at fault (or the
+ * object), so a YAML reader can add file:line. `what` is "Pod ml/worker-0",
+ * `field` a JSON path such as "spec.containers[1].resources.requests.cpu". */
+struct tg_diag {
+    void (*report)(void *ud, int is_error, const struct cJSON *at, const char *what,
+                   const char *field, const char *msg);
+    void *ud;
+    int nerrors, nwarnings;
+};
+
+/* Reports through d (NULL allowed: counts only into nothing). */
+void tg_diag_error(struct tg_diag *d, const struct cJSON *at, const char *what,
+                   const char *field, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void tg_diag_warn(struct tg_diag *d, const struct cJSON *at, const char *what,
+                  const char *field, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* ---- shared pieces ----------------------------------------------------- */
+
+struct tg_label {
+    uint32_t key, val;                  /* interned */
+};
+
+enum tg_effect { TG_EFFECT_ANY, TG_EFFECT_NOSCHEDULE, TG_EFFECT_PREFER_NOSCHEDULE,
+                 TG_EFFECT_NOEXECUTE };
+
+struct tg_taint {
+    uint32_t key, val;
+    uint8_t effect;                     /* enum tg_effect, never ANY */
+};
+
+enum tg_tol_op { TG_TOL_EQUAL, TG_TOL_EXISTS };
+
+struct tg_toleration {
+    uint32_t key, val;                  /* key 0 with EXISTS: tolerates every taint */
+    uint8_t op;                         /* enum tg_tol_op */
+    uint8_t effect;                     /* TG_EFFECT_ANY matches every effect */
+};
+
+enum tg_sel_op { TG_SEL_IN, TG_SEL_NOTIN, TG_SEL_EXISTS, TG_SEL_DOESNOTEXIST,
+                 TG_SEL_GT, TG_SEL_LT };
+
+/* One node selector requirement: key op values. For Gt/Lt, num holds the
+ * integer operand. For matchFields the key is "metadata.name". */
+struct tg_selreq {
+    uint32_t key;
+    uint8_t op;
+    uint8_t is_field;                   /* matchFields instead of matchExpressions */
+    uint16_t nvals;
+    uint32_t *vals;                     /* interned, owned by the pod spec */
+    int64_t num;
+};
+
+/* A nodeSelectorTerm: requirements ANDed. Terms are ORed. */
+struct tg_selterm {
+    uint16_t nreq;
+    struct tg_selreq *reqs;
+};
+
+/* ---- Pod ---------------------------------------------------------------- */
+
+enum tg_phase { TG_PHASE_PENDING, TG_PHASE_RUNNING, TG_PHASE_SUCCEEDED, TG_PHASE_FAILED,
+                TG_PHASE_UNKNOWN };
+
+/* What placement needs of a pending pod beyond its requests. Pods with the
+ * same spec content hash to the same shape (see tg_podspec_hash). */
+struct tg_podspec {
+    uint16_t nselector;                 /* spec.nodeSelector */
+    uint16_t ntol;
+    uint16_t nterms;                    /* required node affinity terms */
+    struct tg_label *selector;
+    struct tg_toleration *tols;
+    struct tg_selterm *terms;
+};
+
+struct tg_pod {
+    char *key;                          /* "namespace/name", owned */
+    char *uid;                          /* owned, may be "" */
+    uint32_t ns;                        /* interned namespace */
+    uint32_t name_off;                  /* name = key + name_off */
+    uint32_t node;                      /* interned spec.nodeName, 0 = unbound */
+    uint32_t sched;                     /* interned spec.schedulerName */
+    uint32_t group;                     /* interned pod-group label value, 0 = none */
+    uint32_t prio_class;                /* interned spec.priorityClassName, 0 = none */
+    int32_t priority;                   /* spec.priority (0 when unset) */
+    uint8_t has_priority;
+    uint8_t phase;                      /* enum tg_phase */
+    uint8_t deleting;                   /* metadata.deletionTimestamp set */
+    uint8_t nreq;
+    int64_t created_ms;                 /* creationTimestamp, ms since epoch; 0 unknown */
+    char *rv;                           /* metadata.resourceVersion, owned, may be NULL */
+    struct tg_rq *req;                  /* effective requests, sorted, owned */
+    struct tg_podspec *spec;            /* NULL unless decoded with TG_DECODE_SPEC */
+};
+
+static inline const char *tg_pod_name(const struct tg_pod *p) { return p->key + p->name_off; }
+/* Terminal pods hold no resources. */
+static inline int tg_pod_terminal(const struct tg_pod *p)
+{
+    return p->phase == TG_PHASE_SUCCEEDED || p->phase == TG_PHASE_FAILED;
+}
+
+enum {
+    TG_DECODE_SPEC = 1 << 0,            /* keep selector, tolerations, affinity */
+};
+
+/* Decodes a Pod object. Effective requests follow kube-scheduler: the sum of
+ * containers' requests (limits stand in where requests are absent), the max
+ * with each init container (sidecar init containers, restartPolicy Always, add
+ * to the sum), plus spec.overhead. On success *out is a new pod the caller
+ * frees with tg_pod_free. Errors: TG_EPARSE (reported through d), TG_ENOMEM. */
+int tg_pod_decode(const struct cJSON *obj, unsigned flags, struct tg_diag *d, struct tg_pod **out);
+void tg_pod_free(struct tg_pod **p);
+/* 64-bit hash of requests + spec: equal pods have equal hashes. */
+uint64_t tg_pod_shape_hash(const struct tg_pod *p);
+/* 1 when requests and spec are equal (hash collisions are checked with this). */
+int tg_pod_same_shape(const struct tg_pod *a, const struct tg_pod *b);
+
+/* ---- Node --------------------------------------------------------------- */
+
+struct tg_node_obj {
+    uint32_t name;                      /* interned */
+    uint16_t nlabels, ntaints;
+    uint8_t unschedulable;
+    uint8_t ready;                      /* Ready condition True */
+    uint8_t nalloc;
+    struct tg_label *labels;            /* sorted by key id, owned */
+    struct tg_taint *taints;            /* owned */
+    struct tg_rq *alloc;                /* status.allocatable (or capacity), sorted, owned */
+    char *topology;                     /* annotation topogang.io/topology, owned, or NULL */
+    char *rv;                           /* resourceVersion, owned, or NULL */
+};
+
+/* Decodes a Node. A node with no Ready condition at all is treated as Ready
+ * (objects written by hand for `simulate`); Ready=False/Unknown is not ready. */
+int tg_node_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_node_obj **out);
+void tg_node_free(struct tg_node_obj **n);
+/* Value id of a label key on a node (labels sorted by key), or TG_STR_NONE. */
+uint32_t tg_labels_get(const struct tg_label *l, uint32_t n, uint32_t key);
+
+/* ---- PodGroup ----------------------------------------------------------- */
+
+enum tg_strategy { TG_STRATEGY_DEFAULT, TG_STRATEGY_PACK, TG_STRATEGY_SPREAD };
+
+struct tg_podgroup {
+    char *key;                          /* "namespace/name", owned */
+    uint32_t ns, name;                  /* interned */
+    int32_t min_member;                 /* >= 1 */
+    int32_t timeout_s;                  /* 0 = policy default */
+    int32_t priority;
+    uint8_t has_priority;
+    uint8_t strategy;                   /* enum tg_strategy */
+    uint32_t prio_class;                /* interned, 0 = none */
+    uint32_t required, preferred;       /* interned level names, 0 = none */
+    int64_t created_ms;
+    char *uid, *rv;                     /* owned, may be NULL */
+};
+
+/* Decodes a PodGroup (topogang.io/v1alpha1; scheduling.x-k8s.io too). Level
+ * names are checked against the policy later, by the scheduler. */
+int tg_podgroup_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_podgroup **out);
+void tg_podgroup_free(struct tg_podgroup **g);
+
+/* ---- helpers shared by decoders ---------------------------------------- */
+
+/* RFC 3339 timestamp to ms since epoch; returns 0 or TG_EPARSE. */
+int tg_parse_time(const char *s, int64_t *ms);
+
+#define TG_LABEL_POD_GROUP      "topogang.io/pod-group"
+#define TG_LABEL_POD_GROUP_XK8S "scheduling.x-k8s.io/pod-group"
+#define TG_ANNOTATION_TOPOLOGY  "topogang.io/topology"
+
+#endif

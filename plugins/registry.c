@@ -1,0 +1,73 @@
+/* The static plugin table (no dlopen), status reason texts, and the cluster
+ * hooks that fan out to the plugins. Order matters: cheap, selective filters
+ * first, counting plugins last. */
+#include "plugins/builtin.h"
+#include "model/resources.h"
+#include "util/intern.h"
+
+#include <stdio.h>
+
+const struct tg_plugin *const tg_plugins[] = {
+    &tg_plugin_nodestate,
+    &tg_plugin_nodeaffinity,
+    &tg_plugin_taints,
+    &tg_plugin_resources,
+    NULL,
+};
+
+const char *tg_reason_name(uint8_t reason)
+{
+    static const char *const names[] = {
+#define TG__REASON_NAME(name, text) #name,
+        TG_REASON_MAP(TG__REASON_NAME)
+#undef TG__REASON_NAME
+    };
+    return reason < TG_R__COUNT ? names[reason] : "UNKNOWN";
+}
+
+const char *tg_reason_text(uint8_t reason, uint32_t arg, char *buf, unsigned n)
+{
+    static const char *const texts[] = {
+#define TG__REASON_TEXT(name, text) text,
+        TG_REASON_MAP(TG__REASON_TEXT)
+#undef TG__REASON_TEXT
+    };
+    if (reason >= TG_R__COUNT) {
+        snprintf(buf, n, "unknown reason");
+        return buf;
+    }
+    const char *a = "";
+    if (reason == TG_R_INSUFFICIENT || reason == TG_R_NUMA)
+        a = tg_res_name(arg);
+    else if (reason == TG_R_TAINT || reason == TG_R_SELECTOR)
+        a = tg_str(arg);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#pragma GCC diagnostic ignored "-Wformat-extra-args"
+    snprintf(buf, n, texts[reason], a);
+#pragma GCC diagnostic pop
+    return buf;
+}
+
+static void node_changed(void *ud, struct tg_cluster *c, uint32_t slot)
+{
+    (void)ud;
+    for (const struct tg_plugin *const *p = tg_plugins; *p; p++)
+        if ((*p)->node_changed)
+            (*p)->node_changed(c, slot);
+}
+
+static void usage_changed(void *ud, struct tg_cluster *c, struct tg_usage *u, int sign)
+{
+    (void)ud;
+    for (const struct tg_plugin *const *p = tg_plugins; *p; p++)
+        if ((*p)->usage_changed)
+            (*p)->usage_changed(c, u, sign);
+}
+
+void tg_plugins_attach(struct tg_cluster *c)
+{
+    c->hooks.node_changed = node_changed;
+    c->hooks.usage_changed = usage_changed;
+    c->hooks.ud = NULL;
+}

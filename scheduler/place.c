@@ -1,0 +1,648 @@
+/* Gang placement: filter -> count -> place, all or nothing.
+ *
+ * 1. Shapes: members with equal requests and constraints form one pod set;
+ *    the largest set is placed first.
+ * 2. Count: for each shape, every plugin's filter and count per node slot;
+ *    the counts are summed up the topology tree (cost: nodes x levels).
+ * 3. Place: from the preferred level up to the required level, the domains
+ *    whose counts cover the gang are candidates. pack takes the best fit
+ *    (least room left over); spread the one with the most room. Inside it,
+ *    fill() descends: pack repeatedly takes the child that holds what is left
+ *    with the least to spare, else the largest child (Kueue's fill order:
+ *    room for 3,3,2,1 and 7 pods gives 3,3,1); spread water-fills children
+ *    evenly. Each pod is assumed in the model as it is placed, and counts are
+ *    refreshed on the nodes it touched, so pod sets of other shapes see it.
+ * 4. A candidate that cannot take every set is rolled back and the next one
+ *    tried; a gang with no candidate reserves nothing and gets a reason. */
+#include "scheduler/cycle.h"
+#include "plugins/plugin.h"
+#include "model/quantity.h"
+#include "util/err.h"
+#include "util/intern.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE TG_NONE
+enum { MAX_TRIES = 8, MAX_HIST = 32 };
+
+struct hist {
+    uint8_t reason[MAX_HIST];
+    uint32_t arg[MAX_HIST];
+    uint32_t n[MAX_HIST];
+    uint32_t len;
+};
+
+struct set {
+    struct tg_shape sh;
+    uint32_t *mem;                      /* indices into gang->pods */
+    uint32_t nmem;
+    uint32_t next;                      /* next member to place */
+    uint32_t *dcount;                   /* per domain */
+    int32_t *score;                     /* per slot, -1 unknown */
+    uint64_t weight;
+    struct hist hist;
+};
+
+struct pc {
+    struct tg_sched *s;
+    const struct tg_gang *g;
+    struct tg_result *r;
+    struct tg_cycle_ctx cx;
+    struct set *sets;
+    uint32_t nsets;
+    int strategy;
+    uint32_t *touched;                  /* slots with pods assumed this attempt */
+    uint32_t ntouched;
+    uint8_t *is_touched;
+    uint8_t *exhausted;                 /* per domain/slot during one fill loop */
+};
+
+static void hist_add(struct hist *h, uint8_t reason, uint32_t arg)
+{
+    for (uint32_t i = 0; i < h->len; i++)
+        if (h->reason[i] == reason && h->arg[i] == arg) {
+            h->n[i]++;
+            return;
+        }
+    if (h->len < MAX_HIST) {
+        h->reason[h->len] = reason;
+        h->arg[h->len] = arg;
+        h->n[h->len++] = 1;
+    }
+}
+
+/* Filter + count of one shape on one slot; records a rejection in hist. */
+static uint32_t eval_slot(struct pc *x, struct set *st, uint32_t slot, struct hist *h)
+{
+    const struct tg_cluster *c = &x->s->cluster;
+    if (!c->nodes[slot].obj || c->tree.leaf[slot] == NONE)
+        return 0;
+    struct tg_status status = {0};
+    for (const struct tg_plugin *const *p = tg_plugins; *p; p++)
+        if ((*p)->filter && !(*p)->filter(&x->cx, &st->sh, slot, &status)) {
+            if (h)
+                hist_add(h, status.reason, status.arg);
+            return 0;
+        }
+    uint32_t n = UINT32_MAX;
+    for (const struct tg_plugin *const *p = tg_plugins; *p && n; p++) {
+        if (!(*p)->count)
+            continue;
+        uint32_t k = (*p)->count(&x->cx, &st->sh, slot, &status);
+        if (k < n)
+            n = k;
+        if (n == 0 && h)
+            hist_add(h, status.reason, status.arg);
+    }
+    return n == UINT32_MAX ? 1u << 20 : n;
+}
+
+static void propagate(struct pc *x, struct set *st, uint32_t slot, int64_t delta)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    for (uint32_t d = t->leaf[slot]; d != NONE; d = t->dom[d].parent)
+        st->dcount[d] = (uint32_t)((int64_t)st->dcount[d] + delta);
+}
+
+static void count_all(struct pc *x, struct set *st)
+{
+    const struct tg_cluster *c = &x->s->cluster;
+    for (uint32_t slot = 0; slot < c->nslots; slot++) {
+        uint32_t n = eval_slot(x, st, slot, &st->hist);
+        st->sh.count[slot] = n;
+        if (n)
+            propagate(x, st, slot, n);
+    }
+}
+
+static void recount(struct pc *x, uint32_t slot)
+{
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        struct set *st = &x->sets[i];
+        uint32_t n = eval_slot(x, st, slot, NULL);
+        if (n != st->sh.count[slot]) {
+            propagate(x, st, slot, (int64_t)n - st->sh.count[slot]);
+            st->sh.count[slot] = n;
+        }
+        st->score[slot] = -1;
+    }
+}
+
+static int32_t slot_score(struct pc *x, struct set *st, uint32_t slot)
+{
+    if (st->score[slot] >= 0)
+        return st->score[slot];
+    int64_t sum = 0;
+    const struct tg_policy *pol = &x->s->policy;
+    for (const struct tg_plugin *const *p = tg_plugins; *p; p++) {
+        if (!(*p)->score)
+            continue;
+        int64_t w = !strcmp((*p)->name, "NodeResourcesFit") ? pol->score_binpack
+                    : !strcmp((*p)->name, "NUMA")           ? pol->score_numa
+                                                            : 10;
+        sum += w * (*p)->score(&x->cx, &st->sh, slot);
+    }
+    st->score[slot] = (int32_t)(sum > INT32_MAX ? INT32_MAX : sum);
+    return st->score[slot];
+}
+
+/* Assumes the set's next member on slot. Returns 0 or TG_ENOMEM. */
+static int assume_one(struct pc *x, struct set *st, uint32_t slot)
+{
+    uint32_t m = st->mem[st->next];
+    int rc = tg_cluster_assume(&x->s->cluster, x->g->pods[m], slot);
+    if (rc)
+        return rc;
+    x->r->slot[m] = slot;
+    x->r->nplaced++;
+    st->next++;
+    if (!x->is_touched[slot]) {
+        x->is_touched[slot] = 1;
+        x->touched[x->ntouched++] = slot;
+    }
+    recount(x, slot);
+    return 0;
+}
+
+static uint32_t child_count(struct pc *x, struct set *st, const struct tg_domain *d, uint32_t i)
+{
+    return d->level == x->s->cluster.tree.nlevels ? st->sh.count[d->child[i]]
+                                                  : st->dcount[d->child[i]];
+}
+
+/* pack's choice among the children of d: the one holding `need` with least to
+ * spare, else the largest; ties by node score (at the node level) then order.
+ * Returns the child index or -1. */
+static int pick_pack(struct pc *x, struct set *st, const struct tg_domain *d, uint32_t need,
+                     const uint8_t *skip)
+{
+    int fit = -1, big = -1;
+    uint32_t fitc = UINT32_MAX, bigc = 0;
+    int leaf = d->level == x->s->cluster.tree.nlevels;
+    for (uint32_t i = 0; i < d->nchild; i++) {
+        if (skip[i])
+            continue;
+        uint32_t c = child_count(x, st, d, i);
+        if (!c)
+            continue;
+        if (c >= need && (c < fitc || (c == fitc && leaf &&
+                                       slot_score(x, st, d->child[i]) > slot_score(x, st, d->child[fit])))) {
+            fit = (int)i;
+            fitc = c;
+        }
+        if (c > bigc || (c == bigc && leaf && big >= 0 &&
+                         slot_score(x, st, d->child[i]) > slot_score(x, st, d->child[big]))) {
+            big = (int)i;
+            bigc = c;
+        }
+    }
+    return fit >= 0 ? fit : big;
+}
+
+static int fill(struct pc *x, struct set *st, uint32_t dom, uint32_t want, uint32_t *placed);
+
+/* Places into child i of d; *got receives how many went there. */
+static int fill_child(struct pc *x, struct set *st, const struct tg_domain *d, uint32_t i,
+                      uint32_t want, uint32_t *got)
+{
+    *got = 0;
+    if (d->level != x->s->cluster.tree.nlevels)
+        return fill(x, st, d->child[i], want, got);
+    uint32_t slot = d->child[i];
+    while (*got < want && st->sh.count[slot] > 0 && st->next < st->nmem) {
+        int rc = assume_one(x, st, slot);
+        if (rc)
+            return rc;
+        (*got)++;
+    }
+    return 0;
+}
+
+/* Spread: water level so that sum(min(c_i, L)) >= want, then even shares. */
+static int fill_spread(struct pc *x, struct set *st, const struct tg_domain *d, uint32_t want,
+                       uint32_t *placed)
+{
+    uint32_t lo = 0, hi = want;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < d->nchild; i++) {
+            uint32_t c = child_count(x, st, d, i);
+            sum += c < mid ? c : mid;
+        }
+        if (sum >= want)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint32_t level = lo, left = want;
+    /* Children at the water line take one less until the total is exact. */
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < d->nchild; i++) {
+        uint32_t c = child_count(x, st, d, i);
+        total += c < level ? c : level;
+    }
+    uint64_t extra = total > want ? total - want : 0;
+    uint32_t *share = tg_arena_alloc(&x->s->scratch, (d->nchild + 1) * sizeof *share);
+    if (!share)
+        return TG_ENOMEM;
+    for (uint32_t i = d->nchild; i-- > 0;) {
+        uint32_t c = child_count(x, st, d, i);
+        share[i] = c < level ? c : level;
+        if (extra && share[i] == level && level > 0) {
+            share[i]--;
+            extra--;
+        }
+    }
+    for (uint32_t i = 0; i < d->nchild && left; i++) {
+        if (!share[i])
+            continue;
+        uint32_t got;
+        int rc = fill_child(x, st, d, i, share[i] < left ? share[i] : left, &got);
+        if (rc)
+            return rc;
+        left -= got;
+    }
+    *placed += want - left;
+    return 0;
+}
+
+/* Places up to `want` more members of st inside domain dom; adds the number
+ * placed to *placed. */
+static int fill(struct pc *x, struct set *st, uint32_t dom, uint32_t want, uint32_t *placed)
+{
+    const struct tg_domain *d = &x->s->cluster.tree.dom[dom];
+    uint32_t before = *placed;
+    if (x->strategy == TG_STRATEGY_SPREAD && d->nchild > 1) {
+        int rc = fill_spread(x, st, d, want, placed);
+        if (rc)
+            return rc;
+    }
+    uint32_t left = want - (*placed - before);
+    if (!left)
+        return 0;
+    uint8_t *skip = tg_arena_calloc(&x->s->scratch, d->nchild + 1, 1);
+    if (!skip)
+        return TG_ENOMEM;
+    while (left) {
+        int i = pick_pack(x, st, d, left, skip);
+        if (i < 0)
+            break;
+        uint32_t c = child_count(x, st, d, (uint32_t)i);
+        uint32_t got;
+        int rc = fill_child(x, st, d, (uint32_t)i, c < left ? c : left, &got);
+        if (rc)
+            return rc;
+        if (got == 0)
+            skip[i] = 1;
+        left -= got;
+        *placed += got;
+    }
+    return 0;
+}
+
+static void rollback(struct pc *x)
+{
+    for (uint32_t i = 0; i < x->g->npods; i++)
+        if (x->r->slot[i] != NONE) {
+            tg_cluster_pod_delete(&x->s->cluster, x->g->pods[i]->key);
+            x->r->slot[i] = NONE;
+        }
+    x->r->nplaced = 0;
+    for (uint32_t i = 0; i < x->nsets; i++)
+        x->sets[i].next = 0;
+    for (uint32_t i = 0; i < x->ntouched; i++) {
+        recount(x, x->touched[i]);
+        x->is_touched[x->touched[i]] = 0;
+    }
+    x->ntouched = 0;
+}
+
+/* Members a domain can take, summed over sets, each capped at its need. */
+static uint64_t holds(const struct pc *x, uint32_t d)
+{
+    uint64_t h = 0;
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        uint32_t c = x->sets[i].dcount[d];
+        h += c < x->sets[i].nmem ? c : x->sets[i].nmem;
+    }
+    return h;
+}
+
+/* Tries to place everything (at least `must`) inside domain d. */
+static int try_domain(struct pc *x, uint32_t d, uint32_t must, int *ok)
+{
+    *ok = 0;
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        struct set *st = &x->sets[i];
+        uint32_t placed = 0;
+        int rc = fill(x, st, d, st->nmem - st->next, &placed);
+        if (rc)
+            return rc;
+    }
+    if (x->r->nplaced >= must && x->r->nplaced > 0) {
+        *ok = 1;
+        return 0;
+    }
+    rollback(x);
+    return 0;
+}
+
+struct cand {
+    uint32_t d;
+    uint64_t holds;
+    uint64_t spare;
+};
+
+static int cand_cmp_pack(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    /* More members first (all of them when possible), then best fit, then id. */
+    if (x->holds != y->holds)
+        return x->holds > y->holds ? -1 : 1;
+    if (x->spare != y->spare)
+        return x->spare < y->spare ? -1 : 1;
+    return (x->d > y->d) - (x->d < y->d);
+}
+
+static int cand_cmp_spread(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    if (x->holds != y->holds)
+        return x->holds > y->holds ? -1 : 1;
+    if (x->spare != y->spare)
+        return x->spare > y->spare ? -1 : 1;
+    return (x->d > y->d) - (x->d < y->d);
+}
+
+/* Candidates at tree level lvl, best first; returns how many. */
+static uint32_t candidates(struct pc *x, uint32_t lvl, uint32_t must, struct cand *out, uint32_t cap)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    uint32_t n = 0;
+    uint32_t only = NONE;
+    if (x->g->anchor != NONE && x->g->anchor < t->nslots && t->leaf[x->g->anchor] != NONE)
+        only = tg_tree_ancestor(t, t->leaf[x->g->anchor], lvl);
+    for (uint32_t k = 0; k < t->nbylevel[lvl]; k++) {
+        uint32_t d = t->bylevel[lvl][k];
+        if (!t->dom[d].nnodes || (only != NONE && d != only))
+            continue;
+        uint64_t h = holds(x, d);
+        if (h < must || h == 0)
+            continue;
+        uint64_t prim = x->sets[0].dcount[d];
+        struct cand c = {d, h, prim - (prim < x->sets[0].nmem ? prim : x->sets[0].nmem)};
+        if (n < cap) {
+            out[n++] = c;
+        } else {
+            /* keep the best `cap`: replace the worst if c is better */
+            uint32_t worst = 0;
+            int (*cmp)(const void *, const void *) =
+                x->strategy == TG_STRATEGY_SPREAD ? cand_cmp_spread : cand_cmp_pack;
+            for (uint32_t i = 1; i < n; i++)
+                if (cmp(&out[i], &out[worst]) > 0)
+                    worst = i;
+            if (cmp(&c, &out[worst]) < 0)
+                out[worst] = c;
+        }
+    }
+    qsort(out, n, sizeof *out, x->strategy == TG_STRATEGY_SPREAD ? cand_cmp_spread : cand_cmp_pack);
+    return n;
+}
+
+/* "16 x nvidia.com/gpu=8" for a set: the extended resources, else cpu/memory. */
+static void describe_set(const struct set *st, struct tg_sb *b)
+{
+    const struct tg_pod *p = st->sh.pod;
+    tg_sb_printf(b, "%u x ", st->nmem);
+    int any = 0;
+    char q[32];
+    for (int pass = 0; pass < 2 && !any; pass++)
+        for (uint8_t i = 0; i < p->nreq; i++) {
+            uint32_t r = p->req[i].res;
+            if ((pass == 0) != (r >= TG_RES_NFIXED))
+                continue;
+            if (pass == 1 && r != TG_RES_CPU && r != TG_RES_MEMORY)
+                continue;
+            tg_sb_printf(b, "%s%s=%s", any ? "," : "", tg_res_name(r),
+                         tg_quantity_format(p->req[i].val, tg_res_is_milli(r), q, sizeof q));
+            any = 1;
+        }
+    if (!any)
+        tg_sb_puts(b, "pod (no requests)");
+}
+
+static void explain(struct pc *x, uint32_t must, int required, int tried)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    const struct tg_policy *pol = &x->s->policy;
+    struct tg_sb b = {0};
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < x->nsets; i++)
+        total += x->sets[i].nmem;
+    tg_sb_puts(&b, "needs ");
+    if (must < total)
+        tg_sb_printf(&b, "at least %u of ", must);
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        if (i)
+            tg_sb_puts(&b, " + ");
+        describe_set(&x->sets[i], &b);
+    }
+    const char *lname = required ? pol->levels[required - 1].name : "cluster";
+    if (required)
+        tg_sb_printf(&b, " in one %s", lname);
+    else
+        tg_sb_puts(&b, " in the cluster");
+    uint32_t best = NONE;
+    uint64_t besth = 0;
+    for (uint32_t k = 0; k < t->nbylevel[required]; k++) {
+        uint32_t d = t->bylevel[required][k];
+        uint64_t h = holds(x, d);
+        if (best == NONE || h > besth) {
+            best = d;
+            besth = h;
+        }
+    }
+    char path[512];
+    if (best != NONE && required)
+        tg_sb_printf(&b, "; best %s %s holds %llu", lname, tg_tree_path(t, best, path, sizeof path),
+                     (unsigned long long)besth);
+    else
+        tg_sb_printf(&b, "; the cluster holds %llu", (unsigned long long)besth);
+    if (tried)
+        tg_sb_printf(&b, "; %d candidate %s(s) fit by count but not all pod sets together", tried, lname);
+    /* merge the rejection histograms of all sets, most frequent first */
+    struct hist all = {0};
+    for (uint32_t i = 0; i < x->nsets; i++)
+        for (uint32_t k = 0; k < x->sets[i].hist.len; k++) {
+            const struct hist *h = &x->sets[i].hist;
+            uint32_t j = 0;
+            while (j < all.len && !(all.reason[j] == h->reason[k] && all.arg[j] == h->arg[k]))
+                j++;
+            if (j == all.len && all.len < MAX_HIST) {
+                all.reason[j] = h->reason[k];
+                all.arg[j] = h->arg[k];
+                all.n[j] = 0;
+                all.len++;
+            }
+            if (j < all.len && h->n[k] > all.n[j])
+                all.n[j] = h->n[k];
+        }
+    for (uint32_t shown = 0; shown < 5 && all.len; shown++) {
+        uint32_t m = 0;
+        for (uint32_t j = 1; j < all.len; j++)
+            if (all.n[j] > all.n[m])
+                m = j;
+        char txt[200];
+        tg_sb_printf(&b, "; %u node%s %s", all.n[m], all.n[m] == 1 ? "" : "s",
+                     tg_reason_text(all.reason[m], all.arg[m], txt, sizeof txt));
+        all.reason[m] = all.reason[all.len - 1];
+        all.arg[m] = all.arg[all.len - 1];
+        all.n[m] = all.n[all.len - 1];
+        all.len--;
+    }
+    snprintf(x->r->reason, sizeof x->r->reason, "%s", tg_sb_str(&b));
+    tg_sb_free(&b);
+}
+
+static uint64_t set_weight(const struct set *st)
+{
+    const struct tg_pod *p = st->sh.pod;
+    uint64_t ext = 0, cpu = 0;
+    for (uint8_t i = 0; i < p->nreq; i++) {
+        if (p->req[i].res >= TG_RES_NFIXED)
+            ext += (uint64_t)p->req[i].val;
+        else if (p->req[i].res == TG_RES_CPU)
+            cpu += (uint64_t)p->req[i].val;
+    }
+    return ((ext * st->nmem) << 32) + cpu * st->nmem / 1000;
+}
+
+static int set_cmp(const void *a, const void *b)
+{
+    const struct set *x = a, *y = b;
+    if (x->weight != y->weight)
+        return x->weight > y->weight ? -1 : 1;
+    return (x->mem[0] > y->mem[0]) - (x->mem[0] < y->mem[0]);
+}
+
+/* Groups the gang's pods into sets of one shape, largest first. */
+static int make_sets(struct pc *x)
+{
+    const struct tg_gang *g = x->g;
+    struct tg_arena *a = &x->s->scratch;
+    uint32_t nslots = x->s->cluster.nslots, ndom = x->s->cluster.tree.ndom;
+    x->sets = tg_arena_calloc(a, g->npods, sizeof *x->sets);
+    uint64_t *hash = tg_arena_alloc(a, g->npods * sizeof *hash);
+    uint32_t *setof = tg_arena_alloc(a, g->npods * sizeof *setof);
+    if (!x->sets || !hash || !setof)
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < g->npods; i++) {
+        hash[i] = tg_pod_shape_hash(g->pods[i]);
+        uint32_t k = 0;
+        while (k < x->nsets && !(hash[x->sets[k].mem[0]] == hash[i] &&
+                                 tg_pod_same_shape(x->sets[k].sh.pod, g->pods[i])))
+            k++;
+        if (k == x->nsets) {
+            x->sets[k].sh.pod = g->pods[i];
+            x->sets[k].mem = tg_arena_alloc(a, sizeof(uint32_t)); /* first member, for lookups */
+            if (!x->sets[k].mem)
+                return TG_ENOMEM;
+            x->sets[k].mem[0] = i;
+            x->nsets++;
+        }
+        setof[i] = k;
+        x->sets[k].nmem++;
+    }
+    for (uint32_t k = 0; k < x->nsets; k++) {
+        struct set *st = &x->sets[k];
+        st->mem = tg_arena_alloc(a, st->nmem * sizeof *st->mem);
+        st->sh.count = tg_arena_calloc(a, nslots + 1, sizeof *st->sh.count);
+        st->score = tg_arena_alloc(a, (nslots + 1) * sizeof *st->score);
+        st->dcount = tg_arena_calloc(a, ndom + 1, sizeof *st->dcount);
+        if (!st->mem || !st->sh.count || !st->score || !st->dcount)
+            return TG_ENOMEM;
+        memset(st->score, 0xff, (nslots + 1) * sizeof *st->score);
+        st->nmem = 0;
+    }
+    for (uint32_t i = 0; i < g->npods; i++) {
+        struct set *st = &x->sets[setof[i]];
+        st->mem[st->nmem++] = i;
+    }
+    for (uint32_t k = 0; k < x->nsets; k++) {
+        x->sets[k].sh.npods = x->sets[k].nmem;
+        x->sets[k].weight = set_weight(&x->sets[k]);
+    }
+    qsort(x->sets, x->nsets, sizeof *x->sets, set_cmp);
+    return 0;
+}
+
+int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->status = TG_GANG_UNSCHEDULABLE;
+    r->domain = NONE;
+    r->slot = malloc((g->npods + 1) * sizeof *r->slot);
+    if (!r->slot)
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < g->npods; i++)
+        r->slot[i] = NONE;
+    s->ncycles++;
+    if (g->npods == 0) {
+        r->status = TG_GANG_SCHEDULED;
+        return 0;
+    }
+    int required, preferred;
+    if (tg_gang_levels(&s->policy, g->pg, &required, &preferred, r->reason, sizeof r->reason)) {
+        r->status = TG_GANG_INVALID;
+        return 0;
+    }
+    tg_arena_reset(&s->scratch);
+    struct tg_cluster *c = &s->cluster;
+    struct pc x = {.s = s, .g = g, .r = r, .cx = {c, &s->policy}};
+    x.strategy = g->pg && g->pg->strategy ? g->pg->strategy : s->policy.strategy;
+    x.touched = tg_arena_alloc(&s->scratch, (c->nslots + 1) * sizeof *x.touched);
+    x.is_touched = tg_arena_calloc(&s->scratch, c->nslots + 1, 1);
+    int rc = TG_ENOMEM;
+    if (!x.touched || !x.is_touched || (rc = make_sets(&x)))
+        return rc;
+    for (uint32_t i = 0; i < x.nsets; i++)
+        count_all(&x, &x.sets[i]);
+
+    uint32_t min_member = g->pg ? (uint32_t)g->pg->min_member : 1;
+    uint32_t must = min_member > g->nbound ? min_member - g->nbound : 1;
+    if (must > g->npods)
+        must = g->npods; /* not enough members yet: the queue waits for them */
+    if (x.strategy == TG_STRATEGY_SPREAD)
+        preferred = required;
+    int tried = 0;
+    struct cand cands[MAX_TRIES];
+    for (int lvl = preferred; lvl >= required; lvl--) {
+        uint32_t n = candidates(&x, (uint32_t)lvl, must, cands, MAX_TRIES);
+        for (uint32_t i = 0; i < n; i++) {
+            int ok;
+            if ((rc = try_domain(&x, cands[i].d, must, &ok)))
+                goto fail;
+            if (ok) {
+                r->status = TG_GANG_SCHEDULED;
+                r->level = lvl;
+                r->domain = cands[i].d;
+                return 0;
+            }
+            tried++;
+        }
+    }
+    explain(&x, must, required, tried);
+    return 0;
+fail:
+    rollback(&x);
+    return rc;
+}
+
+void tg_result_free(struct tg_result *r)
+{
+    free(r->slot);
+    r->slot = NULL;
+}
