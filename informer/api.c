@@ -1,0 +1,260 @@
+/* Scheduler writes to the API server (see api.h). Bodies are written with
+ * tg_sb and its JSON string escaping; responses are left to the caller. */
+#include "informer/api.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model/objects.h"
+#include "util/err.h"
+#include "util/strbuf.h"
+
+static int api_send(struct tg_client *c, const char *method, struct tg_sb *path, struct tg_sb *body,
+                const char *ctype, int is_write, tg_done_fn cb, void *ud)
+{
+    int rc = TG_ENOMEM;
+    if (!path->oom && !(body && body->oom)) {
+        struct tg_req_opts o = {.method = method, .path = tg_sb_str(path),
+                                .body = body ? tg_sb_str(body) : NULL,
+                                .body_len = body ? body->len : 0, .content_type = ctype,
+                                .is_write = is_write, .on_done = cb, .ud = ud};
+        rc = tg_client_request(c, &o, NULL);
+    }
+    tg_sb_free(path);
+    if (body)
+        tg_sb_free(body);
+    return rc;
+}
+
+/* Names go into URL paths: reject what would change the path. */
+static int bad_name(const char *s)
+{
+    return !s || !*s || strchr(s, '/') || strchr(s, '?') || strchr(s, '%') || strchr(s, '#');
+}
+
+int tg_api_bind(struct tg_client *c, const char *ns, const char *name, const char *uid,
+                const char *node, tg_done_fn cb, void *ud)
+{
+    if (bad_name(ns) || bad_name(name) || !node || !*node)
+        return TG_EINVAL;
+    struct tg_sb p = {0}, b = {0};
+    tg_sb_printf(&p, "/api/v1/namespaces/%s/pods/%s/binding", ns, name);
+    tg_sb_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":");
+    tg_sb_json_str(&b, name);
+    tg_sb_puts(&b, ",\"namespace\":");
+    tg_sb_json_str(&b, ns);
+    if (uid && *uid) {
+        tg_sb_puts(&b, ",\"uid\":");
+        tg_sb_json_str(&b, uid);
+    }
+    tg_sb_puts(&b, "},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":");
+    tg_sb_json_str(&b, node);
+    tg_sb_puts(&b, "}}");
+    return api_send(c, "POST", &p, &b, NULL, 1, cb, ud);
+}
+
+int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char *name,
+                                 const char *status_json, tg_done_fn cb, void *ud)
+{
+    if (bad_name(ns) || bad_name(name) || !status_json)
+        return TG_EINVAL;
+    struct tg_sb p = {0}, b = {0};
+    tg_sb_printf(&p, "/apis/topogang.io/v1alpha1/namespaces/%s/podgroups/%s/status", ns, name);
+    tg_sb_printf(&b, "{\"status\":%s}", status_json);
+    return api_send(c, "PATCH", &p, &b, "application/merge-patch+json", 1, cb, ud);
+}
+
+void tg_format_microtime(int64_t ms, char *buf, size_t len)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char d[32];
+    strftime(d, sizeof d, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%06dZ", d, (int)(ms % 1000) * 1000);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_done_fn cb,
+                        void *ud)
+{
+    if (bad_name(e->ns) || !e->kind || !e->name || !e->reason || !e->type)
+        return TG_EINVAL;
+    char host[128] = "topogang", ts[40];
+    gethostname(host, sizeof host - 1);
+    int64_t now = now_ms();
+    tg_format_microtime(now, ts, sizeof ts);
+    static unsigned seq;
+    struct tg_sb p = {0}, b = {0};
+    tg_sb_printf(&p, "/apis/events.k8s.io/v1/namespaces/%s/events", e->ns);
+    tg_sb_puts(&b, "{\"apiVersion\":\"events.k8s.io/v1\",\"kind\":\"Event\",\"metadata\":{\"name\":");
+    char nm[400];
+    snprintf(nm, sizeof nm, "%.200s.%llx%04x", e->name, (unsigned long long)now, seq++ & 0xffff);
+    tg_sb_json_str(&b, nm);
+    tg_sb_puts(&b, ",\"namespace\":");
+    tg_sb_json_str(&b, e->ns);
+    tg_sb_puts(&b, "},\"eventTime\":");
+    tg_sb_json_str(&b, ts);
+    tg_sb_puts(&b, ",\"reportingController\":");
+    tg_sb_json_str(&b, e->controller ? e->controller : "topogang.io/scheduler");
+    tg_sb_puts(&b, ",\"reportingInstance\":");
+    tg_sb_json_str(&b, e->instance ? e->instance : host);
+    tg_sb_puts(&b, ",\"action\":");
+    tg_sb_json_str(&b, e->action ? e->action : "Scheduling");
+    tg_sb_puts(&b, ",\"reason\":");
+    tg_sb_json_str(&b, e->reason);
+    tg_sb_puts(&b, ",\"type\":");
+    tg_sb_json_str(&b, e->type);
+    tg_sb_puts(&b, ",\"note\":");
+    tg_sb_json_str(&b, e->note ? e->note : "");
+    tg_sb_puts(&b, ",\"regarding\":{\"kind\":");
+    tg_sb_json_str(&b, e->kind);
+    tg_sb_puts(&b, ",\"apiVersion\":");
+    tg_sb_json_str(&b, e->api_version ? e->api_version : "v1");
+    tg_sb_puts(&b, ",\"namespace\":");
+    tg_sb_json_str(&b, e->ns);
+    tg_sb_puts(&b, ",\"name\":");
+    tg_sb_json_str(&b, e->name);
+    if (e->uid && *e->uid) {
+        tg_sb_puts(&b, ",\"uid\":");
+        tg_sb_json_str(&b, e->uid);
+    }
+    tg_sb_puts(&b, "}}");
+    return api_send(c, "POST", &p, &b, NULL, 1, cb, ud);
+}
+
+/* ---- Lease --------------------------------------------------------------- */
+
+static void lease_body(struct tg_sb *b, const char *ns, const char *name,
+                       const struct tg_lease *l)
+{
+    char ts[40];
+    tg_sb_puts(b, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":");
+    tg_sb_json_str(b, name);
+    tg_sb_puts(b, ",\"namespace\":");
+    tg_sb_json_str(b, ns);
+    if (l->rv) {
+        tg_sb_puts(b, ",\"resourceVersion\":");
+        tg_sb_json_str(b, l->rv);
+    }
+    tg_sb_puts(b, "},\"spec\":{");
+    tg_sb_printf(b, "\"leaseDurationSeconds\":%d,\"leaseTransitions\":%d", (int)l->duration_s,
+                 (int)l->transitions);
+    if (l->holder) {
+        tg_sb_puts(b, ",\"holderIdentity\":");
+        tg_sb_json_str(b, l->holder);
+    }
+    if (l->acquire_ms) {
+        tg_format_microtime(l->acquire_ms, ts, sizeof ts);
+        tg_sb_printf(b, ",\"acquireTime\":\"%s\"", ts);
+    }
+    if (l->renew_ms) {
+        tg_format_microtime(l->renew_ms, ts, sizeof ts);
+        tg_sb_printf(b, ",\"renewTime\":\"%s\"", ts);
+    }
+    tg_sb_puts(b, "}}");
+}
+
+int tg_api_lease_get(struct tg_client *c, const char *ns, const char *name, tg_done_fn cb,
+                     void *ud)
+{
+    if (bad_name(ns) || bad_name(name))
+        return TG_EINVAL;
+    struct tg_sb p = {0};
+    tg_sb_printf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, name);
+    return api_send(c, "GET", &p, NULL, NULL, 0, cb, ud);
+}
+
+int tg_api_lease_create(struct tg_client *c, const char *ns, const char *name,
+                        const struct tg_lease *l, tg_done_fn cb, void *ud)
+{
+    if (bad_name(ns) || bad_name(name))
+        return TG_EINVAL;
+    struct tg_sb p = {0}, b = {0};
+    struct tg_lease nl = *l;
+    nl.rv = NULL;
+    tg_sb_printf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases", ns);
+    lease_body(&b, ns, name, &nl);
+    return api_send(c, "POST", &p, &b, NULL, 1, cb, ud);
+}
+
+int tg_api_lease_update(struct tg_client *c, const char *ns, const char *name,
+                        const struct tg_lease *l, tg_done_fn cb, void *ud)
+{
+    if (bad_name(ns) || bad_name(name) || !l->rv)
+        return TG_EINVAL;
+    struct tg_sb p = {0}, b = {0};
+    tg_sb_printf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, name);
+    lease_body(&b, ns, name, l);
+    return api_send(c, "PUT", &p, &b, NULL, 1, cb, ud);
+}
+
+int tg_lease_decode(const char *body, size_t len, struct tg_lease *l)
+{
+    memset(l, 0, sizeof *l);
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "spec");
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+    if (!cJSON_IsObject(sp) || !cJSON_IsString(rv)) {
+        cJSON_Delete(j);
+        return TG_EPARSE;
+    }
+    const cJSON *v;
+    int rc = 0;
+    if (!(l->rv = strdup(rv->valuestring)))
+        rc = TG_ENOMEM;
+    v = cJSON_GetObjectItemCaseSensitive(sp, "holderIdentity");
+    if (!rc && cJSON_IsString(v) && !(l->holder = strdup(v->valuestring)))
+        rc = TG_ENOMEM;
+    v = cJSON_GetObjectItemCaseSensitive(sp, "leaseDurationSeconds");
+    l->duration_s = cJSON_IsNumber(v) ? (int32_t)v->valuedouble : 0;
+    v = cJSON_GetObjectItemCaseSensitive(sp, "leaseTransitions");
+    l->transitions = cJSON_IsNumber(v) ? (int32_t)v->valuedouble : 0;
+    v = cJSON_GetObjectItemCaseSensitive(sp, "acquireTime");
+    if (cJSON_IsString(v))
+        tg_parse_time(v->valuestring, &l->acquire_ms);
+    v = cJSON_GetObjectItemCaseSensitive(sp, "renewTime");
+    if (cJSON_IsString(v))
+        tg_parse_time(v->valuestring, &l->renew_ms);
+    cJSON_Delete(j);
+    if (rc)
+        tg_lease_free(l);
+    return rc;
+}
+
+void tg_lease_free(struct tg_lease *l)
+{
+    free(l->holder);
+    free(l->rv);
+    memset(l, 0, sizeof *l);
+}
+
+int tg_api_delete_pod(struct tg_client *c, const char *ns, const char *name, int64_t grace_s,
+                      const char *uid, tg_done_fn cb, void *ud)
+{
+    if (bad_name(ns) || bad_name(name))
+        return TG_EINVAL;
+    struct tg_sb p = {0}, b = {0};
+    tg_sb_printf(&p, "/api/v1/namespaces/%s/pods/%s", ns, name);
+    tg_sb_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\"");
+    if (grace_s >= 0)
+        tg_sb_printf(&b, ",\"gracePeriodSeconds\":%lld", (long long)grace_s);
+    if (uid && *uid) {
+        tg_sb_puts(&b, ",\"preconditions\":{\"uid\":");
+        tg_sb_json_str(&b, uid);
+        tg_sb_puts(&b, "}");
+    }
+    tg_sb_puts(&b, "}");
+    return api_send(c, "DELETE", &p, &b, NULL, 1, cb, ud);
+}

@@ -1,0 +1,72 @@
+/* The writes the scheduler makes, as plain functions over tg_client:
+ * Binding (pods/NAME/binding), PodGroup status merge patch, Event
+ * (events.k8s.io/v1), Lease get/create/update (coordination.k8s.io/v1), pod
+ * delete. Each queues one request (writes go through the client's qps/burst
+ * limiter) and reports through cb exactly once; see struct tg_resp for the
+ * error mapping (TG_ECONFLICT on a stale Lease resourceVersion, TG_EEXIST when
+ * creating what exists, TG_ENOENT for a missing pod). They return 0, or
+ * TG_ENOMEM/TG_EINVAL without calling cb. */
+#ifndef TG_INFORMER_API_H
+#define TG_INFORMER_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "informer/client.h"
+
+/* Binds ns/name to node. uid (may be NULL) makes the bind fail if the pod was
+ * replaced by another of the same name. */
+int tg_api_bind(struct tg_client *c, const char *ns, const char *name, const char *uid,
+                const char *node, tg_done_fn cb, void *ud);
+
+/* Merge-patches the /status subresource of a PodGroup with {"status": status_json}.
+ * status_json is a JSON object text, e.g. {"phase":"Scheduled","scheduled":16}. */
+int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char *name,
+                                 const char *status_json, tg_done_fn cb, void *ud);
+
+struct tg_event_spec {
+    const char *ns;                      /* the event's namespace (the regarding object's) */
+    const char *kind, *api_version;      /* regarding: "Pod", "v1" */
+    const char *name, *uid;              /* regarding name, uid (may be NULL) */
+    const char *type;                    /* "Normal" or "Warning" */
+    const char *reason;                  /* CamelCase: "FailedScheduling" */
+    const char *action;                  /* "Scheduling", "Binding" */
+    const char *note;                    /* human text, <= 1 KiB */
+    const char *controller;              /* default "topogang.io/scheduler" */
+    const char *instance;                /* default the host name */
+};
+
+int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_done_fn cb,
+                        void *ud);
+
+struct tg_lease {
+    char *holder;                        /* spec.holderIdentity, or NULL */
+    int32_t duration_s;                  /* spec.leaseDurationSeconds */
+    int32_t transitions;                 /* spec.leaseTransitions */
+    int64_t acquire_ms, renew_ms;        /* spec.acquireTime/renewTime, 0 when unset */
+    char *rv;                            /* metadata.resourceVersion */
+};
+
+/* Decodes a Lease JSON body into *l (caller frees with tg_lease_free).
+ * Returns 0, TG_EPARSE or TG_ENOMEM. */
+int tg_lease_decode(const char *body, size_t len, struct tg_lease *l);
+void tg_lease_free(struct tg_lease *l);
+
+int tg_api_lease_get(struct tg_client *c, const char *ns, const char *name, tg_done_fn cb,
+                     void *ud);
+int tg_api_lease_create(struct tg_client *c, const char *ns, const char *name,
+                        const struct tg_lease *l, tg_done_fn cb, void *ud);
+/* PUT with l->rv as the precondition: TG_ECONFLICT when someone else wrote. */
+int tg_api_lease_update(struct tg_client *c, const char *ns, const char *name,
+                        const struct tg_lease *l, tg_done_fn cb, void *ud);
+
+/* Deletes a pod. grace_s < 0: the pod's own grace period; 0: immediately
+ * (the only way a bound pod goes away without a kubelet). uid (may be NULL)
+ * is a precondition. */
+int tg_api_delete_pod(struct tg_client *c, const char *ns, const char *name, int64_t grace_s,
+                      const char *uid, tg_done_fn cb, void *ud);
+
+/* Formats ms since the epoch as a MicroTime ("2026-11-22T01:30:00.123000Z"). */
+void tg_format_microtime(int64_t ms, char *buf, size_t len);
+
+#endif

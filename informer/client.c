@@ -1,0 +1,822 @@
+/* Kubernetes API HTTP client on libcurl multi + libuv (see client.h).
+ *
+ * Request life: tg_client_request() queues it (q_reads or q_writes) and arms
+ * the zero-delay `kick` timer; run_queue() builds the easy handle (fresh
+ * token) and adds it to the multi handle, writes only while the token bucket
+ * has tokens (else the `limiter` timer fires when one is due). curl reports
+ * sockets and timeouts through on_socket/on_curl_timer; finished transfers
+ * are reaped in check_done(), which calls on_done and frees the request.
+ * Canceled running requests stay in the running list until run_queue() or
+ * check_done() removes them, so no curl call happens inside a curl callback. */
+#include "informer/client.h"
+
+#include <cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/err.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+
+enum req_state { RQ_QUEUED, RQ_RUNNING, RQ_FINISHING };
+
+struct tg_req {
+    struct tg_client *c;
+    struct tg_req *prev, *next;     /* in one of the client's lists */
+    CURL *easy;
+    struct curl_slist *hdrs;
+    char *method, *path, *body, *ctype;
+    size_t body_len;
+    long timeout_ms;
+    tg_chunk_fn on_chunk;
+    tg_done_fn on_done;
+    void *ud;
+    struct tg_sb resp;
+    long status;
+    int state, canceled, is_write, abort_err;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct rlist {
+    struct tg_req *head, *tail;
+};
+
+struct sock {
+    uv_poll_t poll;
+    struct tg_client *c;
+    curl_socket_t fd;
+    struct sock *prev, *next;
+};
+
+struct tg_client {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t curl_timer, kick, limiter;
+    int open_handles, closing;
+    struct tg_kconf conf;
+    char *ua;
+    char *token;
+    struct timespec tok_mtime;
+    off_t tok_size;
+    ino_t tok_ino;
+    double qps, tokens;
+    int burst;
+    uint64_t refill_ms;
+    struct rlist q_reads, q_writes, running;
+    struct sock *socks;
+    struct tg_client_stats stats;
+};
+
+#define COMP "client"
+
+static void check_done(struct tg_client *c);
+
+/* ---- lists ------------------------------------------------------------ */
+
+static void rl_push(struct rlist *l, struct tg_req *r)
+{
+    r->next = NULL;
+    r->prev = l->tail;
+    if (l->tail)
+        l->tail->next = r;
+    else
+        l->head = r;
+    l->tail = r;
+}
+
+static void rl_remove(struct rlist *l, struct tg_req *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        l->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        l->tail = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void req_free(struct tg_req *r)
+{
+    if (r->easy)
+        curl_easy_cleanup(r->easy);
+    curl_slist_free_all(r->hdrs);
+    free(r->method);
+    free(r->path);
+    free(r->body);
+    free(r->ctype);
+    tg_sb_free(&r->resp);
+    free(r);
+}
+
+/* ---- handles and close callbacks ------------------------------------- */
+
+static void maybe_free_client(struct tg_client *c)
+{
+    if (c->closing && c->open_handles == 0) {
+        tg_kconf_free(&c->conf);
+        free(c->ua);
+        free(c->token);
+        free(c);
+    }
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    struct tg_client *c = h->data;
+    c->open_handles--;
+    maybe_free_client(c);
+}
+
+static void on_sock_closed(uv_handle_t *h)
+{
+    struct sock *k = h->data;
+    struct tg_client *c = k->c;
+    free(k);
+    c->open_handles--;
+    maybe_free_client(c);
+}
+
+static void sock_close(struct tg_client *c, struct sock *k)
+{
+    uv_poll_stop(&k->poll);
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        c->socks = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    uv_close((uv_handle_t *)&k->poll, on_sock_closed);
+}
+
+/* ---- curl <-> uv glue -------------------------------------------------- */
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+    struct sock *k = h->data;
+    struct tg_client *c = k->c;
+    int flags = 0, running;
+    if (status < 0)
+        flags = CURL_CSELECT_ERR;
+    else {
+        if (events & UV_READABLE)
+            flags |= CURL_CSELECT_IN;
+        if (events & UV_WRITABLE)
+            flags |= CURL_CSELECT_OUT;
+    }
+    curl_multi_socket_action(c->multi, k->fd, flags, &running);
+    check_done(c);
+}
+
+static int on_socket(CURL *e, curl_socket_t fd, int action, void *userp, void *socketp)
+{
+    (void)e;
+    struct tg_client *c = userp;
+    struct sock *k = socketp;
+    if (action == CURL_POLL_REMOVE) {
+        if (k) {
+            curl_multi_assign(c->multi, fd, NULL);
+            sock_close(c, k);
+        }
+        return 0;
+    }
+    if (!k) {
+        k = calloc(1, sizeof *k);
+        if (!k)
+            return -1;
+        k->c = c;
+        k->fd = fd;
+        if (uv_poll_init_socket(c->loop, &k->poll, fd) != 0) {
+            free(k);
+            return -1;
+        }
+        k->poll.data = k;
+        c->open_handles++;
+        k->next = c->socks;
+        if (c->socks)
+            c->socks->prev = k;
+        c->socks = k;
+        curl_multi_assign(c->multi, fd, k);
+    }
+    int ev = 0;
+    if (action & CURL_POLL_IN)
+        ev |= UV_READABLE;
+    if (action & CURL_POLL_OUT)
+        ev |= UV_WRITABLE;
+    uv_poll_start(&k->poll, ev, on_poll);
+    return 0;
+}
+
+static void on_curl_timeout(uv_timer_t *t)
+{
+    struct tg_client *c = t->data;
+    int running;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_done(c);
+}
+
+static int on_curl_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    (void)m;
+    struct tg_client *c = userp;
+    if (timeout_ms < 0)
+        uv_timer_stop(&c->curl_timer);
+    else
+        uv_timer_start(&c->curl_timer, on_curl_timeout, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+/* ---- token ------------------------------------------------------------ */
+
+/* Re-reads the token file when it changed on disk; keeps the old token when
+ * the file cannot be read (a rotation in progress). */
+static void refresh_token(struct tg_client *c)
+{
+    if (!c->conf.token_file)
+        return;
+    struct stat st;
+    if (stat(c->conf.token_file, &st) != 0)
+        return;
+    if (c->token && st.st_mtim.tv_sec == c->tok_mtime.tv_sec &&
+        st.st_mtim.tv_nsec == c->tok_mtime.tv_nsec && st.st_size == c->tok_size &&
+        st.st_ino == c->tok_ino)
+        return;
+    FILE *f = fopen(c->conf.token_file, "rb");
+    if (!f)
+        return;
+    char buf[16384];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        buf[--n] = 0;
+    if (!n)
+        return;
+    char *t = strdup(buf);
+    if (!t)
+        return;
+    free(c->token);
+    c->token = t;
+    c->tok_mtime = st.st_mtim;
+    c->tok_size = st.st_size;
+    c->tok_ino = st.st_ino;
+    c->stats.token_reloads++;
+    tg_debug(COMP, "read bearer token from %s", c->conf.token_file);
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static size_t on_write(char *p, size_t sz, size_t n, void *ud)
+{
+    struct tg_req *r = ud;
+    size_t len = sz * n;
+    r->c->stats.bytes_in += len;
+    if (r->canceled)
+        return 0;
+    if (!r->status)
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    if (r->on_chunk && r->status >= 200 && r->status < 300) {
+        int rc = r->on_chunk(r->ud, p, len);
+        if (rc || r->canceled) {
+            r->abort_err = rc < 0 ? rc : TG_ECANCELED;
+            return 0;
+        }
+        return len;
+    }
+    tg_sb_putn(&r->resp, p, len);
+    if (r->resp.oom) {
+        r->abort_err = TG_ENOMEM;
+        return 0;
+    }
+    return len;
+}
+
+static int req_setup(struct tg_client *c, struct tg_req *r)
+{
+    refresh_token(c);
+    CURL *e = r->easy = curl_easy_init();
+    if (!e)
+        return TG_ENOMEM;
+    struct tg_sb url = {0};
+    tg_sb_puts(&url, c->conf.server);
+    tg_sb_puts(&url, r->path);
+    if (url.oom) {
+        tg_sb_free(&url);
+        return TG_ENOMEM;
+    }
+    curl_easy_setopt(e, CURLOPT_URL, url.s);
+    tg_sb_free(&url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, c->ua);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    if (r->timeout_ms > 0)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    const struct tg_kconf *k = &c->conf;
+    if (k->ca_data) {
+        struct curl_blob b = {k->ca_data, k->ca_len, CURL_BLOB_COPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+    } else if (k->ca_file) {
+        curl_easy_setopt(e, CURLOPT_CAINFO, k->ca_file);
+    }
+    if (k->cert_data) {
+        struct curl_blob b = {k->cert_data, k->cert_len, CURL_BLOB_COPY};
+        curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
+        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+    } else if (k->cert_file) {
+        curl_easy_setopt(e, CURLOPT_SSLCERT, k->cert_file);
+    }
+    if (k->key_data) {
+        struct curl_blob b = {k->key_data, k->key_len, CURL_BLOB_COPY};
+        curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
+        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+    } else if (k->key_file) {
+        curl_easy_setopt(e, CURLOPT_SSLKEY, k->key_file);
+    }
+    if (k->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    struct curl_slist *h = NULL, *t;
+#define ADDH(s) do { if (!(t = curl_slist_append(h, (s)))) goto nomem; h = t; } while (0)
+    ADDH("Accept: application/json");
+    const char *tok = c->token ? c->token : k->token;
+    if (tok) {
+        char *a = NULL;
+        if (asprintf(&a, "Authorization: Bearer %s", tok) < 0)
+            goto nomem;
+        t = curl_slist_append(h, a);
+        free(a);
+        if (!t)
+            goto nomem;
+        h = t;
+    }
+    if (r->body) {
+        char *ct = NULL;
+        if (asprintf(&ct, "Content-Type: %s", r->ctype ? r->ctype : "application/json") < 0)
+            goto nomem;
+        t = curl_slist_append(h, ct);
+        free(ct);
+        if (!t)
+            goto nomem;
+        h = t;
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)r->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+    }
+#undef ADDH
+    r->hdrs = h;
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+    else if (strcmp(r->method, "POST") == 0 && !r->body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+    }
+    return 0;
+nomem:
+    curl_slist_free_all(h);
+    return TG_ENOMEM;
+}
+
+static void finish(struct tg_client *c, struct tg_req *r, int err, const char *msg)
+{
+    r->state = RQ_FINISHING;
+    if (!r->canceled && r->on_done) {
+        struct tg_resp resp = {.err = err, .status = r->status, .body = tg_sb_str(&r->resp),
+                               .len = r->resp.len, .msg = msg};
+        r->on_done(r->ud, &resp);
+    }
+    (void)c;
+    req_free(r);
+}
+
+/* The Status message of an error body ("reason: message"), into buf. */
+static int status_reason(const struct tg_req *r, char *buf, size_t len)
+{
+    int is_exists = 0;
+    buf[0] = 0;
+    cJSON *j = r->resp.len ? cJSON_ParseWithLength(r->resp.s, r->resp.len) : NULL;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "message");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(j, "reason");
+    if (cJSON_IsString(rs) && strcmp(rs->valuestring, "AlreadyExists") == 0)
+        is_exists = 1;
+    snprintf(buf, len, "HTTP %ld%s%s%s%s", r->status, cJSON_IsString(rs) ? " " : "",
+             cJSON_IsString(rs) ? rs->valuestring : "", cJSON_IsString(m) ? ": " : "",
+             cJSON_IsString(m) ? m->valuestring : "");
+    cJSON_Delete(j);
+    return is_exists;
+}
+
+static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
+{
+    char msg[768];
+    int err = 0;
+    const struct tg_kconf *k = &c->conf;
+    if (!r->status)
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    if (cc == CURLE_OK) {
+        msg[0] = 0;
+        if (r->status < 200 || r->status >= 300) {
+            int exists = status_reason(r, msg, sizeof msg);
+            switch (r->status) {
+            case 404: err = TG_ENOENT; break;
+            case 409: err = exists ? TG_EEXIST : TG_ECONFLICT; break;
+            case 410: err = TG_EGONE; break;
+            case 429: case 503: case 504: err = TG_EAGAIN; break;
+            default: err = TG_EHTTP; break;
+            }
+        }
+    } else if (cc == CURLE_WRITE_ERROR && r->abort_err) {
+        err = r->abort_err;
+        snprintf(msg, sizeof msg, "%s", tg_strerror(err));
+    } else {
+        switch (cc) {
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_ISSUER_ERROR:
+            err = TG_ETLS;
+            snprintf(msg, sizeof msg, "TLS handshake with %s failed: %s (CA: %s)", k->server,
+                     r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc),
+                     k->ca_data ? "certificate-authority-data" : k->ca_file ? k->ca_file
+                                                                           : "system store");
+            break;
+        case CURLE_OPERATION_TIMEDOUT:
+            err = TG_ETIMEOUT;
+            snprintf(msg, sizeof msg, "%s%s: %s", k->server, r->path,
+                     r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
+            break;
+        default:
+            err = TG_EIO;
+            snprintf(msg, sizeof msg, "%s%s: %s", k->server, r->path,
+                     r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
+            break;
+        }
+    }
+    if (err)
+        c->stats.failed++;
+    finish(c, r, err, msg);
+}
+
+static void check_done(struct tg_client *c)
+{
+    CURLMsg *m;
+    int left;
+    while (c->multi && (m = curl_multi_info_read(c->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        struct tg_req *r = NULL;
+        CURLcode cc = m->data.result;
+        CURL *e = m->easy_handle;
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
+        curl_multi_remove_handle(c->multi, e);
+        rl_remove(&c->running, r);
+        complete(c, r, cc);
+    }
+}
+
+static void start(struct tg_client *c, struct tg_req *r)
+{
+    int rc = req_setup(c, r);
+    if (rc == 0 && curl_multi_add_handle(c->multi, r->easy) != CURLM_OK)
+        rc = TG_EIO;
+    if (rc) {
+        c->stats.failed++;
+        finish(c, r, rc, tg_strerror(rc));
+        return;
+    }
+    r->state = RQ_RUNNING;
+    rl_push(&c->running, r);
+    c->stats.requests++;
+}
+
+static void refill(struct tg_client *c)
+{
+    uint64_t now = uv_now(c->loop);
+    if (c->qps > 0) {
+        c->tokens += (double)(now - c->refill_ms) * c->qps / 1000.0;
+        if (c->tokens > c->burst)
+            c->tokens = c->burst;
+    }
+    c->refill_ms = now;
+}
+
+static void run_queue(uv_timer_t *t)
+{
+    struct tg_client *c = t->data;
+    /* Drop canceled transfers first (never from inside a curl callback). */
+    for (struct tg_req *r = c->running.head, *nx; r; r = nx) {
+        nx = r->next;
+        if (r->canceled) {
+            curl_multi_remove_handle(c->multi, r->easy);
+            rl_remove(&c->running, r);
+            req_free(r);
+        }
+    }
+    struct tg_req *r;
+    while ((r = c->q_reads.head)) {
+        rl_remove(&c->q_reads, r);
+        start(c, r);
+    }
+    refill(c);
+    while ((r = c->q_writes.head) && (c->qps <= 0 || c->tokens >= 1.0)) {
+        if (c->qps > 0)
+            c->tokens -= 1.0;
+        rl_remove(&c->q_writes, r);
+        start(c, r);
+    }
+    if (c->q_writes.head && !uv_is_active((uv_handle_t *)&c->limiter)) {
+        double wait = (1.0 - c->tokens) * 1000.0 / c->qps;
+        uv_timer_start(&c->limiter, run_queue, (uint64_t)(wait < 1 ? 1 : wait + 0.999), 0);
+    }
+}
+
+static void kick(struct tg_client *c)
+{
+    if (!uv_is_active((uv_handle_t *)&c->kick))
+        uv_timer_start(&c->kick, run_queue, 0, 0);
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+static char *dupn(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+static int conf_copy(struct tg_kconf *d, const struct tg_kconf *s)
+{
+    memset(d, 0, sizeof *d);
+    d->insecure = s->insecure;
+    d->ca_len = s->ca_len;
+    d->cert_len = s->cert_len;
+    d->key_len = s->key_len;
+#define CP(f, n) do { if (s->f && !(d->f = dupn(s->f, (n)))) goto fail; } while (0)
+    CP(server, strlen(s->server));
+    CP(ca_file, strlen(s->ca_file));
+    CP(ca_data, s->ca_len);
+    CP(cert_file, strlen(s->cert_file));
+    CP(key_file, strlen(s->key_file));
+    CP(cert_data, s->cert_len);
+    CP(key_data, s->key_len);
+    CP(token, strlen(s->token));
+    CP(token_file, strlen(s->token_file));
+    CP(ns, strlen(s->ns));
+    CP(context, strlen(s->context));
+#undef CP
+    return 0;
+fail:
+    tg_kconf_free(d);
+    return TG_ENOMEM;
+}
+
+int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
+                  const struct tg_client_opts *opts, struct tg_client **out)
+{
+    static int curl_ready;
+    *out = NULL;
+    if (!conf->server || !*conf->server)
+        return TG_EINVAL;
+    if (!curl_ready) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+            return TG_EIO;
+        curl_ready = 1;
+    }
+    struct tg_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return TG_ENOMEM;
+    c->loop = loop;
+    if (conf_copy(&c->conf, conf) != 0)
+        goto nomem;
+    c->ua = strdup(opts && opts->user_agent ? opts->user_agent : "topogang/0.1");
+    if (!c->ua)
+        goto nomem;
+    c->multi = curl_multi_init();
+    if (!c->multi) {
+        tg_kconf_free(&c->conf);
+        free(c->ua);
+        free(c);
+        return TG_EIO;
+    }
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(c->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000L);
+    uv_timer_init(loop, &c->curl_timer);
+    uv_timer_init(loop, &c->kick);
+    uv_timer_init(loop, &c->limiter);
+    c->curl_timer.data = c->kick.data = c->limiter.data = c;
+    c->open_handles = 3;
+    tg_client_set_rate(c, opts ? opts->qps : 0, opts ? opts->burst : 0);
+    c->tokens = c->burst;
+    c->refill_ms = uv_now(loop);
+    refresh_token(c);
+    *out = c;
+    return 0;
+nomem:
+    tg_kconf_free(&c->conf);
+    free(c->ua);
+    free(c);
+    return TG_ENOMEM;
+}
+
+void tg_client_set_rate(struct tg_client *c, double qps, int burst)
+{
+    c->qps = qps > 0 ? qps : 0;
+    c->burst = burst >= 1 ? burst : 1;
+    if (c->tokens > c->burst)
+        c->tokens = c->burst;
+}
+
+void tg_client_free(struct tg_client **pc)
+{
+    struct tg_client *c = *pc;
+    if (!c)
+        return;
+    *pc = NULL;
+    struct tg_req *r;
+    while ((r = c->q_reads.head)) {
+        rl_remove(&c->q_reads, r);
+        req_free(r);
+    }
+    while ((r = c->q_writes.head)) {
+        rl_remove(&c->q_writes, r);
+        req_free(r);
+    }
+    while ((r = c->running.head)) {
+        curl_multi_remove_handle(c->multi, r->easy);
+        rl_remove(&c->running, r);
+        req_free(r);
+    }
+    c->closing = 1;
+    curl_multi_cleanup(c->multi);
+    c->multi = NULL;
+    while (c->socks)
+        sock_close(c, c->socks);
+    uv_close((uv_handle_t *)&c->curl_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&c->kick, on_handle_closed);
+    uv_close((uv_handle_t *)&c->limiter, on_handle_closed);
+}
+
+int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct tg_req **out)
+{
+    if (out)
+        *out = NULL;
+    if (!o->path || o->path[0] != '/' || c->closing)
+        return TG_EINVAL;
+    struct tg_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return TG_ENOMEM;
+    r->c = c;
+    r->method = strdup(o->method ? o->method : "GET");
+    r->path = strdup(o->path);
+    if (o->body) {
+        r->body_len = o->body_len ? o->body_len : strlen(o->body);
+        r->body = dupn(o->body, r->body_len);
+        if (!r->body)
+            goto nomem;
+    }
+    if (o->content_type && !(r->ctype = strdup(o->content_type)))
+        goto nomem;
+    if (!r->method || !r->path)
+        goto nomem;
+    r->timeout_ms = o->timeout_ms == 0 ? 60000 : o->timeout_ms;
+    r->on_chunk = o->on_chunk;
+    r->on_done = o->on_done;
+    r->ud = o->ud;
+    r->is_write = o->is_write;
+    r->state = RQ_QUEUED;
+    if (o->is_write && c->qps > 0) {
+        refill(c);
+        if (c->q_writes.head || c->tokens < 1.0)
+            c->stats.writes_delayed++;
+    }
+    rl_push(o->is_write ? &c->q_writes : &c->q_reads, r);
+    kick(c);
+    if (out)
+        *out = r;
+    return 0;
+nomem:
+    req_free(r);
+    return TG_ENOMEM;
+}
+
+void tg_client_cancel(struct tg_req *r)
+{
+    if (!r)
+        return;
+    struct tg_client *c = r->c;
+    if (r->state == RQ_QUEUED) {
+        rl_remove(r->is_write ? &c->q_writes : &c->q_reads, r);
+        req_free(r);
+        return;
+    }
+    r->canceled = 1;
+    if (r->state == RQ_RUNNING)
+        kick(c);
+}
+
+struct do_ctx {
+    int done;
+    struct tg_resp *r;
+    char **body;
+    char msg[768];
+};
+
+static void do_done(void *ud, const struct tg_resp *r)
+{
+    struct do_ctx *d = ud;
+    d->done = 1;
+    *d->r = *r;
+    snprintf(d->msg, sizeof d->msg, "%s", r->msg ? r->msg : "");
+    d->r->msg = d->msg;
+    d->r->body = NULL;
+    if (d->body) {
+        *d->body = dupn(r->body ? r->body : "", r->len);
+        d->r->body = *d->body;
+    }
+}
+
+int tg_client_do(struct tg_client *c, const struct tg_req_opts *o, struct tg_resp *r,
+                 char **body)
+{
+    static char msgbuf[768];
+    struct do_ctx d = {.r = r, .body = body};
+    struct tg_req_opts oo = *o;
+    oo.on_done = do_done;
+    oo.ud = &d;
+    oo.on_chunk = NULL;
+    if (body)
+        *body = NULL;
+    memset(r, 0, sizeof *r);
+    int rc = tg_client_request(c, &oo, NULL);
+    if (rc) {
+        r->err = rc;
+        r->msg = tg_strerror(rc);
+        return rc;
+    }
+    while (!d.done)
+        uv_run(c->loop, UV_RUN_ONCE);
+    /* The message must outlive d: copy it to a static buffer (tools/tests only). */
+    snprintf(msgbuf, sizeof msgbuf, "%s", d.msg);
+    r->msg = msgbuf;
+    return r->err;
+}
+
+const struct tg_client_stats *tg_client_stats(const struct tg_client *c)
+{
+    return &c->stats;
+}
+
+const struct tg_kconf *tg_client_conf(const struct tg_client *c)
+{
+    return &c->conf;
+}
+
+uv_loop_t *tg_client_loop(const struct tg_client *c)
+{
+    return c->loop;
+}
+
+char *tg_url_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *o = malloc(n * 3 + 1), *p = o;
+    if (!o)
+        return NULL;
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+            *p++ = (char)ch;
+        } else {
+            *p++ = '%';
+            *p++ = hex[ch >> 4];
+            *p++ = hex[ch & 15];
+        }
+    }
+    *p = 0;
+    return o;
+}

@@ -1,0 +1,108 @@
+/* The Kubernetes API HTTP client: every request, watches included, runs on
+ * one libuv loop through libcurl's multi interface (CURLMOPT_SOCKETFUNCTION ->
+ * uv_poll, CURLMOPT_TIMERFUNCTION -> uv_timer, as curl's multi-uv.c example).
+ *
+ * Requests share connections; HTTP/2 is negotiated where the server offers it
+ * and requests are multiplexed on one connection. TLS is always verified
+ * against the configured CA unless the kubeconfig sets
+ * insecure-skip-tls-verify. A bearer token file is re-read whenever it
+ * changes on disk (service-account token rotation). Writes (is_write) pass a
+ * client-side token bucket (api.qps, api.burst in the policy); reads do not.
+ *
+ * Single-threaded: every function must be called on the loop's thread. */
+#ifndef TG_INFORMER_CLIENT_H
+#define TG_INFORMER_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "informer/kubeconfig.h"
+
+struct tg_client;
+struct tg_req;
+
+/* What a finished request reports. err is 0 only for a 2xx status. Otherwise:
+ * TG_EGONE (410), TG_ECONFLICT (409, reason Conflict), TG_EEXIST (409,
+ * AlreadyExists), TG_ENOENT (404), TG_EHTTP (other status), TG_ETLS (the
+ * server's certificate is not trusted, or the TLS handshake failed),
+ * TG_ETIMEOUT, TG_EIO (connection failed or broke), TG_ECANCELED (a chunk
+ * callback aborted). msg is a one-line explanation (the server's Status
+ * message, or libcurl's error text); body is the buffered body (not
+ * NUL-terminated in general; empty for streamed requests). Both are valid only
+ * during the callback. */
+struct tg_resp {
+    int err;
+    long status;            /* HTTP status, 0 when no response */
+    const char *body;
+    size_t len;
+    const char *msg;
+    int curl_code;          /* CURLcode, 0 when the transfer itself worked */
+};
+
+typedef void (*tg_done_fn)(void *ud, const struct tg_resp *r);
+/* Streaming: receives the body as it arrives (only for 2xx responses).
+ * Return 0 to continue, nonzero to abort (the request then finishes with
+ * err TG_ECANCELED, or the value returned when it is a TG_E* code). */
+typedef int (*tg_chunk_fn)(void *ud, const char *data, size_t len);
+
+struct tg_req_opts {
+    const char *method;     /* "GET" (default when NULL), "POST", "PUT", "PATCH", "DELETE" */
+    const char *path;       /* "/api/v1/pods?limit=500": appended to the server URL */
+    const char *body;       /* copied; NULL for none */
+    size_t body_len;        /* 0: strlen(body) */
+    const char *content_type; /* default application/json when there is a body */
+    int is_write;           /* goes through the qps/burst limiter */
+    long timeout_ms;        /* whole request; 0: 60 s, -1: none (watches) */
+    tg_chunk_fn on_chunk;   /* NULL: buffer the body and hand it to on_done */
+    tg_done_fn on_done;     /* called exactly once unless canceled; may be NULL */
+    void *ud;
+};
+
+struct tg_client_opts {
+    double qps;             /* writes per second; <= 0: unlimited */
+    int burst;              /* bucket size (>= 1 when qps > 0) */
+    const char *user_agent; /* default "topogang/<version>" */
+};
+
+struct tg_client_stats {
+    uint64_t requests, failed, writes_delayed;
+    uint64_t token_reloads;
+    uint64_t bytes_in;
+};
+
+/* Creates a client on loop for conf (copied). opts may be NULL. *out is freed
+ * with tg_client_free. Errors: TG_ENOMEM, TG_EINVAL (no server), TG_EIO (curl
+ * initialisation failed). */
+int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
+                  const struct tg_client_opts *opts, struct tg_client **out);
+
+/* Cancels every request (their on_done is not called), closes the handles and
+ * frees the client once the loop has run their close callbacks. *c is NULL'ed. */
+void tg_client_free(struct tg_client **c);
+
+/* Queues a request; it starts on the next loop iteration (never from inside
+ * this call, so it is safe from any callback). *out (optional) is a handle for
+ * tg_client_cancel, valid until on_done returns. Errors: TG_ENOMEM, TG_EINVAL. */
+int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct tg_req **out);
+
+/* Cancels a queued or running request: on_done will not be called. Safe from
+ * any callback, including the request's own on_chunk. */
+void tg_client_cancel(struct tg_req *r);
+
+/* Runs the loop until this one request finishes (for tools and tests; never
+ * from a loop callback). Copies the outcome into *r and the body (NUL-terminated,
+ * caller frees) into *body when body is not NULL. Returns r->err. */
+int tg_client_do(struct tg_client *c, const struct tg_req_opts *o, struct tg_resp *r,
+                 char **body);
+
+/* Changes the write limiter at run time (policy reload). */
+void tg_client_set_rate(struct tg_client *c, double qps, int burst);
+const struct tg_client_stats *tg_client_stats(const struct tg_client *c);
+const struct tg_kconf *tg_client_conf(const struct tg_client *c);
+uv_loop_t *tg_client_loop(const struct tg_client *c);
+
+/* Percent-encodes s for a query parameter value into a new string (free()). */
+char *tg_url_escape(const char *s);
+
+#endif

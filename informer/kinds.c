@@ -1,0 +1,192 @@
+/* struct tg_kind descriptors for Nodes, Pods, PodGroups and ConfigMaps: each
+ * decodes straight from the cJSON tree into the compact struct (the caller
+ * frees the tree) and names it for the store's indexes. Decoder diagnostics
+ * are logged at debug level; the object is then skipped (counted by the
+ * reflector as a decode error). */
+#include "informer/kinds.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/objects.h"
+#include "util/err.h"
+#include "util/intern.h"
+#include "util/log.h"
+
+static void diag_log(void *ud, int is_error, const cJSON *at, const char *what,
+                     const char *field, const char *msg)
+{
+    (void)ud;
+    (void)at;
+    if (is_error)
+        tg_warn("informer", "%s: %s: %s (object skipped)", what, field, msg);
+    else
+        tg_debug("informer", "%s: %s: %s", what, field, msg);
+}
+
+static struct tg_diag diag = {.report = diag_log};
+
+/* ---- Node ---- */
+static int node_decode(const cJSON *o, void **out)
+{
+    return tg_node_decode(o, &diag, (struct tg_node_obj **)out);
+}
+static void node_free(void *o)
+{
+    struct tg_node_obj *n = o;
+    tg_node_free(&n);
+}
+static const char *node_key(const void *o)
+{
+    return tg_str(((const struct tg_node_obj *)o)->name);
+}
+static const char *node_rv(const void *o)
+{
+    return ((const struct tg_node_obj *)o)->rv;
+}
+const struct tg_kind tg_kind_node = {"Node", node_decode, node_free, node_key, NULL, node_rv};
+
+/* ---- Pod ---- */
+static int pod_decode(const cJSON *o, void **out)
+{
+    return tg_pod_decode(o, 0, &diag, (struct tg_pod **)out);
+}
+static int pod_decode_spec(const cJSON *o, void **out)
+{
+    return tg_pod_decode(o, TG_DECODE_SPEC, &diag, (struct tg_pod **)out);
+}
+static void pod_free(void *o)
+{
+    struct tg_pod *p = o;
+    tg_pod_free(&p);
+}
+static const char *pod_key(const void *o)
+{
+    return ((const struct tg_pod *)o)->key;
+}
+static const char *pod_uid(const void *o)
+{
+    return ((const struct tg_pod *)o)->uid;
+}
+static const char *pod_rv(const void *o)
+{
+    return ((const struct tg_pod *)o)->rv;
+}
+const struct tg_kind tg_kind_pod = {"Pod", pod_decode, pod_free, pod_key, pod_uid, pod_rv};
+const struct tg_kind tg_kind_pod_spec = {"Pod", pod_decode_spec, pod_free, pod_key, pod_uid,
+                                         pod_rv};
+
+/* ---- PodGroup ---- */
+static int pg_decode(const cJSON *o, void **out)
+{
+    return tg_podgroup_decode(o, &diag, (struct tg_podgroup **)out);
+}
+static void pg_free(void *o)
+{
+    struct tg_podgroup *g = o;
+    tg_podgroup_free(&g);
+}
+static const char *pg_key(const void *o)
+{
+    return ((const struct tg_podgroup *)o)->key;
+}
+static const char *pg_uid(const void *o)
+{
+    return ((const struct tg_podgroup *)o)->uid;
+}
+static const char *pg_rv(const void *o)
+{
+    return ((const struct tg_podgroup *)o)->rv;
+}
+const struct tg_kind tg_kind_podgroup = {"PodGroup", pg_decode, pg_free, pg_key, pg_uid, pg_rv};
+
+/* ---- ConfigMap ---- */
+static void cm_free(void *o)
+{
+    struct tg_configmap *cm = o;
+    if (!cm)
+        return;
+    for (uint32_t i = 0; i < cm->ndata; i++) {
+        free(cm->keys[i]);
+        free(cm->vals[i]);
+    }
+    free(cm->keys);
+    free(cm->vals);
+    free(cm->key);
+    free(cm->uid);
+    free(cm->rv);
+    free(cm);
+}
+
+static char *jstr_dup(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+}
+
+static int cm_decode(const cJSON *o, void **out)
+{
+    *out = NULL;
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+    if (!cJSON_IsString(name) || !cJSON_IsString(ns))
+        return TG_EPARSE;
+    struct tg_configmap *cm = calloc(1, sizeof *cm);
+    if (!cm)
+        return TG_ENOMEM;
+    size_t kl = strlen(ns->valuestring) + strlen(name->valuestring) + 2;
+    if (!(cm->key = malloc(kl)))
+        goto nomem;
+    snprintf(cm->key, kl, "%s/%s", ns->valuestring, name->valuestring);
+    cm->uid = jstr_dup(md, "uid");
+    cm->rv = jstr_dup(md, "resourceVersion");
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data"), *e;
+    int n = cJSON_IsObject(data) ? cJSON_GetArraySize(data) : 0;
+    if (n) {
+        cm->keys = calloc((size_t)n, sizeof *cm->keys);
+        cm->vals = calloc((size_t)n, sizeof *cm->vals);
+        if (!cm->keys || !cm->vals)
+            goto nomem;
+        cJSON_ArrayForEach(e, data) {
+            if (!cJSON_IsString(e))
+                continue;
+            cm->keys[cm->ndata] = strdup(e->string);
+            cm->vals[cm->ndata] = strdup(e->valuestring);
+            if (!cm->keys[cm->ndata] || !cm->vals[cm->ndata]) {
+                cm->ndata++;
+                goto nomem;
+            }
+            cm->ndata++;
+        }
+    }
+    *out = cm;
+    return 0;
+nomem:
+    cm_free(cm);
+    return TG_ENOMEM;
+}
+
+const char *tg_configmap_get(const struct tg_configmap *cm, const char *k)
+{
+    for (uint32_t i = 0; cm && i < cm->ndata; i++)
+        if (strcmp(cm->keys[i], k) == 0)
+            return cm->vals[i];
+    return NULL;
+}
+
+static const char *cm_key(const void *o)
+{
+    return ((const struct tg_configmap *)o)->key;
+}
+static const char *cm_uid(const void *o)
+{
+    return ((const struct tg_configmap *)o)->uid;
+}
+static const char *cm_rv(const void *o)
+{
+    return ((const struct tg_configmap *)o)->rv;
+}
+const struct tg_kind tg_kind_configmap = {"ConfigMap", cm_decode, cm_free, cm_key, cm_uid, cm_rv};

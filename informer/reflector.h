@@ -1,0 +1,77 @@
+/* A reflector keeps a tg_store equal to one API collection: LIST (paginated
+ * with limit/continue), then WATCH from the list's resourceVersion with
+ * allowWatchBookmarks=true, as client-go's Reflector does.
+ *
+ * - The watch ends normally (server timeoutSeconds): watch again from the
+ *   last resourceVersion seen (events or bookmarks).
+ * - 410 Gone (HTTP status or an ERROR event): relist; the new list is
+ *   reconciled against the cache, so objects deleted while away are delivered
+ *   as deletions, changed ones as updates, and unchanged ones not at all.
+ * - A broken stream, a refused connection, a malformed or truncated line:
+ *   counted, then the watch restarts from the last resourceVersion after a
+ *   jittered exponential backoff (backoff_min_ms doubling to backoff_max_ms,
+ *   each wait drawn uniformly from [d/2, d]).
+ * Handlers run on the loop; the objects they get are owned by the store and
+ * valid only during the call. */
+#ifndef TG_INFORMER_REFLECTOR_H
+#define TG_INFORMER_REFLECTOR_H
+
+#include <stdint.h>
+
+#include "informer/client.h"
+#include "informer/store.h"
+
+struct tg_handlers {
+    void (*on_add)(void *ud, const void *obj);
+    void (*on_update)(void *ud, const void *old, const void *obj);
+    void (*on_delete)(void *ud, const void *obj);
+    void (*on_synced)(void *ud);         /* once, after the first complete list */
+    void *ud;
+};
+
+struct tg_reflector_opts {
+    const struct tg_kind *kind;
+    const char *path;                    /* collection, e.g. "/api/v1/pods" */
+    const char *field_selector;          /* NULL: none */
+    const char *label_selector;          /* NULL: none */
+    int page_size;                       /* LIST limit; 0: 500 */
+    int watch_timeout_s;                 /* 0: random in [300, 600) per watch */
+    uint32_t backoff_min_ms;             /* 0: 200 */
+    uint32_t backoff_max_ms;             /* 0: 30000 */
+    struct tg_handlers h;
+};
+
+struct tg_reflector_stats {
+    uint64_t lists;          /* complete lists (first one included) */
+    uint64_t relists;        /* lists after the first (410, or list errors) */
+    uint64_t pages, watches, events, bookmarks;
+    uint64_t gone;           /* 410s seen */
+    uint64_t errors;         /* failed requests and broken streams */
+    uint64_t parse_errors;   /* malformed/truncated watch lines or list bodies */
+    uint64_t decode_errors;  /* objects the decoder rejected (skipped) */
+    uint64_t adds, updates, deletes;
+};
+
+struct tg_reflector;
+
+/* Creates a stopped reflector (opts strings are copied); *out is released
+ * with tg_reflector_free. Errors: TG_ENOMEM, TG_EINVAL. */
+int tg_reflector_new(struct tg_client *c, const struct tg_reflector_opts *o,
+                     struct tg_reflector **out);
+/* Starts listing. Returns 0 or TG_ENOMEM. */
+int tg_reflector_start(struct tg_reflector *r);
+/* Stops requests and timers; frees the store (no handler is called) and the
+ * reflector once the loop has closed its timer. *r is NULL'ed. */
+void tg_reflector_free(struct tg_reflector **r);
+
+int tg_reflector_synced(const struct tg_reflector *r);
+const struct tg_store *tg_reflector_store(const struct tg_reflector *r);
+const char *tg_reflector_rv(const struct tg_reflector *r);   /* last seen, or "" */
+const struct tg_reflector_stats *tg_reflector_stats(const struct tg_reflector *r);
+/* Drops the running watch as if the connection broke (tests, debugging). */
+void tg_reflector_break(struct tg_reflector *r);
+
+/* Internal (informer.c): a second on_synced callback, run after h.on_synced. */
+void tg__reflector_set_synced_hook(struct tg_reflector *r, void (*fn)(void *), void *ud);
+
+#endif
