@@ -1,0 +1,226 @@
+/* `topogang agent`: the node topology agent.
+ *
+ * With --once --print it discovers the topology (hwloc on this machine or an
+ * XML export, NVLink from hwloc distances or nvidia-smi) and prints a summary,
+ * the annotation JSON and the labels; nothing is sent anywhere. As a
+ * DaemonSet it publishes the annotation `topogang.io/topology` and the labels
+ * topogang.io/{numa-nodes,gpu-domains,gpus-per-domain} to its own Node (name
+ * from --node-name or $NODE_NAME), patching only when they changed, and
+ * refreshes every --interval seconds (agent/publish.c). */
+#include "agent/agent.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/publish.h"
+#include "scheduler/commands.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+
+#define NVSMI_MAX (1 << 20)
+
+static int on_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    char buf[4096];
+    while (path && *path) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon ? (size_t)(colon - path) : strlen(path);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, prog);
+        if (n && access(buf, X_OK) == 0)
+            return 1;
+        path = colon ? colon + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Runs `nvidia-smi topo -m`; 0 and *m filled, or an error (logged). */
+static int run_nvsmi(struct tg_nvsmi *m)
+{
+    FILE *p = popen("nvidia-smi topo -m 2>/dev/null", "r");
+    char *buf = malloc(NVSMI_MAX);
+    size_t n = 0;
+    int err = TG_EIO;
+
+    if (!p || !buf)
+        goto fail;
+    n = fread(buf, 1, NVSMI_MAX, p);
+    err = tg_nvsmi_parse(buf, n, m);
+fail:
+    if (p && pclose(p) != 0 && !err)
+        err = TG_EIO;
+    free(buf);
+    return err;
+}
+
+static int nvidia_gpus(const struct tg_hw *hw)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < hw->ngpus; i++)
+        n += hw->gpus[i].vendor == 0x10de;
+    return n;
+}
+
+int tg_agent_collect(const struct tg_agent_opts *o, struct tg_hw *hw, struct tg_topology *t,
+                     char *err, size_t errlen)
+{
+    struct tg_nvsmi *m = NULL;
+    int rc = tg_hw_discover(o->topology_xml, hw, err, errlen);
+    if (rc)
+        return rc;
+    if (o->nvsmi_file || (nvidia_gpus(hw) && !strcmp(hw->nvlink_source, "none") &&
+                          on_path("nvidia-smi"))) {
+        m = malloc(sizeof *m);
+        if (!m) {
+            snprintf(err, errlen, "out of memory");
+            return TG_ENOMEM;
+        }
+        rc = o->nvsmi_file ? tg_nvsmi_load(o->nvsmi_file, m) : run_nvsmi(m);
+        if (rc && o->nvsmi_file) {
+            snprintf(err, errlen, "%s: not a readable `nvidia-smi topo -m` output (%s)",
+                     o->nvsmi_file, tg_strerror(rc));
+            free(m);
+            return TG_EIO;
+        }
+        if (rc)
+            tg_warn("agent", "nvidia-smi topo -m unusable (%s); no NVLink groups", tg_strerror(rc));
+        else if (tg_hw_merge_nvsmi(hw, m))
+            tg_warn("agent", "nvidia-smi shows %u GPUs, hwloc %d NVIDIA GPUs; NVLink groups ignored",
+                    m->ngpus, nvidia_gpus(hw));
+        free(m);
+    }
+    tg_hw_domains(hw, o->policy, t);
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: topogang agent [options]\n\n"
+        "Discovers this node's NUMA nodes, GPUs, NICs, PCIe roots and NVLink groups\n"
+        "(hwloc, nvidia-smi) and publishes them to its Node as the annotation\n"
+        "topogang.io/topology and the labels topogang.io/numa-nodes,\n"
+        "topogang.io/gpu-domains, topogang.io/gpus-per-domain.\n\n"
+        "options:\n"
+        "  --once                   discover (and publish) once, then exit\n"
+        "  --print                  print the topology and annotation; do not publish\n"
+        "  --topology-xml FILE      read an hwloc XML export instead of this machine\n"
+        "  --nvidia-smi-topo FILE   read `nvidia-smi topo -m` output from FILE\n"
+        "  --topology-policy P      kubelet Topology Manager policy of this node:\n"
+        "                           none | single-numa-node | restricted (default none)\n"
+        "  --node-name NAME         Node to patch (default $NODE_NAME)\n"
+        "  --kubeconfig FILE        API access outside a cluster (default in-cluster)\n"
+        "  --interval SECONDS       refresh period when not --once (default 300)\n"
+        "  -h, --help               this text\n");
+}
+
+static int print_all(const struct tg_hw *hw, const struct tg_topology *t)
+{
+    struct tg_sb b = {0};
+    char numa[16], doms[16], per[16];
+    int rc = tg_topo_encode(t, &b);
+    if (rc) {
+        fprintf(stderr, "topogang agent: cannot encode topology: %s\n", tg_strerror(rc));
+        tg_sb_free(&b);
+        return 1;
+    }
+    tg_hw_print(stdout, hw, t);
+    tg_topo_labels(t, numa, doms, per);
+    printf("labels:\n  %s=%s\n  %s=%s\n  %s=%s\n", TG_LABEL_NUMA_NODES, numa,
+           TG_LABEL_GPU_DOMAINS, doms, TG_LABEL_GPUS_PER_DOMAIN, per);
+    printf("annotation %s:\n%s\n", "topogang.io/topology", tg_sb_str(&b));
+    tg_sb_free(&b);
+    return 0;
+}
+
+int tg_cmd_agent(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"once", no_argument, NULL, 'o'},
+        {"print", no_argument, NULL, 'p'},
+        {"topology-xml", required_argument, NULL, 'x'},
+        {"nvidia-smi-topo", required_argument, NULL, 'n'},
+        {"topology-policy", required_argument, NULL, 'P'},
+        {"node-name", required_argument, NULL, 'N'},
+        {"kubeconfig", required_argument, NULL, 'k'},
+        {"interval", required_argument, NULL, 'i'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    struct tg_agent_opts o = {0};
+    struct tg_publish_opts po = {.interval_s = 300};
+    int once = 0, print = 0, c;
+    char err[512];
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': once = 1; break;
+        case 'p': print = 1; break;
+        case 'x': o.topology_xml = optarg; break;
+        case 'n': o.nvsmi_file = optarg; break;
+        case 'N': po.node_name = optarg; break;
+        case 'k': po.kubeconfig = optarg; break;
+        case 'P':
+            if (tg_topo_policy_parse(optarg, &o.policy)) {
+                fprintf(stderr, "topogang agent: --topology-policy: unknown policy '%s' "
+                                "(none, single-numa-node, restricted)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'i': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 10 || v > 86400) {
+                fprintf(stderr, "topogang agent: --interval: want 10..86400 seconds\n");
+                return 2;
+            }
+            po.interval_s = (unsigned)v;
+            break;
+        }
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "topogang agent: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+
+    struct tg_hw *hw = malloc(sizeof *hw);
+    struct tg_topology *t = malloc(sizeof *t);
+    int rc = 1;
+    if (!hw || !t) {
+        fprintf(stderr, "topogang agent: out of memory\n");
+        goto out;
+    }
+    if (print || once) {
+        if (tg_agent_collect(&o, hw, t, err, sizeof err)) {
+            fprintf(stderr, "topogang agent: %s\n", err);
+            goto out;
+        }
+        if (print) {
+            rc = print_all(hw, t);
+            goto out;
+        }
+    }
+    if (!po.node_name)
+        po.node_name = getenv("NODE_NAME");
+    if (!po.node_name || !*po.node_name) {
+        fprintf(stderr, "topogang agent: no node name: set NODE_NAME (downward API) or "
+                        "--node-name, or use --print\n");
+        rc = 2;
+        goto out;
+    }
+    po.once = once;
+    rc = tg_agent_publish(&o, &po) ? 1 : 0;
+out:
+    free(hw);
+    free(t);
+    return rc;
+}

@@ -1,0 +1,35 @@
+/* Publishing the topology to the agent's own Node: read the Node, compare
+ * its annotation and labels with what the agent discovered, and send a JSON
+ * merge patch only when something differs; then again every interval.
+ *
+ * RBAC needed: get and patch on nodes (manifests/agent/). */
+#ifndef TG_AGENT_PUBLISH_H
+#define TG_AGENT_PUBLISH_H
+
+#include <stddef.h>
+
+#include "agent/topology.h"
+
+struct tg_agent_opts;
+struct tg_sb;
+
+struct tg_publish_opts {
+    const char *node_name;              /* required */
+    const char *kubeconfig;             /* NULL: in-cluster service account */
+    unsigned interval_s;                /* refresh period */
+    int once;                           /* publish once and return */
+};
+
+/* Decides from the Node JSON (as GET /api/v1/nodes/NAME returns it) whether
+ * t must be published. Returns 1 with the merge patch appended to *patch when
+ * the annotation or a label differs, 0 when the Node is up to date, or
+ * TG_EPARSE (not a Node) / TG_ENOMEM / TG_EINVAL (t cannot be encoded). */
+int tg_agent_plan(const char *node_json, size_t n, const struct tg_topology *t,
+                  struct tg_sb *patch);
+
+/* Runs the publish loop (see the file comment): discovers with o, publishes
+ * to po->node_name. Returns 0 after one round with po->once; otherwise runs
+ * until a fatal error. Errors are logged; returns a TG_E* code. */
+int tg_agent_publish(const struct tg_agent_opts *o, const struct tg_publish_opts *po);
+
+#endif

@@ -1,0 +1,114 @@
+/* The inside of one node as the scheduler sees it: NUMA nodes and GPU
+ * domains, and the annotation `topogang.io/topology` that carries them from
+ * the agent to the scheduler.
+ *
+ * A GPU domain is the set a pod's GPUs should come from so that the kubelet's
+ * Topology Manager (single-numa-node, restricted) can align them: the GPUs of
+ * one NVLink group on one NUMA node. A machine without NVLink has one domain
+ * per NUMA node holding GPUs. Each domain lists its PCIe roots (host bridges),
+ * its network adapters, and how many of its GPUs share a PCIe switch or root
+ * with an RDMA adapter (GPUDirect RDMA pairs).
+ *
+ * Annotation (compact JSON, version 1):
+ *   {"v":1,"policy":"single-numa-node",
+ *    "numa":[{"id":0,"cpus":48,"mem":201863462912}, ...],
+ *    "domains":[{"id":0,"numa":0,"gpus":4,"nvlink":0,"roots":["0000:17"],
+ *                "nics":[{"name":"mlx5_0","rdma":true,"root":"0000:17"}],
+ *                "rdma_gpus":1}, ...]}
+ * "numa" in a domain is a NUMA node id from "numa"; "nvlink" is the NVLink
+ * group (-1: none). The decoder accepts only this shape, within the caps
+ * below, so a hostile annotation is rejected instead of trusted. */
+#ifndef TG_AGENT_TOPOLOGY_H
+#define TG_AGENT_TOPOLOGY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TG_TOPO_VERSION     1
+#define TG_TOPO_MAX_JSON    (64 * 1024)    /* annotation bytes accepted */
+#define TG_TOPO_MAX_NUMA    64
+#define TG_TOPO_MAX_DOMAINS 64             /* < 0xff: fits struct tg_usage.inner */
+#define TG_TOPO_MAX_ROOTS   16             /* per domain */
+#define TG_TOPO_MAX_NICS    16             /* per domain */
+#define TG_TOPO_MAX_GPUS    256            /* per domain */
+#define TG_TOPO_NAME        32             /* name buffer, NUL included */
+
+#define TG_LABEL_NUMA_NODES      "topogang.io/numa-nodes"
+#define TG_LABEL_GPU_DOMAINS     "topogang.io/gpu-domains"
+#define TG_LABEL_GPUS_PER_DOMAIN "topogang.io/gpus-per-domain"
+
+/* The agent's --topology-policy: what the node's kubelet Topology Manager
+ * enforces. none: the scheduler applies no NUMA limit on this node. */
+enum tg_topo_policy { TG_TOPO_POLICY_NONE, TG_TOPO_POLICY_SINGLE_NUMA,
+                      TG_TOPO_POLICY_RESTRICTED };
+
+struct tg_topo_numa {
+    int32_t id;                         /* OS index */
+    uint32_t cpus;                      /* logical CPUs (PUs) */
+    uint64_t mem;                       /* bytes of local memory */
+};
+
+struct tg_topo_nic {
+    char name[TG_TOPO_NAME];            /* mlx5_0, rdmap197s0, eth0 */
+    char root[TG_TOPO_NAME];            /* PCIe root "dddd:bb", "" unknown */
+    uint8_t rdma;                       /* has an RDMA (OpenFabrics) device */
+};
+
+struct tg_topo_domain {
+    uint32_t id;
+    int32_t numa;                       /* NUMA node id, -1 unknown */
+    int32_t nvlink;                     /* NVLink group, -1 none */
+    uint32_t gpus;
+    uint32_t rdma_gpus;                 /* GPUs sharing a PCIe switch/root with an RDMA NIC */
+    uint32_t nroots, nnics;
+    char roots[TG_TOPO_MAX_ROOTS][TG_TOPO_NAME];
+    struct tg_topo_nic nics[TG_TOPO_MAX_NICS];
+};
+
+struct tg_topology {
+    uint32_t version;
+    uint8_t policy;                     /* enum tg_topo_policy */
+    uint32_t nnuma, ndomains;
+    struct tg_topo_numa numa[TG_TOPO_MAX_NUMA];
+    struct tg_topo_domain domains[TG_TOPO_MAX_DOMAINS];
+};
+
+/* "none", "single-numa-node", "restricted" <-> enum; parse returns 0 or TG_EINVAL. */
+int tg_topo_policy_parse(const char *s, uint8_t *out);
+const char *tg_topo_policy_name(uint8_t policy);
+
+/* Index of NUMA node id in t->numa, or -1. */
+int tg_topo_numa_index(const struct tg_topology *t, int32_t id);
+
+/* Appends the compact annotation JSON of t to *out (tg_sb from util/strbuf.h,
+ * declared opaque here). Returns 0, TG_ENOMEM, or TG_EINVAL when t breaks a
+ * cap (the decoder would refuse it). */
+struct tg_sb;
+int tg_topo_encode(const struct tg_topology *t, struct tg_sb *out);
+
+/* Decodes an annotation of n bytes (need not be NUL-terminated) into *t.
+ * Rejects, with TG_EPARSE (or TG_ERANGE for a cap broken), and t zeroed:
+ * more than TG_TOPO_MAX_JSON bytes, invalid JSON, a version other than 1,
+ * a missing or mistyped field, negative or absurd counts, more entries than
+ * the caps, duplicate ids, a domain whose NUMA node is not listed. On
+ * failure *why (if not NULL) points to a static text saying what was wrong. */
+int tg_topo_decode(const char *json, size_t n, struct tg_topology *t, const char **why);
+
+/* The three selector labels, values as Kubernetes label values:
+ * numa-nodes = NUMA node count; gpu-domains = GPU domain count;
+ * gpus-per-domain = GPUs in the smallest domain with GPUs ("0" when none).
+ * Writes into caller buffers of at least 16 bytes each. */
+void tg_topo_labels(const struct tg_topology *t, char numa[16], char domains[16],
+                    char per_domain[16]);
+
+/* JSON merge patch (RFC 7386) for a Node, setting the annotation to `annot`
+ * and the three labels; appended to *out. Returns 0 or TG_ENOMEM. */
+int tg_topo_patch_body(const struct tg_topology *t, const char *annot, struct tg_sb *out);
+
+/* 1 when the Node's current annotation (NULL: absent) and label values
+ * (NULL: absent) differ from what t would publish, so a patch is needed. */
+int tg_topo_needs_patch(const struct tg_topology *t, const char *cur_annot,
+                        const char *cur_numa, const char *cur_domains,
+                        const char *cur_per_domain);
+
+#endif

@@ -1,0 +1,313 @@
+/* The topology annotation: round trip, the hardened decoder against hostile
+ * input (every truncation, wrong types, absurd counts, 1 MB of JSON), labels,
+ * the Node merge patch and the publish decision. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "agent/publish.h"
+#include "agent/topology.h"
+#include "util/err.h"
+#include "util/strbuf.h"
+
+static struct tg_topology t, back;
+
+/* Two NUMA nodes, two 4-GPU domains, a NIC pair on domain 1. */
+static void sample(struct tg_topology *x)
+{
+    memset(x, 0, sizeof *x);
+    x->version = TG_TOPO_VERSION;
+    x->policy = TG_TOPO_POLICY_SINGLE_NUMA;
+    x->nnuma = 2;
+    x->numa[0] = (struct tg_topo_numa){.id = 0, .cpus = 48, .mem = 201863462912ULL};
+    x->numa[1] = (struct tg_topo_numa){.id = 1, .cpus = 48, .mem = 202937204736ULL};
+    x->ndomains = 2;
+    for (uint32_t i = 0; i < 2; i++) {
+        struct tg_topo_domain *d = &x->domains[i];
+        d->id = i;
+        d->numa = (int32_t)i;
+        d->nvlink = 0;
+        d->gpus = 4;
+        d->nroots = 2;
+        snprintf(d->roots[0], TG_TOPO_NAME, "0000:%02x", 0x17 + i * 0x80);
+        snprintf(d->roots[1], TG_TOPO_NAME, "0000:%02x", 0x34 + i * 0x80);
+    }
+    x->domains[1].nnics = 1;
+    snprintf(x->domains[1].nics[0].name, TG_TOPO_NAME, "mlx5_0");
+    snprintf(x->domains[1].nics[0].root, TG_TOPO_NAME, "0000:97");
+    x->domains[1].nics[0].rdma = 1;
+    x->domains[1].rdma_gpus = 1;
+}
+
+static char *encode(const struct tg_topology *x)
+{
+    struct tg_sb b = {0};
+    assert_int_equal(tg_topo_encode(x, &b), 0);
+    return b.s;
+}
+
+static int dec(const char *s)
+{
+    const char *why = NULL;
+    int rc = tg_topo_decode(s, strlen(s), &back, &why);
+    if (rc)
+        assert_non_null(why);
+    return rc;
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    sample(&t);
+    char *s = encode(&t);
+    assert_non_null(strstr(s, "\"v\":1"));
+    assert_non_null(strstr(s, "\"policy\":\"single-numa-node\""));
+    assert_null(strchr(s, ' '));                 /* compact */
+    assert_int_equal(dec(s), 0);
+    assert_memory_equal(&back, &t, sizeof t);
+    free(s);
+}
+
+static void test_policy_names(void **state)
+{
+    (void)state;
+    uint8_t p = 9;
+    assert_int_equal(tg_topo_policy_parse("restricted", &p), 0);
+    assert_int_equal(p, TG_TOPO_POLICY_RESTRICTED);
+    assert_int_equal(tg_topo_policy_parse("best-effort", &p), TG_EINVAL);
+    assert_int_equal(tg_topo_policy_parse(NULL, &p), TG_EINVAL);
+    assert_string_equal(tg_topo_policy_name(TG_TOPO_POLICY_NONE), "none");
+    assert_string_equal(tg_topo_policy_name(200), "none");
+}
+
+/* Every prefix of a valid annotation is rejected, and the output is zeroed. */
+static void test_every_truncation(void **state)
+{
+    (void)state;
+    sample(&t);
+    char *s = encode(&t);
+    size_t n = strlen(s);
+    static const struct tg_topology zero;
+    for (size_t i = 0; i < n; i++) {
+        /* heap copy of exactly i bytes: ASan catches any read past it */
+        char *cut = malloc(i ? i : 1);
+        memcpy(cut, s, i);
+        const char *why = NULL;
+        assert_int_not_equal(tg_topo_decode(cut, i, &back, &why), 0);
+        assert_non_null(why);
+        assert_memory_equal(&back, &zero, sizeof zero);
+        free(cut);
+    }
+    free(s);
+}
+
+static void test_hostile(void **state)
+{
+    (void)state;
+    const char *bad[] = {
+        "null", "[]", "42", "\"x\"", "{}",
+        "{\"v\":2,\"policy\":\"none\",\"numa\":[],\"domains\":[]}",
+        "{\"v\":\"1\",\"policy\":\"none\",\"numa\":[],\"domains\":[]}",
+        "{\"v\":1.5,\"policy\":\"none\",\"numa\":[],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"sometimes\",\"numa\":[],\"domains\":[]}",
+        "{\"v\":1,\"policy\":7,\"numa\":[],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":{},\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[7],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":-1,\"cpus\":1,\"mem\":1}],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":\"48\",\"mem\":1}],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1e300,\"mem\":1}],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":-5}],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1},"
+            "{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":[]}",
+        /* domain problems */
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":["
+            "{\"id\":0,\"numa\":0,\"gpus\":1000000000,\"nvlink\":-1,\"roots\":[],\"nics\":[],\"rdma_gpus\":0}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":["
+            "{\"id\":0,\"numa\":3,\"gpus\":1,\"nvlink\":-1,\"roots\":[],\"nics\":[],\"rdma_gpus\":0}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":["
+            "{\"id\":0,\"numa\":0,\"gpus\":1,\"nvlink\":-1,\"roots\":[],\"nics\":[],\"rdma_gpus\":2}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":["
+            "{\"id\":0,\"numa\":0,\"gpus\":1,\"nvlink\":-1,\"roots\":[1],\"nics\":[],\"rdma_gpus\":0}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":["
+            "{\"id\":0,\"numa\":0,\"gpus\":1,\"nvlink\":-1,\"roots\":[\"0123456789012345678901234567890123456789\"],"
+            "\"nics\":[],\"rdma_gpus\":0}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":["
+            "{\"id\":0,\"numa\":0,\"gpus\":1,\"nvlink\":-1,\"roots\":[],\"nics\":[{\"name\":\"x\",\"rdma\":1,\"root\":\"\"}],"
+            "\"rdma_gpus\":0}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":["
+            "{\"id\":0,\"numa\":0,\"gpus\":1,\"nvlink\":-1,\"roots\":[],\"nics\":[],\"rdma_gpus\":0},"
+            "{\"id\":0,\"numa\":0,\"gpus\":1,\"nvlink\":-1,\"roots\":[],\"nics\":[],\"rdma_gpus\":0}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":["
+            "{\"id\":200,\"numa\":0,\"gpus\":1,\"nvlink\":-1,\"roots\":[],\"nics\":[],\"rdma_gpus\":0}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[null]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (dec(bad[i]) == 0)
+            fail_msg("accepted hostile annotation #%zu: %s", i, bad[i]);
+    /* a NaN cannot be written in JSON, but an empty input can */
+    const char *why = NULL;
+    assert_int_equal(tg_topo_decode(NULL, 0, &back, &why), TG_EPARSE);
+    assert_int_equal(tg_topo_decode("", 0, &back, &why), TG_EPARSE);
+}
+
+/* More entries than the caps, 1 MB of JSON, deep nesting. */
+static void test_absurd_sizes(void **state)
+{
+    (void)state;
+    struct tg_sb b = {0};
+    tg_sb_puts(&b, "{\"v\":1,\"policy\":\"none\",\"numa\":[");
+    for (int i = 0; i < TG_TOPO_MAX_NUMA + 1; i++)
+        tg_sb_printf(&b, "%s{\"id\":%d,\"cpus\":1,\"mem\":1}", i ? "," : "", i);
+    tg_sb_puts(&b, "],\"domains\":[]}");
+    assert_int_not_equal(dec(b.s), 0);
+    tg_sb_free(&b);
+
+    /* 1 MB: valid JSON (a long string), refused before parsing */
+    size_t n = 1 << 20;
+    char *big = malloc(n + 1);
+    memset(big, 'a', n);
+    memcpy(big, "{\"v\":1,\"x\":\"", 12);
+    memcpy(big + n - 2, "\"}", 2);
+    big[n] = 0;
+    const char *why = NULL;
+    assert_int_equal(tg_topo_decode(big, n, &back, &why), TG_ERANGE);
+    assert_non_null(strstr(why, "64 KiB"));
+    /* 60 000 nested arrays: under the size cap, rejected by nesting depth */
+    n = 60000;
+    for (size_t i = 0; i < n / 2; i++)
+        big[i] = '[';
+    for (size_t i = n / 2; i < n; i++)
+        big[i] = ']';
+    assert_int_not_equal(tg_topo_decode(big, n, &back, &why), 0);
+    free(big);
+
+    /* the encoder refuses what the decoder would */
+    sample(&t);
+    t.domains[0].rdma_gpus = 9;
+    struct tg_sb e = {0};
+    assert_int_equal(tg_topo_encode(&t, &e), TG_EINVAL);
+    tg_sb_free(&e);
+}
+
+/* Input is read by length: bytes after n do not count. */
+static void test_not_nul_terminated(void **state)
+{
+    (void)state;
+    sample(&t);
+    char *s = encode(&t);
+    size_t n = strlen(s);
+    char *padded = malloc(n + 8);
+    memcpy(padded, s, n);
+    memcpy(padded + n, "garbage!", 8);
+    const char *why = NULL;
+    assert_int_equal(tg_topo_decode(padded, n, &back, &why), 0);
+    assert_int_equal(back.ndomains, 2);
+    free(padded);
+    free(s);
+}
+
+static void test_labels(void **state)
+{
+    (void)state;
+    char a[16], b[16], c[16];
+    sample(&t);
+    t.domains[1].gpus = 2;
+    t.domains[1].rdma_gpus = 1;
+    tg_topo_labels(&t, a, b, c);
+    assert_string_equal(a, "2");
+    assert_string_equal(b, "2");
+    assert_string_equal(c, "2");                 /* the smallest domain */
+    memset(&t, 0, sizeof t);
+    t.nnuma = 1;
+    tg_topo_labels(&t, a, b, c);
+    assert_string_equal(a, "1");
+    assert_string_equal(b, "0");
+    assert_string_equal(c, "0");
+}
+
+static void test_patch_body(void **state)
+{
+    (void)state;
+    sample(&t);
+    char *annot = encode(&t);
+    struct tg_sb p = {0};
+    assert_int_equal(tg_topo_patch_body(&t, annot, &p), 0);
+    cJSON *root = cJSON_Parse(p.s);
+    assert_non_null(root);
+    cJSON *meta = cJSON_GetObjectItem(root, "metadata");
+    cJSON *ann = cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "annotations"), "topogang.io/topology");
+    assert_true(cJSON_IsString(ann));
+    assert_string_equal(ann->valuestring, annot);
+    cJSON *labels = cJSON_GetObjectItem(meta, "labels");
+    assert_string_equal(cJSON_GetObjectItem(labels, TG_LABEL_NUMA_NODES)->valuestring, "2");
+    assert_string_equal(cJSON_GetObjectItem(labels, TG_LABEL_GPU_DOMAINS)->valuestring, "2");
+    assert_string_equal(cJSON_GetObjectItem(labels, TG_LABEL_GPUS_PER_DOMAIN)->valuestring, "4");
+    cJSON_Delete(root);
+    tg_sb_free(&p);
+
+    assert_int_equal(tg_topo_needs_patch(&t, annot, "2", "2", "4"), 0);
+    assert_int_equal(tg_topo_needs_patch(&t, NULL, "2", "2", "4"), 1);
+    assert_int_equal(tg_topo_needs_patch(&t, annot, "2", "2", NULL), 1);
+    assert_int_equal(tg_topo_needs_patch(&t, annot, "2", "3", "4"), 1);
+    t.domains[0].gpus = 3;                       /* a GPU went away */
+    assert_int_equal(tg_topo_needs_patch(&t, annot, "2", "2", "3"), 1);
+    free(annot);
+}
+
+/* The publish decision from a Node as the API server returns it. */
+static void test_plan(void **state)
+{
+    (void)state;
+    sample(&t);
+    char *annot = encode(&t);
+    struct tg_sb node = {0}, patch = {0};
+
+    /* a fresh Node: no annotations at all */
+    const char *fresh = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-1\",\"labels\":{\"a\":\"b\"}}}";
+    assert_int_equal(tg_agent_plan(fresh, strlen(fresh), &t, &patch), 1);
+    assert_non_null(strstr(patch.s, "\"topogang.io/gpus-per-domain\":\"4\""));
+
+    /* up to date: no patch */
+    tg_sb_puts(&node, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-1\",\"annotations\":{"
+                      "\"topogang.io/topology\":");
+    tg_sb_json_str(&node, annot);
+    tg_sb_puts(&node, "},\"labels\":{\"topogang.io/numa-nodes\":\"2\",\"topogang.io/gpu-domains\":\"2\","
+                      "\"topogang.io/gpus-per-domain\":\"4\"}}}");
+    tg_sb_reset(&patch);
+    assert_int_equal(tg_agent_plan(node.s, node.len, &t, &patch), 0);
+    assert_int_equal(patch.len, 0);
+
+    /* the policy changed: patch */
+    t.policy = TG_TOPO_POLICY_NONE;
+    assert_int_equal(tg_agent_plan(node.s, node.len, &t, &patch), 1);
+    assert_non_null(strstr(patch.s, "\\\"policy\\\":\\\"none\\\""));
+
+    const char *junk = "{\"metadata\":";
+    assert_int_equal(tg_agent_plan(junk, strlen(junk), &t, &patch), TG_EPARSE);
+    tg_sb_free(&node);
+    tg_sb_free(&patch);
+    free(annot);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_policy_names),
+        cmocka_unit_test(test_every_truncation),
+        cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_absurd_sizes),
+        cmocka_unit_test(test_not_nul_terminated),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_patch_body),
+        cmocka_unit_test(test_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
