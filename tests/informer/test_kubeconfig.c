@@ -1,0 +1,136 @@
+/* Unit tests for kubeconfig and in-cluster loading (informer/kubeconfig.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "informer/kubeconfig.h"
+#include "util/err.h"
+
+static char path[4096], dir[4096];
+
+static const char *data(const char *f)
+{
+    snprintf(path, sizeof path, "%s/tests/informer/data/%s", getenv("TOPOGANG_SRC"), f);
+    snprintf(dir, sizeof dir, "%s/tests/informer/data", getenv("TOPOGANG_SRC"));
+    return path;
+}
+
+static void current_context_inline_data(void **s)
+{
+    (void)s;
+    struct tg_kconf k;
+    char err[256];
+    assert_int_equal(tg_kubeconfig_load(data("kubeconfig-data.yaml"), NULL, &k, err, sizeof err), 0);
+    assert_string_equal(k.server, "https://10.0.0.1:6443");   /* trailing slash dropped */
+    assert_non_null(k.ca_data);
+    assert_string_equal(k.ca_data, "-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n");
+    assert_int_equal(k.cert_len, 4);
+    assert_memory_equal(k.cert_data, "cert", 4);
+    assert_memory_equal(k.key_data, "key", 3);
+    assert_null(k.token);
+    assert_string_equal(k.ns, "ml");
+    assert_int_equal(k.insecure, 0);
+    tg_kconf_free(&k);
+}
+
+static void explicit_context_token_file(void **s)
+{
+    (void)s;
+    struct tg_kconf k;
+    char want[8192];
+    assert_int_equal(tg_kubeconfig_load(data("kubeconfig-data.yaml"), "lab", &k, NULL, 0), 0);
+    assert_string_equal(k.server, "https://lab.example:443");
+    assert_int_equal(k.insecure, 1);
+    snprintf(want, sizeof want, "%s/secrets/token", dir);   /* relative to the file */
+    assert_string_equal(k.token_file, want);
+    assert_string_equal(k.ns, "default");
+    assert_string_equal(k.context, "lab");
+    tg_kconf_free(&k);
+}
+
+static void errors_are_named(void **s)
+{
+    (void)s;
+    struct tg_kconf k;
+    char err[512];
+    assert_int_equal(tg_kubeconfig_load(data("kubeconfig-data.yaml"), "nope", &k, err, sizeof err),
+                     TG_ENOENT);
+    assert_non_null(strstr(err, "context \"nope\" not found"));
+    assert_int_equal(tg_kubeconfig_load(data("kubeconfig-data.yaml"), "broken", &k, err, sizeof err),
+                     TG_ENOENT);
+    assert_non_null(strstr(err, "cluster \"nowhere\""));
+    assert_int_equal(tg_kubeconfig_load(data("kubeconfig-data.yaml"), "cloud", &k, err, sizeof err),
+                     TG_ENOTSUP);
+    assert_non_null(strstr(err, "exec"));
+    assert_int_equal(tg_kubeconfig_load(data("kubeconfig-bad-yaml.yaml"), NULL, &k, err, sizeof err),
+                     TG_EPARSE);
+    assert_non_null(strstr(err, "line"));
+    assert_int_equal(tg_kubeconfig_load(data("does-not-exist"), NULL, &k, err, sizeof err), TG_EIO);
+    assert_null(k.server);
+}
+
+static void base64(void **s)
+{
+    (void)s;
+    char *o;
+    size_t n;
+    assert_int_equal(tg_base64_decode("aGVsbG8gd29ybGQ=", &o, &n), 0);
+    assert_int_equal(n, 11);
+    assert_string_equal(o, "hello world");
+    free(o);
+    assert_int_equal(tg_base64_decode("aGVs\nbG8=", &o, &n), 0);
+    assert_string_equal(o, "hello");
+    free(o);
+    assert_int_equal(tg_base64_decode("a$b=", &o, &n), TG_EPARSE);
+    assert_int_equal(tg_base64_decode("ab=c", &o, &n), TG_EPARSE);
+}
+
+static void in_cluster(void **s)
+{
+    (void)s;
+    char root[] = "/tmp/tg-sa-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    char f[512];
+    snprintf(f, sizeof f, "%s/namespace", root);
+    FILE *fp = fopen(f, "w");
+    fputs("scheduling\n", fp);
+    fclose(fp);
+    struct tg_kconf k;
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    assert_int_equal(tg_kubeconfig_incluster(root, &k), TG_ENOENT);
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    assert_int_equal(tg_kubeconfig_incluster(root, &k), 0);
+    assert_string_equal(k.server, "https://10.96.0.1:443");
+    snprintf(f, sizeof f, "%s/token", root);
+    assert_string_equal(k.token_file, f);
+    snprintf(f, sizeof f, "%s/ca.crt", root);
+    assert_string_equal(k.ca_file, f);
+    assert_string_equal(k.ns, "scheduling");
+    tg_kconf_free(&k);
+    setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    assert_int_equal(tg_kubeconfig_incluster(root, &k), 0);
+    assert_string_equal(k.server, "https://[fd00::1]:443");
+    tg_kconf_free(&k);
+    snprintf(f, sizeof f, "%s/namespace", root);
+    unlink(f);
+    rmdir(root);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(current_context_inline_data),
+        cmocka_unit_test(explicit_context_token_file),
+        cmocka_unit_test(errors_are_named),
+        cmocka_unit_test(base64),
+        cmocka_unit_test(in_cluster),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,333 @@
+/* Reflector behaviour on faults a real API server will not produce on demand,
+ * served by a tiny scripted HTTP server on 127.0.0.1 (a thread): a malformed
+ * watch line, a stream cut inside an event, a 410 ERROR event, an HTTP 500
+ * on LIST, a LIST split in pages. Asserts the cache, the handlers and the
+ * resourceVersions each request resumed from. Also checks the client's write
+ * rate limiter (qps/burst) against the same server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "informer/client.h"
+#include "informer/kinds.h"
+#include "informer/reflector.h"
+#include "model/objects.h"
+#include "util/err.h"
+
+/* ---- scripted server ---------------------------------------------------- */
+
+struct step {
+    const char *expect;        /* substring the request line must contain */
+    const char *resp;          /* full HTTP response; NULL: hold the connection */
+};
+
+struct server {
+    int lfd, port;
+    pthread_t th;
+    const struct step *steps;
+    int nsteps, at;
+    char paths[32][512];
+    int mismatch;
+    volatile int stop;
+    pthread_mutex_t mu;
+};
+
+#define POD(name, rv)                                                                         \
+    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"uid\":\"u-" name "\","       \
+    "\"resourceVersion\":\"" rv "\"},\"spec\":{\"schedulerName\":\"topogang\",\"containers\":" \
+    "[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},"                         \
+    "\"status\":{\"phase\":\"Pending\"}}"
+#define HDR "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+#define LIST(rv, cont, items)                                                                 \
+    HDR "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"" rv "\",\"continue\":\""   \
+        cont "\"},\"items\":[" items "]}"
+#define EV(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}\n"
+
+static void *serve(void *arg)
+{
+    struct server *sv = arg;
+    while (!sv->stop) {
+        int fd = accept(sv->lfd, NULL, NULL);
+        if (fd < 0)
+            break;
+        char req[4096];
+        size_t n = 0;
+        ssize_t k;
+        while (n < sizeof req - 1 && (k = read(fd, req + n, sizeof req - 1 - n)) > 0) {
+            n += (size_t)k;
+            req[n] = 0;
+            if (strstr(req, "\r\n\r\n"))
+                break;
+        }
+        req[n] = 0;
+        pthread_mutex_lock(&sv->mu);
+        int i = sv->at++;
+        if (i < 32)
+            snprintf(sv->paths[i], sizeof sv->paths[i], "%.*s", (int)strcspn(req, "\r\n"), req);
+        const struct step *st = i < sv->nsteps ? &sv->steps[i] : NULL;
+        if (!st || !strstr(req, st->expect))
+            sv->mismatch = i + 1;
+        pthread_mutex_unlock(&sv->mu);
+        if (st && st->resp) {
+            size_t len = strlen(st->resp), off = 0;
+            /* dribble in small writes so lines split across reads */
+            while (off < len) {
+                size_t w = len - off < 37 ? len - off : 37;
+                if (write(fd, st->resp + off, w) < 0)
+                    break;
+                off += w;
+            }
+        } else {
+            while (!sv->stop)
+                usleep(10000);
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+static void server_start(struct server *sv, const struct step *steps, int n)
+{
+    memset(sv, 0, sizeof *sv);
+    pthread_mutex_init(&sv->mu, NULL);
+    sv->steps = steps;
+    sv->nsteps = n;
+    sv->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(sv->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t al = sizeof a;
+    getsockname(sv->lfd, (struct sockaddr *)&a, &al);
+    sv->port = ntohs(a.sin_port);
+    listen(sv->lfd, 16);
+    pthread_create(&sv->th, NULL, serve, sv);
+}
+
+static void server_stop(struct server *sv)
+{
+    sv->stop = 1;
+    shutdown(sv->lfd, SHUT_RDWR);
+    close(sv->lfd);
+    pthread_join(sv->th, NULL);
+}
+
+/* ---- test harness -------------------------------------------------------- */
+
+struct seen {
+    int adds, updates, deletes;
+    char deleted[8][64];
+};
+
+static void h_add(void *ud, const void *o)
+{
+    (void)o;
+    ((struct seen *)ud)->adds++;
+}
+static void h_update(void *ud, const void *old, const void *o)
+{
+    (void)old;
+    (void)o;
+    ((struct seen *)ud)->updates++;
+}
+static void h_delete(void *ud, const void *o)
+{
+    struct seen *s = ud;
+    if (s->deletes < 8)
+        snprintf(s->deleted[s->deletes], 64, "%s", ((const struct tg_pod *)o)->key);
+    s->deletes++;
+}
+
+struct waiter {
+    struct server *sv;
+    int until_step;
+    uv_timer_t t;
+    int ticks;
+};
+
+static void on_tick(uv_timer_t *t)
+{
+    struct waiter *w = t->data;
+    pthread_mutex_lock(&w->sv->mu);
+    int at = w->sv->at;
+    pthread_mutex_unlock(&w->sv->mu);
+    if (at >= w->until_step || ++w->ticks > 1000)
+        uv_stop(t->loop);
+}
+
+/* Runs the loop until the server has received `step` requests (max 10 s),
+ * then 100 ms more so the last response is processed. */
+static void run_until(uv_loop_t *loop, struct server *sv, int step)
+{
+    struct waiter w = {.sv = sv, .until_step = step};
+    uv_timer_init(loop, &w.t);
+    w.t.data = &w;
+    uv_timer_start(&w.t, on_tick, 10, 10);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_timer_stop(&w.t);
+    uv_close((uv_handle_t *)&w.t, NULL);
+    uint64_t end = uv_now(loop) + 100;
+    while (uv_now(loop) < end) {
+        uv_run(loop, UV_RUN_NOWAIT);
+        usleep(2000);
+        uv_update_time(loop);
+    }
+}
+
+static void close_all(uv_loop_t *loop, struct tg_client **c, struct tg_reflector **r)
+{
+    tg_reflector_free(r);
+    tg_client_free(c);
+    uv_run(loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(loop), 0);
+}
+
+static const struct step script[] = {
+    /* 0: first page (a continue token), 1: second page */
+    {"GET /api/v1/pods?limit=2 ", LIST("10", "tok1", POD("p1", "5") "," POD("p2", "6"))},
+    {"continue=tok1", LIST("10", "", POD("p0", "7"))},
+    /* 2: watch from 10: an event, then garbage */
+    {"watch=1&allowWatchBookmarks=true&resourceVersion=10&",
+     HDR EV("ADDED", POD("p3", "11")) "{\"type\":\"MODIFIED\",\"object\":{oops\n" EV("ADDED", POD("px", "99"))},
+    /* 3: resumes from 11; an update, a bookmark, then a cut inside an event */
+    {"resourceVersion=11&",
+     HDR EV("MODIFIED", POD("p1", "12")) "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"14\"}}}\n"
+         "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p9"},
+    /* 4: resumes from the bookmark; 410 */
+    {"resourceVersion=14&",
+     HDR "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\","
+         "\"message\":\"too old resource version: 14 (20)\"}}\n"},
+    /* 5: relist fails once (server error), 6: relist: p2 and p0 went away, p4 came */
+    {"GET /api/v1/pods?limit=2 ", "HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n"
+                                  "Content-Length: 2\r\n\r\n{}"},
+    {"GET /api/v1/pods?limit=2 ", LIST("20", "", POD("p1", "12") "," POD("p3", "11") "," POD("p4", "19"))},
+    /* 7: watch from the new list; stays open */
+    {"resourceVersion=20&", NULL},
+};
+
+static void faults_restart_and_relist(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, script, (int)(sizeof script / sizeof script[0]));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", sv.port);
+    struct tg_kconf conf = {.server = url};
+    struct tg_client *c;
+    assert_int_equal(tg_client_new(&loop, &conf, NULL, &c), 0);
+    struct seen seen = {0};
+    struct tg_reflector_opts o = {.kind = &tg_kind_pod, .path = "/api/v1/pods", .page_size = 2,
+                                  .backoff_min_ms = 10, .backoff_max_ms = 50,
+                                  .h = {h_add, h_update, h_delete, NULL, &seen}};
+    struct tg_reflector *r;
+    assert_int_equal(tg_reflector_new(c, &o, &r), 0);
+    assert_int_equal(tg_reflector_start(r), 0);
+    run_until(&loop, &sv, 8);
+
+    for (int i = 0; i < sv.at && i < 32; i++)
+        printf("# request %d: %s\n", i, sv.paths[i]);
+    assert_int_equal(sv.mismatch, 0);      /* every request resumed where it should */
+    assert_int_equal(sv.at, 8);
+    assert_true(tg_reflector_synced(r));
+    const struct tg_reflector_stats *st = tg_reflector_stats(r);
+    assert_int_equal(st->parse_errors, 2); /* the garbage line and the cut event */
+    assert_int_equal(st->gone, 1);
+    assert_int_equal(st->relists, 1);
+    assert_int_equal(st->pages, 3);
+    assert_int_equal(st->bookmarks, 1);
+    const struct tg_store *store = tg_reflector_store(r);
+    assert_int_equal(tg_store_len(store), 3);
+    assert_non_null(tg_store_get(store, "ns/p1"));
+    assert_non_null(tg_store_get(store, "ns/p3"));
+    assert_non_null(tg_store_get(store, "ns/p4"));
+    assert_null(tg_store_get(store, "ns/px"));  /* after the garbage: never applied */
+    assert_non_null(tg_store_get_uid(store, "u-p4"));
+    assert_string_equal(((const struct tg_pod *)tg_store_get(store, "ns/p1"))->rv, "12");
+    /* p0,p1,p2 listed, p3 watched, p4 relisted; p1 modified once; p0, p2 deleted */
+    assert_int_equal(seen.adds, 5);
+    assert_int_equal(seen.updates, 1);
+    assert_int_equal(seen.deletes, 2);
+    assert_true((!strcmp(seen.deleted[0], "ns/p0") && !strcmp(seen.deleted[1], "ns/p2")) ||
+                (!strcmp(seen.deleted[0], "ns/p2") && !strcmp(seen.deleted[1], "ns/p0")));
+    assert_string_equal(tg_reflector_rv(r), "20");
+    server_stop(&sv);
+    close_all(&loop, &c, &r);
+}
+
+/* ---- write limiter -------------------------------------------------------- */
+
+#define OK201 "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+
+static const struct step writes[] = {
+    {"POST /w", OK201}, {"POST /w", OK201}, {"POST /w", OK201}, {"POST /w", OK201},
+    {"POST /w", OK201}, {"POST /w", OK201}, {"POST /w", OK201}, {"POST /w", OK201},
+};
+
+struct wdone {
+    int n;
+    uint64_t at[8];
+    uv_loop_t *loop;
+};
+
+static void on_wdone(void *ud, const struct tg_resp *r)
+{
+    struct wdone *d = ud;
+    assert_int_equal(r->err, 0);
+    assert_int_equal(r->status, 201);
+    uv_update_time(d->loop);
+    d->at[d->n++] = uv_now(d->loop);
+}
+
+static void write_rate_limit(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, writes, 8);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", sv.port);
+    struct tg_kconf conf = {.server = url};
+    struct tg_client_opts co = {.qps = 10, .burst = 3};
+    struct tg_client *c;
+    assert_int_equal(tg_client_new(&loop, &conf, &co, &c), 0);
+    struct wdone d = {.loop = &loop};
+    uv_update_time(&loop);
+    uint64_t t0 = uv_now(&loop);
+    for (int i = 0; i < 8; i++) {
+        struct tg_req_opts o = {.method = "POST", .path = "/w", .body = "{}", .is_write = 1,
+                                .on_done = on_wdone, .ud = &d};
+        assert_int_equal(tg_client_request(c, &o, NULL), 0);
+    }
+    while (d.n < 8)
+        uv_run(&loop, UV_RUN_ONCE);
+    /* burst 3 at once, then 5 more at 10/s: the 8th no earlier than ~500 ms */
+    printf("# 8 writes at qps 10 burst 3 took %llu ms\n", (unsigned long long)(d.at[7] - t0));
+    assert_true(d.at[2] - t0 < 200);
+    assert_true(d.at[7] - t0 >= 450);
+    assert_true(d.at[7] - t0 < 2000);
+    assert_true(tg_client_stats(c)->writes_delayed >= 5);
+    server_stop(&sv);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(faults_restart_and_relist),
+        cmocka_unit_test(write_rate_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
