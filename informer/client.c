@@ -427,6 +427,11 @@ static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
     const struct tg_kconf *k = &c->conf;
     if (!r->status)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    long ver = 0, nconn = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &ver);
+    curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &nconn);
+    c->stats.http2 += ver == CURL_HTTP_VERSION_2_0;
+    c->stats.connects += (uint64_t)nconn;
     if (cc == CURLE_OK) {
         msg[0] = 0;
         if (r->status < 200 || r->status >= 300) {

@@ -69,6 +69,8 @@ struct tg_client_stats {
     uint64_t requests, failed, writes_delayed;
     uint64_t token_reloads;
     uint64_t bytes_in;
+    uint64_t http2;          /* requests answered over HTTP/2 */
+    uint64_t connects;       /* new connections opened (the rest were reused) */
 };
 
 /* Creates a client on loop for conf (copied). opts may be NULL. *out is freed

@@ -1,0 +1,448 @@
+/* Integration: the client and the scheduler's writes against a real
+ * kube-apiserver: Binding, PodGroup status patch, Event, Lease
+ * get/create/update with conflicts, pod delete; TLS with a wrong CA; client
+ * certificate auth; bearer token file rotation; HTTP/2 and connection reuse;
+ * `topogang watch` end to end. One control plane for the whole program. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cJSON.h>
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "informer/api.h"
+#include "util/err.h"
+
+static struct tgc cl;
+static uv_loop_t loop;
+static struct tg_client *client;
+
+static int setup(void **s)
+{
+    (void)s;
+    if (tgc_up(&cl, NULL) != 0)
+        return -1;
+    uv_loop_init(&loop);
+    client = tgc_client(&cl, &loop, NULL);
+    if (!client)
+        return -1;
+    char crd[4096];
+    snprintf(crd, sizeof crd, "apply -f '%s/tests/integration/fixtures/podgroup-crd.yaml' >/dev/null"
+             " && '%s/kubectl' --kubeconfig '%s' wait --for condition=established --timeout=60s "
+             "crd/podgroups.topogang.io >/dev/null", cl.src, cl.bin, cl.kubeconfig);
+    if (tgc_kubectl(&cl, "%s", crd) != 0)
+        return -1;
+    return tgc_kubectl(&cl, "create namespace api >/dev/null");
+}
+
+static int teardown(void **s)
+{
+    (void)s;
+    tg_client_free(&client);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    tgc_down(&cl);
+    return 0;
+}
+
+/* ---- async-to-sync for the tg_api_* calls ---- */
+
+struct res {
+    int done, err;
+    long status;
+    char *body;
+    char msg[512];
+};
+
+static void on_res(void *ud, const struct tg_resp *r)
+{
+    struct res *x = ud;
+    x->done = 1;
+    x->err = r->err;
+    x->status = r->status;
+    snprintf(x->msg, sizeof x->msg, "%s", r->msg ? r->msg : "");
+    x->body = malloc(r->len + 1);
+    memcpy(x->body, r->body ? r->body : "", r->len);
+    x->body[r->len] = 0;
+}
+
+static int res_done(void *ud)
+{
+    return ((struct res *)ud)->done;
+}
+
+#define CALL(x, expr)                                                   \
+    do {                                                                \
+        memset(&(x), 0, sizeof(x));                                     \
+        assert_int_equal((expr), 0);                                    \
+        assert_true(tgc_run_until(&loop, res_done, &(x), 30000));       \
+    } while (0)
+
+static cJSON *get_json(const char *path)
+{
+    struct tg_resp r;
+    char *body;
+    struct tg_req_opts o = {.path = path};
+    if (tg_client_do(client, &o, &r, &body) != 0) {
+        free(body);
+        return NULL;
+    }
+    cJSON *j = cJSON_Parse(body);
+    free(body);
+    return j;
+}
+
+static const char *jpath(const cJSON *j, const char *a, const char *b, const char *c)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, a);
+    if (b)
+        x = cJSON_GetObjectItemCaseSensitive(x, b);
+    if (c)
+        x = cJSON_GetObjectItemCaseSensitive(x, c);
+    return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static void create_pod(const char *name, const char *node)
+{
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},\"spec\":{"
+             "\"schedulerName\":\"topogang\",%s%s%s\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}",
+             name, node ? "\"nodeName\":\"" : "", node ? node : "", node ? "\"," : "");
+    struct tg_resp r;
+    struct tg_req_opts o = {.method = "POST", .path = "/api/v1/namespaces/api/pods", .body = body,
+                            .is_write = 1};
+    assert_int_equal(tg_client_do(client, &o, &r, NULL), 0);
+    assert_int_equal(r.status, 201);
+}
+
+static void binding(void **s)
+{
+    (void)s;
+    struct res x;
+    create_pod("bind-me", NULL);
+    cJSON *p = get_json("/api/v1/namespaces/api/pods/bind-me");
+    char uid[64];
+    snprintf(uid, sizeof uid, "%s", jpath(p, "metadata", "uid", NULL));
+    cJSON_Delete(p);
+    /* a stale uid precondition is refused */
+    CALL(x, tg_api_bind(client, "api", "bind-me", "00000000-0000-0000-0000-000000000000", "n1",
+                        on_res, &x));
+    assert_int_not_equal(x.err, 0);
+    free(x.body);
+    CALL(x, tg_api_bind(client, "api", "bind-me", uid, "n1", on_res, &x));
+    assert_int_equal(x.err, 0);
+    assert_int_equal(x.status, 201);
+    free(x.body);
+    p = get_json("/api/v1/namespaces/api/pods/bind-me");
+    assert_string_equal(jpath(p, "spec", "nodeName", NULL), "n1");
+    cJSON_Delete(p);
+    /* binding twice: conflict, the pod stays where it is */
+    CALL(x, tg_api_bind(client, "api", "bind-me", NULL, "n2", on_res, &x));
+    assert_int_equal(x.err, TG_ECONFLICT);
+    assert_non_null(strstr(x.msg, "409"));
+    free(x.body);
+    assert_int_equal(tg_api_bind(client, "api", "a/b", NULL, "n1", on_res, &x), TG_EINVAL);
+}
+
+static void delete_pod(void **s)
+{
+    (void)s;
+    struct res x;
+    create_pod("delete-me", "n1");
+    CALL(x, tg_api_delete_pod(client, "api", "delete-me", 0, NULL, on_res, &x));
+    assert_int_equal(x.err, 0);
+    free(x.body);
+    /* bound pod, no kubelet: only grace 0 makes it go at once */
+    struct tg_resp r;
+    struct tg_req_opts o = {.path = "/api/v1/namespaces/api/pods/delete-me"};
+    assert_int_equal(tg_client_do(client, &o, &r, NULL), TG_ENOENT);
+    CALL(x, tg_api_delete_pod(client, "api", "delete-me", 0, NULL, on_res, &x));
+    assert_int_equal(x.err, TG_ENOENT);
+    free(x.body);
+}
+
+static void podgroup_status(void **s)
+{
+    (void)s;
+    struct res x;
+    const char *pg = "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"PodGroup\","
+                     "\"metadata\":{\"name\":\"g1\"},\"spec\":{\"minMember\":2}}";
+    struct tg_resp r;
+    struct tg_req_opts o = {.method = "POST", .path = "/apis/topogang.io/v1alpha1/namespaces/api/podgroups",
+                            .body = pg, .is_write = 1};
+    assert_int_equal(tg_client_do(client, &o, &r, NULL), 0);
+    CALL(x, tg_api_patch_podgroup_status(client, "api", "g1",
+                                         "{\"phase\":\"Scheduled\",\"scheduled\":2,"
+                                         "\"placement\":{\"level\":\"rack\",\"domain\":\"z/r1\"}}",
+                                         on_res, &x));
+    assert_int_equal(x.err, 0);
+    free(x.body);
+    cJSON *j = get_json("/apis/topogang.io/v1alpha1/namespaces/api/podgroups/g1");
+    assert_string_equal(jpath(j, "status", "phase", NULL), "Scheduled");
+    assert_string_equal(jpath(j, "status", "placement", "domain"), "z/r1");
+    /* the status subresource does not touch spec */
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"), "minMember")->valueint, 2);
+    cJSON_Delete(j);
+    CALL(x, tg_api_patch_podgroup_status(client, "api", "missing", "{}", on_res, &x));
+    assert_int_equal(x.err, TG_ENOENT);
+    free(x.body);
+}
+
+static void event(void **s)
+{
+    (void)s;
+    struct res x;
+    struct tg_event_spec e = {.ns = "api", .kind = "PodGroup", .api_version = "topogang.io/v1alpha1",
+                              .name = "g1", .type = "Warning", .reason = "GangUnschedulable",
+                              .action = "Scheduling",
+                              .note = "gang 16 x 8 GPU: needs one rack; best rack has room for 12"};
+    CALL(x, tg_api_create_event(client, &e, on_res, &x));
+    assert_int_equal(x.err, 0);
+    free(x.body);
+    cJSON *j = get_json("/apis/events.k8s.io/v1/namespaces/api/events");
+    const cJSON *it, *items = cJSON_GetObjectItem(j, "items");
+    int found = 0;
+    cJSON_ArrayForEach(it, items) {
+        const char *reason = jpath(it, "reason", NULL, NULL);
+        const char *note = jpath(it, "note", NULL, NULL);
+        found |= reason && !strcmp(reason, "GangUnschedulable") && note && strstr(note, "room for 12") &&
+                 !strcmp(jpath(it, "regarding", "name", NULL), "g1");
+    }
+    cJSON_Delete(j);
+    assert_true(found);
+}
+
+static void lease(void **s)
+{
+    (void)s;
+    struct res x;
+    CALL(x, tg_api_lease_get(client, "api", "topogang", on_res, &x));
+    assert_int_equal(x.err, TG_ENOENT);
+    free(x.body);
+    struct tg_lease l = {.holder = "replica-a", .duration_s = 15, .acquire_ms = 1700000000123,
+                         .renew_ms = 1700000000123};
+    CALL(x, tg_api_lease_create(client, "api", "topogang", &l, on_res, &x));
+    assert_int_equal(x.err, 0);
+    free(x.body);
+    CALL(x, tg_api_lease_create(client, "api", "topogang", &l, on_res, &x));
+    assert_int_equal(x.err, TG_EEXIST);
+    free(x.body);
+    CALL(x, tg_api_lease_get(client, "api", "topogang", on_res, &x));
+    assert_int_equal(x.err, 0);
+    struct tg_lease got, stale;
+    assert_int_equal(tg_lease_decode(x.body, strlen(x.body), &got), 0);
+    assert_int_equal(tg_lease_decode(x.body, strlen(x.body), &stale), 0);
+    free(x.body);
+    assert_string_equal(got.holder, "replica-a");
+    assert_int_equal(got.duration_s, 15);
+    assert_true(got.renew_ms == 1700000000123);
+    /* renew: update with the current resourceVersion */
+    got.renew_ms += 5000;
+    CALL(x, tg_api_lease_update(client, "api", "topogang", &got, on_res, &x));
+    assert_int_equal(x.err, 0);
+    free(x.body);
+    /* another replica with the old resourceVersion loses */
+    free(stale.holder);
+    stale.holder = strdup("replica-b");
+    stale.transitions++;
+    CALL(x, tg_api_lease_update(client, "api", "topogang", &stale, on_res, &x));
+    assert_int_equal(x.err, TG_ECONFLICT);
+    free(x.body);
+    CALL(x, tg_api_lease_get(client, "api", "topogang", on_res, &x));
+    struct tg_lease now;
+    assert_int_equal(tg_lease_decode(x.body, strlen(x.body), &now), 0);
+    free(x.body);
+    assert_string_equal(now.holder, "replica-a");
+    assert_true(now.renew_ms == 1700000005123);
+    tg_lease_free(&got);
+    tg_lease_free(&stale);
+    tg_lease_free(&now);
+}
+
+/* ---- auth, TLS, transport ---- */
+
+static char *whoami(struct tg_client *c, int *err)
+{
+    struct tg_resp r;
+    char *body;
+    struct tg_req_opts o = {.method = "POST", .path = "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                            .body = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}"};
+    *err = tg_client_do(c, &o, &r, &body);
+    cJSON *j = cJSON_Parse(body ? body : "");
+    free(body);
+    const char *u = jpath(j, "status", "userInfo", "username");
+    char *out = u ? strdup(u) : NULL;
+    cJSON_Delete(j);
+    return out;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    char tmp[2048];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(rename(tmp, path), 0);     /* atomic, like a kubelet projected volume */
+}
+
+static void token_file_rotation(void **s)
+{
+    (void)s;
+    char tokf[1024], kc[1024], text[4096];
+    snprintf(tokf, sizeof tokf, "%s/rotating-token", cl.dir);
+    snprintf(kc, sizeof kc, "%s/kubeconfig-tokenfile", cl.dir);
+    write_file(tokf, cl.token);
+    snprintf(text, sizeof text,
+             "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
+             "    server: %s\n    certificate-authority: ca.crt\nusers:\n- name: u\n  user:\n"
+             "    tokenFile: rotating-token\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n",
+             cl.server);
+    write_file(kc, text);
+    struct tg_kconf k;
+    assert_int_equal(tg_kubeconfig_load(kc, NULL, &k, NULL, 0), 0);
+    struct tg_client *c;
+    assert_int_equal(tg_client_new(&loop, &k, NULL, &c), 0);
+    tg_kconf_free(&k);
+    int err;
+    char *who = whoami(c, &err);
+    assert_int_equal(err, 0);
+    assert_string_equal(who, "admin");
+    free(who);
+    write_file(tokf, cl.token_b);                /* rotated */
+    who = whoami(c, &err);
+    assert_int_equal(err, 0);
+    assert_non_null(who);
+    assert_string_equal(who, "user-b");
+    free(who);
+    write_file(tokf, "revoked-token\n");
+    who = whoami(c, &err);
+    assert_int_equal(err, TG_EHTTP);
+    free(who);
+    assert_true(tg_client_stats(c)->token_reloads >= 3);
+    tg_client_free(&c);
+}
+
+static void client_certificate(void **s)
+{
+    (void)s;
+    struct tg_client *c = tgc_client(&cl, &loop, "topogang-test-cert");
+    assert_non_null(c);
+    int err;
+    char *who = whoami(c, &err);
+    assert_int_equal(err, 0);
+    assert_string_equal(who, "admin-cert");
+    free(who);
+    tg_client_free(&c);
+}
+
+static void wrong_ca_refused(void **s)
+{
+    (void)s;
+    char cmd[8192], kc[1024], text[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && openssl req -x509 -newkey ec -pkeyopt "
+             "ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=other-ca -keyout other.key "
+             "-out other-ca.crt >/dev/null 2>&1", cl.dir);
+    assert_int_equal(tgc_sh("%s", cmd), 0);
+    snprintf(kc, sizeof kc, "%s/kubeconfig-wrong-ca", cl.dir);
+    snprintf(text, sizeof text,
+             "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
+             "    server: %s\n    certificate-authority: other-ca.crt\nusers:\n- name: u\n  user:\n"
+             "    token: %s\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n",
+             cl.server, cl.token);
+    write_file(kc, text);
+    struct tg_kconf k;
+    assert_int_equal(tg_kubeconfig_load(kc, NULL, &k, NULL, 0), 0);
+    struct tg_client *c;
+    assert_int_equal(tg_client_new(&loop, &k, NULL, &c), 0);
+    tg_kconf_free(&k);
+    struct tg_resp r;
+    struct tg_req_opts o = {.path = "/version"};
+    assert_int_equal(tg_client_do(c, &o, &r, NULL), TG_ETLS);
+    printf("# wrong CA: %s\n", r.msg);
+    assert_non_null(strstr(r.msg, "other-ca.crt"));
+    assert_non_null(strstr(r.msg, "certificate"));
+    tg_client_free(&c);
+    /* the command says so too, and exits 1 */
+    snprintf(cmd, sizeof cmd, "'%s' watch --kubeconfig '%s' --once > '%s/wrongca.out' 2>&1",
+             getenv("TOPOGANG_BIN"), kc, cl.dir);
+    assert_int_equal(tgc_sh("%s", cmd), 1);
+    snprintf(cmd, sizeof cmd, "grep -q 'TLS.*certificate' '%s/wrongca.out'", cl.dir);
+    assert_int_equal(tgc_sh("%s", cmd), 0);
+}
+
+struct many {
+    int left;
+};
+
+static void on_many(void *ud, const struct tg_resp *r)
+{
+    assert_int_equal(r->err, 0);
+    ((struct many *)ud)->left--;
+}
+
+static int many_done(void *ud)
+{
+    return ((struct many *)ud)->left == 0;
+}
+
+static void http2_and_reuse(void **s)
+{
+    (void)s;
+    struct tg_client *c = tgc_client(&cl, &loop, NULL);
+    struct many m = {100};
+    for (int i = 0; i < 100; i++) {
+        struct tg_req_opts o = {.path = "/api/v1/namespaces/api/pods?limit=1", .on_done = on_many, .ud = &m};
+        assert_int_equal(tg_client_request(c, &o, NULL), 0);
+    }
+    assert_true(tgc_run_until(&loop, many_done, &m, 30000));
+    const struct tg_client_stats *st = tg_client_stats(c);
+    printf("# 100 concurrent GETs: http2=%llu connections=%llu\n", (unsigned long long)st->http2,
+           (unsigned long long)st->connects);
+    assert_int_equal(st->http2, 100);
+    assert_true(st->connects <= 2);
+    tg_client_free(&c);
+}
+
+static void watch_command(void **s)
+{
+    (void)s;
+    char cmd[8192];
+    /* --once: syncs and exits 0 */
+    snprintf(cmd, sizeof cmd, "'%s' watch --kubeconfig '%s' --once > '%s/once.out' 2>&1 && "
+             "grep -q '^SYNCED nodes=' '%s/once.out' && grep -q 'pods-bound=' '%s/once.out'",
+             getenv("TOPOGANG_BIN"), cl.kubeconfig, cl.dir, cl.dir, cl.dir);
+    assert_int_equal(tgc_sh("%s", cmd), 0);
+    /* streaming: a node created after the sync shows up as one line */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && ('%s' watch --kubeconfig '%s' > stream.out 2>&1 & echo $! > watch.pid) && "
+             "for i in $(seq 1 100); do grep -q '^SYNCED' stream.out && break; sleep 0.1; done && "
+             "'%s/kubectl' --kubeconfig '%s' create -f '%s/tests/integration/fixtures/node.json' >/dev/null && "
+             "for i in $(seq 1 100); do grep -q '^ADD nodes n1 ' stream.out && break; sleep 0.1; done; "
+             "kill -INT $(cat watch.pid); sleep 0.3; grep -q '^ADD nodes n1 ' stream.out && "
+             "grep -q '^STATS nodes objects=1' stream.out",
+             cl.dir, getenv("TOPOGANG_BIN"), cl.kubeconfig, cl.bin, cl.kubeconfig, cl.src);
+    assert_int_equal(tgc_sh("%s", cmd), 0);
+    snprintf(cmd, sizeof cmd, "'%s' watch --help | grep -q -- '--kubeconfig'", getenv("TOPOGANG_BIN"));
+    assert_int_equal(tgc_sh("%s", cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(binding),
+        cmocka_unit_test(delete_pod),
+        cmocka_unit_test(podgroup_status),
+        cmocka_unit_test(event),
+        cmocka_unit_test(lease),
+        cmocka_unit_test(token_file_rotation),
+        cmocka_unit_test(client_certificate),
+        cmocka_unit_test(wrong_ca_refused),
+        cmocka_unit_test(http2_and_reuse),
+        cmocka_unit_test(watch_command),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
