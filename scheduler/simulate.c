@@ -66,10 +66,9 @@ static void report(void *ud, int is_error, const cJSON *at, const char *what, co
     struct tg_sim *sim = ud;
     if (sim->quiet)
         return;
-    fprintf(stderr, "%s:%d: %s: %s%s%s%s\n", sim->origin, tg_yaml_line(sim->lines, at),
-            is_error ? "error" : "warning", what, *field ? ": " : "", field, *msg ? ": " : "");
-    if (*msg)
-        fprintf(stderr, "    %s\n", msg);
+    fprintf(stderr, "%s:%d: %s: %s%s%s: %s%s\n", sim->origin, tg_yaml_line(sim->lines, at),
+            is_error ? "error" : "warning", what, *field ? ": " : "", field, msg,
+            is_error ? " (object skipped)" : "");
 }
 
 struct tg_sim *tg_sim_new(const struct tg_policy *p)

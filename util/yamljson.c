@@ -10,7 +10,8 @@
 #include <string.h>
 #include <yaml.h>
 
-enum { MAX_DEPTH = 128, MAX_NODES = 20 * 1000 * 1000, MAX_ANCHORS = 4096 };
+/* Per document: all nodes, and nodes created by expanding aliases. */
+enum { MAX_DEPTH = 128, MAX_NODES = 16 * 1000 * 1000, MAX_ALIAS_NODES = 200 * 1000, MAX_ANCHORS = 4096 };
 
 struct anchor {
     char *name;
@@ -24,7 +25,8 @@ struct parser {
     struct tg_yaml_lines lines;
     struct anchor *anchors;
     size_t nanchors;
-    long budget;                        /* nodes left, aliases included */
+    long budget;                        /* nodes left in this document */
+    long alias_budget;                  /* alias-expanded nodes left */
 };
 
 static int is_int(const char *s)
@@ -197,8 +199,10 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth, cJSON **out
         const char *name = (const char *)ev->data.alias.anchor;
         for (size_t i = p->nanchors; i-- > 0;)
             if (!strcmp(p->anchors[i].name, name)) {
-                p->budget -= count_nodes(p->anchors[i].node);
-                if (p->budget < 0)
+                long sz = count_nodes(p->anchors[i].node);
+                p->budget -= sz;
+                p->alias_budget -= sz;
+                if (p->budget < 0 || p->alias_budget < 0)
                     return fail(p, &ev->start_mark, "alias expansion too large");
                 node = cJSON_Duplicate(p->anchors[i].node, 1);
                 if (!node)
@@ -256,7 +260,7 @@ static void clear_doc(struct parser *p)
 int tg_yaml_parse(const char *buf, size_t n, const char *origin, tg_yaml_doc_cb cb, void *ud,
                   struct tg_sb *err)
 {
-    struct parser p = {.origin = origin, .err = err, .budget = MAX_NODES};
+    struct parser p = {.origin = origin, .err = err};
     if (!yaml_parser_initialize(&p.yp))
         return TG_ENOMEM;
     yaml_parser_set_input_string(&p.yp, (const unsigned char *)buf, n);
@@ -271,6 +275,8 @@ int tg_yaml_parse(const char *buf, size_t n, const char *origin, tg_yaml_doc_cb 
             break;
         case YAML_DOCUMENT_START_EVENT: {
             p.lines.doc_line = (int)ev.start_mark.line + 1;
+            p.budget = MAX_NODES;
+            p.alias_budget = MAX_ALIAS_NODES;
             yaml_event_t root_ev;
             if ((rc = next_event(&p, &root_ev)))
                 break;

@@ -1,0 +1,266 @@
+/* Decoders: effective pod requests as kube-scheduler computes them, node
+ * fields, PodGroups, and bad input reported with the object and the field. */
+#include "testutil.h"
+#include "model/objects.h"
+#include "util/err.h"
+#include "util/intern.h"
+#include "util/yamljson.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char msgs[4096];
+
+static void capture(void *ud, int is_error, const cJSON *at, const char *what, const char *field,
+                    const char *msg)
+{
+    (void)ud;
+    (void)at;
+    size_t n = strlen(msgs);
+    snprintf(msgs + n, sizeof msgs - n, "%s %s %s: %s\n", is_error ? "E" : "W", what, field, msg);
+}
+
+static int take(void *ud, cJSON *root, const struct tg_yaml_lines *lines)
+{
+    (void)lines;
+    *(cJSON **)ud = root;
+    return 1;
+}
+
+static cJSON *yaml(const char *text)
+{
+    cJSON *root = NULL;
+    struct tg_sb err = {0};
+    assert_int_equal(tg_yaml_parse(text, strlen(text), "t", take, &root, &err), 0);
+    tg_sb_free(&err);
+    assert_non_null(root);
+    return root;
+}
+
+static struct tg_pod *pod(const char *text, int *rc)
+{
+    cJSON *j = yaml(text);
+    struct tg_diag d = {capture, NULL, 0, 0};
+    struct tg_pod *p = NULL;
+    msgs[0] = 0;
+    *rc = tg_pod_decode(j, TG_DECODE_SPEC, &d, &p);
+    cJSON_Delete(j);
+    return p;
+}
+
+static int64_t req(const struct tg_pod *p, const char *res)
+{
+    return tg_rq_get(p->req, p->nreq, (uint32_t)tg_res_id(res, strlen(res)));
+}
+
+static void test_effective_requests(void **state)
+{
+    (void)state;
+    int rc;
+    struct tg_pod *p = pod(
+        "kind: Pod\nmetadata: {name: w, namespace: ml, labels: {topogang.io/pod-group: g}}\n"
+        "spec:\n"
+        "  initContainers:\n"
+        "  - {name: setup, resources: {requests: {cpu: '4', memory: 1Gi}}}\n"
+        "  - {name: proxy, restartPolicy: Always, resources: {requests: {cpu: 500m}}}\n"
+        "  containers:\n"
+        "  - {name: a, resources: {requests: {cpu: '1'}, limits: {nvidia.com/gpu: 8, memory: 2Gi}}}\n"
+        "  - {name: b, resources: {requests: {cpu: 1500m, memory: 1Gi}}}\n"
+        "  overhead: {cpu: 100m}\n", &rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(p->key, "ml/w");
+    assert_string_equal(tg_pod_name(p), "w");
+    assert_string_equal(tg_str(p->group), "g");
+    /* cpu: max(init 4 + sidecars before it 0, containers 2.5 + sidecar 0.5) + overhead */
+    assert_int_equal(req(p, "cpu"), 4100);
+    /* memory: limits stand in for requests: 2Gi + 1Gi */
+    assert_int_equal(req(p, "memory"), 3LL << 30);
+    assert_int_equal(req(p, "nvidia.com/gpu"), 8);
+    assert_int_equal(p->phase, TG_PHASE_PENDING);
+    assert_string_equal(tg_str(p->sched), "default-scheduler");
+    tg_pod_free(&p);
+    assert_null(p);
+}
+
+static void test_pod_constraints(void **state)
+{
+    (void)state;
+    int rc;
+    struct tg_pod *p = pod(
+        "kind: Pod\nmetadata: {name: w}\n"
+        "spec:\n  schedulerName: topogang\n  nodeName: n1\n  priority: 7\n"
+        "  nodeSelector: {disk: ssd, gen: 5}\n"
+        "  tolerations: [{operator: Exists}, {key: k, value: v, effect: NoExecute}]\n"
+        "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [\n"
+        "    {matchExpressions: [{key: a, operator: In, values: [x, y]}, {key: n, operator: Gt, values: ['3']}]},\n"
+        "    {matchFields: [{key: metadata.name, operator: NotIn, values: [bad]}]}]}}}\n"
+        "status: {phase: Running}\n", &rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(p->key, "default/w");
+    assert_string_equal(tg_str(p->node), "n1");
+    assert_int_equal(p->priority, 7);
+    assert_int_equal(p->phase, TG_PHASE_RUNNING);
+    assert_int_equal(p->spec->nselector, 2);
+    assert_string_equal(tg_str(tg_labels_get(p->spec->selector, 2, tg_intern("gen"))), "5");
+    assert_int_equal(p->spec->ntol, 2);
+    assert_int_equal(p->spec->tols[0].op, TG_TOL_EXISTS);
+    assert_int_equal(p->spec->tols[0].key, 0);
+    assert_int_equal(p->spec->tols[1].effect, TG_EFFECT_NOEXECUTE);
+    assert_int_equal(p->spec->nterms, 2);
+    assert_int_equal(p->spec->terms[0].nreq, 2);
+    assert_int_equal(p->spec->terms[0].reqs[1].op, TG_SEL_GT);
+    assert_int_equal(p->spec->terms[0].reqs[1].num, 3);
+    assert_int_equal(p->spec->terms[1].reqs[0].is_field, 1);
+    tg_pod_free(&p);
+}
+
+static void test_bad_pods(void **state)
+{
+    (void)state;
+    int rc;
+    struct tg_pod *p = pod("kind: Pod\nmetadata: {name: x, namespace: ml}\n"
+                           "spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n", &rc);
+    assert_null(p);
+    assert_int_equal(rc, TG_EPARSE);
+    assert_non_null(strstr(msgs, "Pod ml/x spec.containers[0].resources.requests.cpu: malformed quantity \"lots\""));
+
+    p = pod("kind: Pod\nmetadata: {name: x}\nspec: {containers: [{resources: {requests: {memory: -1Gi}}}]}\n", &rc);
+    assert_null(p);
+    assert_non_null(strstr(msgs, "negative quantity \"-1Gi\""));
+
+    p = pod("kind: Pod\nmetadata: {name: x}\nspec: {tolerations: {key: a}}\n", &rc);
+    assert_null(p);
+    assert_non_null(strstr(msgs, "spec.tolerations: must be a list, not a map"));
+
+    p = pod("kind: Pod\nmetadata: {namespace: ml}\nspec: {}\n", &rc);
+    assert_null(p);
+    assert_non_null(strstr(msgs, "metadata.name: is required"));
+
+    p = pod("kind: Pod\nmetadata: {name: x}\nspec: {priority: 1.5}\n", &rc);
+    assert_null(p);
+    assert_non_null(strstr(msgs, "spec.priority: must be a whole number"));
+
+    p = pod("kind: Pod\nmetadata: {name: x}\nspec: {affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution:"
+            " {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Near, values: [b]}]}]}}}}\n", &rc);
+    assert_null(p);
+    assert_non_null(strstr(msgs, "unknown operator \"Near\""));
+
+    p = pod("- just\n- a list\n", &rc);
+    assert_null(p);
+    assert_non_null(strstr(msgs, "object must be a map, not a list"));
+}
+
+static void test_node(void **state)
+{
+    (void)state;
+    cJSON *j = yaml("kind: Node\nmetadata:\n  name: n1\n  labels: {topogang.io/rack: r1}\n"
+                    "  annotations: {topogang.io/topology: '{\"v\":1}'}\n"
+                    "spec:\n  unschedulable: true\n  taints: [{key: maint, value: 'yes', effect: NoSchedule}]\n"
+                    "status:\n  capacity: {cpu: '8', nvidia.com/gpu: '8'}\n"
+                    "  conditions: [{type: Ready, status: 'False'}]\n");
+    struct tg_diag d = {capture, NULL, 0, 0};
+    struct tg_node_obj *n;
+    assert_int_equal(tg_node_decode(j, &d, &n), 0);
+    assert_string_equal(tg_str(n->name), "n1");
+    assert_int_equal(n->unschedulable, 1);
+    assert_int_equal(n->ready, 0);
+    assert_int_equal(n->ntaints, 1);
+    assert_string_equal(tg_str(n->taints[0].val), "yes");
+    assert_int_equal(tg_rq_get(n->alloc, n->nalloc, TG_RES_CPU), 8000);
+    assert_string_equal(n->topology, "{\"v\":1}");
+    assert_string_equal(tg_str(tg_labels_get(n->labels, n->nlabels, tg_intern("topogang.io/rack"))), "r1");
+    tg_node_free(&n);
+    cJSON_Delete(j);
+
+    msgs[0] = 0;
+    j = yaml("kind: Node\nmetadata: {name: n2}\nstatus: {allocatable: {cpu: [1]}}\n");
+    assert_int_equal(tg_node_decode(j, &d, &n), TG_EPARSE);
+    assert_non_null(strstr(msgs, "Node n2 status.allocatable.cpu: must be a quantity string, not a list"));
+    cJSON_Delete(j);
+}
+
+static void test_podgroup(void **state)
+{
+    (void)state;
+    cJSON *j = yaml("apiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+                    "spec: {minMember: 16, priority: 5, topology: {required: rack, preferred: nvlink-domain, strategy: spread}}\n");
+    struct tg_diag d = {capture, NULL, 0, 0};
+    struct tg_podgroup *g;
+    assert_int_equal(tg_podgroup_decode(j, &d, &g), 0);
+    assert_string_equal(g->key, "ml/g");
+    assert_int_equal(g->min_member, 16);
+    assert_int_equal(g->strategy, TG_STRATEGY_SPREAD);
+    assert_string_equal(tg_str(g->required), "rack");
+    assert_string_equal(tg_str(g->preferred), "nvlink-domain");
+    tg_podgroup_free(&g);
+    cJSON_Delete(j);
+
+    msgs[0] = 0;
+    j = yaml("kind: PodGroup\nmetadata: {name: g}\nspec: {minMember: 0, topology: {strategy: tight}}\n");
+    assert_int_equal(tg_podgroup_decode(j, &d, &g), TG_EPARSE);
+    assert_non_null(strstr(msgs, "spec.minMember: must be a whole number from 1"));
+    assert_non_null(strstr(msgs, "spec.topology.strategy: must be pack or spread"));
+    cJSON_Delete(j);
+}
+
+static void test_shapes(void **state)
+{
+    (void)state;
+    int rc;
+    const char *a = "kind: Pod\nmetadata: {name: a}\nspec: {nodeSelector: {x: y}, containers: [{resources: {requests: {cpu: '1'}}}]}\n";
+    const char *b = "kind: Pod\nmetadata: {name: b}\nspec: {nodeSelector: {x: y}, containers: [{resources: {requests: {cpu: 1000m}}}]}\n";
+    const char *c = "kind: Pod\nmetadata: {name: c}\nspec: {nodeSelector: {x: z}, containers: [{resources: {requests: {cpu: '1'}}}]}\n";
+    struct tg_pod *pa = pod(a, &rc), *pb = pod(b, &rc), *pc = pod(c, &rc);
+    assert_true(tg_pod_shape_hash(pa) == tg_pod_shape_hash(pb));
+    assert_true(tg_pod_same_shape(pa, pb));
+    assert_false(tg_pod_same_shape(pa, pc));
+    tg_pod_free(&pa);
+    tg_pod_free(&pb);
+    tg_pod_free(&pc);
+}
+
+static void test_time(void **state)
+{
+    (void)state;
+    int64_t ms;
+    assert_int_equal(tg_parse_time("2026-11-20T08:00:00Z", &ms), 0);
+    assert_true(ms == 1795161600000LL);
+    assert_int_equal(tg_parse_time("2026-11-20T09:00:00.250+01:00", &ms), 0);
+    assert_true(ms == 1795161600250LL);
+    assert_int_equal(tg_parse_time("yesterday", &ms), TG_EPARSE);
+}
+
+static void test_yaml_errors(void **state)
+{
+    (void)state;
+    cJSON *root = NULL;
+    struct tg_sb err = {0};
+    const char *bad = "a: 1\nb: [1, 2\nc: 3\n";
+    assert_int_equal(tg_yaml_parse(bad, strlen(bad), "f.yaml", take, &root, &err), TG_EPARSE);
+    assert_non_null(strstr(tg_sb_str(&err), "f.yaml:"));
+    tg_sb_free(&err);
+    /* alias bombs stop at the node budget instead of eating memory */
+    struct tg_sb bomb = {0};
+    tg_sb_puts(&bomb, "a: &a [x,x,x,x,x,x,x,x,x,x]\n");
+    for (char c = 'b'; c <= 'j'; c++)
+        tg_sb_printf(&bomb, "%c: &%c [*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c]\n", c, c, c - 1,
+                     c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1);
+    root = NULL;
+    assert_int_equal(tg_yaml_parse(tg_sb_str(&bomb), bomb.len, "bomb", take, &root, &err), TG_EPARSE);
+    assert_non_null(strstr(tg_sb_str(&err), "too large"));
+    assert_null(root);
+    tg_sb_free(&bomb);
+    tg_sb_free(&err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_effective_requests), cmocka_unit_test(test_pod_constraints),
+        cmocka_unit_test(test_bad_pods),           cmocka_unit_test(test_node),
+        cmocka_unit_test(test_podgroup),           cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_time),               cmocka_unit_test(test_yaml_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,31 @@
+/* Helpers shared by the core unit tests: run `simulate` on YAML text and get
+ * its JSON output back as a cJSON tree. */
+#ifndef TG_TESTS_TESTUTIL_H
+#define TG_TESTS_TESTUTIL_H
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* Simulates yaml with the default policy (policy_yaml NULL) or the given one;
+ * returns the parsed JSON result (cJSON_Delete it). Fails the test on error. */
+cJSON *tu_simulate(const char *policy_yaml, const char *yaml);
+/* The gang object for a podGroup key ("ns/name"), or for a single pod key. */
+const cJSON *tu_gang(const cJSON *res, const char *key);
+/* Node of a pod in the result, or NULL. */
+const char *tu_node_of(const cJSON *res, const char *pod);
+const char *tu_str(const cJSON *obj, const char *key);
+
+/* Appends formatted YAML to a growing buffer (free with free()). */
+void tu_cat(char **buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A Node with 8 GPUs and the given zone/rack/clique labels ("" omits one). */
+void tu_node(char **buf, const char *name, const char *zone, const char *rack, int gpus,
+             const char *extra_spec);
+/* A pending topogang pod in namespace ns with an optional group label. */
+void tu_pod(char **buf, const char *name, const char *group, const char *requests,
+            const char *extra_spec);
+
+#endif
