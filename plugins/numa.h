@@ -1,0 +1,34 @@
+/* The NUMA/NVLink plugin ("NUMA"): reads each node's topology annotation
+ * (topogang.io/topology, written by `topogang agent`) and, on nodes whose
+ * kubelet Topology Manager policy is single-numa-node or restricted, counts
+ * only the GPU pods that can be aligned to one GPU domain (GPUs + CPUs +
+ * memory of one NUMA node), the way the kubelet would admit them. Its score
+ * prefers nodes where the pod fits one domain, and a GPU+NIC pair on one PCIe
+ * root when the pod also requests an RDMA resource (a name starting with
+ * "rdma/" or containing "hca"). Scoring weight: policy scoring.numa.
+ *
+ * A missing annotation means no inner topology (no limit). A bad one is
+ * ignored the same way, with one warning per node and annotation and a count
+ * in tg_numa_bad_annotations(). The model itself is agent/fit.h. */
+#ifndef TG_PLUGINS_NUMA_H
+#define TG_PLUGINS_NUMA_H
+
+#include <stdint.h>
+
+#include "agent/fit.h"
+#include "plugins/plugin.h"
+
+extern const struct tg_plugin tg_plugin_numa;
+
+/* Annotations that failed to decode since start (a metric). */
+uint64_t tg_numa_bad_annotations(void);
+
+/* The fit model of a slot, or NULL when the node has no usable topology
+ * (for tests, simulate's explanations and debugging). */
+const struct tg_fit_node *tg_numa_node(const struct tg_cluster *c, uint32_t slot);
+
+/* The alignment request of a set of requests: GPUs (nvidia.com/gpu,
+ * amd.com/gpu), cpu, memory, and whether an RDMA resource is requested. */
+void tg_numa_req(const struct tg_rq *req, uint32_t n, struct tg_fit_req *out);
+
+#endif
