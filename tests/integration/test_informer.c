@@ -1,0 +1,292 @@
+/* Integration: the informer against a real kube-apiserver.
+ * - churn: thousands of creates, updates, binds, status changes and deletes
+ *   of Nodes, Pods and PodGroups while watching; every cache must then equal
+ *   the server's LIST with the same field selectors, and the handlers must
+ *   have seen no duplicated add and no delete of an unknown object.
+ * - restart: kube-apiserver SIGKILLed in the middle of a churn and started
+ *   again; the caches converge to the server's state the same way. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "informer_check.h"
+#include "util/err.h"
+
+static struct tgc cl;
+static uv_loop_t loop;
+static struct tg_client *client;
+static struct tg_informer *inf;
+static struct shadow shadows[TG_INF_N];
+static struct driver drv;
+
+static const char *const list_paths[TG_INF_N] = {
+    [TG_INF_NODES] = "/api/v1/nodes",
+    [TG_INF_PODS_PENDING] = "/api/v1/pods?fieldSelector=spec.schedulerName%3Dtopogang%2Cspec.nodeName%3D",
+    [TG_INF_PODS_BOUND] = "/api/v1/pods?fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded"
+                          "%2Cstatus.phase%21%3DFailed",
+    [TG_INF_PODGROUPS] = "/apis/topogang.io/v1alpha1/podgroups",
+    [TG_INF_CONFIG] = "/api/v1/namespaces/kube-system/configmaps?fieldSelector=metadata.name%3Dtopogang-config",
+};
+
+static int synced(void *ud)
+{
+    (void)ud;
+    return tg_informer_synced(inf);
+}
+
+static int setup(void **s)
+{
+    (void)s;
+    if (tgc_up(&cl, NULL) != 0)
+        return -1;
+    char crd[4096];
+    snprintf(crd, sizeof crd, "apply -f '%s/tests/integration/fixtures/podgroup-crd.yaml' >/dev/null"
+             " && '%s/kubectl' --kubeconfig '%s' wait --for condition=established --timeout=60s "
+             "crd/podgroups.topogang.io >/dev/null", cl.src, cl.bin, cl.kubeconfig);
+    if (tgc_kubectl(&cl, "%s", crd) != 0 ||
+        tgc_kubectl(&cl, "create namespace churn >/dev/null") != 0 ||
+        tgc_kubectl(&cl, "create namespace restart >/dev/null") != 0)
+        return -1;
+    uv_loop_init(&loop);
+    client = tgc_client(&cl, &loop, NULL);
+    if (!client)
+        return -1;
+    struct tg_informer_opts o = {.config_ns = "kube-system", .config_name = "topogang-config",
+                                 .page_size = 250};
+    static const struct tg_kind *kinds[TG_INF_N] = {&tg_kind_node, &tg_kind_pod_spec, &tg_kind_pod,
+                                                    &tg_kind_podgroup, &tg_kind_configmap};
+    for (int i = 0; i < TG_INF_N; i++)
+        o.h[i] = sh_handlers(&shadows[i], kinds[i]);
+    if (tg_informer_start(client, &o, &inf) != 0)
+        return -1;
+    if (!tgc_run_until(&loop, synced, NULL, 30000))
+        return -1;
+    drv.c = client;
+    drv_reset(&drv);
+    return 0;
+}
+
+static int teardown(void **s)
+{
+    (void)s;
+    drv_reset(&drv);
+    tg_informer_free(&inf);
+    tg_client_free(&client);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    for (int i = 0; i < TG_INF_N; i++)
+        sh_free(&shadows[i]);
+    tgc_down(&cl);
+    return 0;
+}
+
+struct conv {
+    char why[512];
+    uint64_t next_check;
+};
+
+static int converged(void *ud)
+{
+    struct conv *cv = ud;
+    uv_update_time(&loop);
+    if (uv_now(&loop) < cv->next_check)
+        return 0;
+    cv->next_check = uv_now(&loop) + 500;
+    for (int i = 0; i < TG_INF_N; i++) {
+        const struct tg_store *st = tg_informer_store(inf, (enum tg_inf_kind)i);
+        if (!cache_equals_list(client, st, list_paths[i], i != TG_INF_NODES, cv->why, sizeof cv->why))
+            return 0;
+    }
+    return 1;
+}
+
+static void assert_converged(void)
+{
+    struct conv cv = {0};
+    int ok = tgc_run_until(&loop, converged, &cv, 90000);
+    if (!ok)
+        printf("# not converged: %s\n", cv.why);
+    assert_true(ok);
+    for (int i = 0; i < TG_INF_N; i++) {
+        const struct tg_store *st = tg_informer_store(inf, (enum tg_inf_kind)i);
+        const struct tg_reflector_stats *rs = tg_reflector_stats(inf->r[i]);
+        printf("# %-14s objects=%-5u adds=%d updates=%d deletes=%d | watches=%llu relists=%llu "
+               "gone=%llu errors=%llu events=%llu bookmarks=%llu\n",
+               tg_store_len(st) ? st->kind->name : st->kind->name, tg_store_len(st), shadows[i].adds,
+               shadows[i].updates, shadows[i].deletes, (unsigned long long)rs->watches,
+               (unsigned long long)rs->relists, (unsigned long long)rs->gone,
+               (unsigned long long)rs->errors, (unsigned long long)rs->events,
+               (unsigned long long)rs->bookmarks);
+        assert_int_equal(shadows[i].dup_adds, 0);
+        assert_int_equal(shadows[i].bad_updates, 0);
+        assert_int_equal(shadows[i].bad_deletes, 0);
+        assert_true(sh_consistent(&shadows[i], st));
+        assert_int_equal(rs->parse_errors, 0);
+        assert_int_equal(rs->decode_errors, 0);
+    }
+}
+
+static char *pod_json(const char *name, const char *sched, const char *node)
+{
+    char *b = NULL;
+    if (asprintf(&b,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                 "\"labels\":{\"topogang.io/pod-group\":\"g%d\"}},\"spec\":{\"schedulerName\":\"%s\",%s%s%s"
+                 "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":"
+                 "{\"cpu\":\"500m\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"1\"},\"limits\":"
+                 "{\"nvidia.com/gpu\":\"1\"}}}]}}",
+                 name, (int)(strlen(name) % 7), sched, node ? "\"nodeName\":\"" : "", node ? node : "",
+                 node ? "\"," : "") < 0)
+        return NULL;
+    return b;
+}
+
+static void add_pod(const char *ns, const char *name, const char *sched, const char *node)
+{
+    char *b = pod_json(name, sched, node);
+    drv_add(&drv, "POST", NULL, b, "/api/v1/namespaces/%s/pods", ns);
+    free(b);
+}
+
+static void churn(void **s)
+{
+    (void)s;
+    char name[64], node[64], body[512];
+    /* nodes */
+    for (int i = 0; i < 100; i++) {
+        snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":"
+                 "\"node-%03d\",\"labels\":{\"topogang.io/rack\":\"r%d\"}}}", i, i / 10);
+        drv_add(&drv, "POST", NULL, body, "/api/v1/nodes");
+    }
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    /* 2000 pods: even ones pending for topogang, odd ones bound; 100 of another scheduler */
+    for (int i = 0; i < 2000; i++) {
+        snprintf(name, sizeof name, "p-%04d", i);
+        snprintf(node, sizeof node, "node-%03d", i % 100);
+        add_pod("churn", name, i % 2 ? "default-scheduler" : "topogang", i % 2 ? node : NULL);
+    }
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "other-%03d", i);
+        add_pod("churn", name, "other-scheduler", NULL);
+    }
+    for (int i = 0; i < 50; i++) {
+        snprintf(body, sizeof body, "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"PodGroup\","
+                 "\"metadata\":{\"name\":\"g%d\"},\"spec\":{\"minMember\":%d}}", i, 1 + i % 8);
+        drv_add(&drv, "POST", NULL, body, "/apis/topogang.io/v1alpha1/namespaces/churn/podgroups");
+    }
+    drv_add(&drv, "POST", NULL, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+            "\"topogang-config\"},\"data\":{\"config.yaml\":\"schedulerName: topogang\\n\"}}",
+            "/api/v1/namespaces/kube-system/configmaps");
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    /* updates: labels on 1000 pods, status of 50 podgroups, the ConfigMap, 30 nodes */
+    for (int i = 0; i < 1000; i++) {
+        snprintf(body, sizeof body, "{\"metadata\":{\"labels\":{\"round\":\"%d\"}}}", i % 3);
+        drv_add(&drv, "PATCH", "application/merge-patch+json", body, "/api/v1/namespaces/churn/pods/p-%04d", i);
+    }
+    for (int i = 0; i < 50; i++)
+        drv_add(&drv, "PATCH", "application/merge-patch+json", "{\"status\":{\"phase\":\"Scheduling\"}}",
+                "/apis/topogang.io/v1alpha1/namespaces/churn/podgroups/g%d/status", i);
+    for (int i = 0; i < 30; i++)
+        drv_add(&drv, "PATCH", "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"drained\":\"yes\"}}}",
+                "/api/v1/nodes/node-%03d", i);
+    drv_add(&drv, "PATCH", "application/merge-patch+json", "{\"data\":{\"config.yaml\":\"schedulerName: topogang\\n# v2\\n\"}}",
+            "/api/v1/namespaces/kube-system/configmaps/topogang-config");
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    /* bind 500 pending pods (they move caches), finish 200 bound pods (leave the bound cache) */
+    for (int i = 0; i < 1000; i += 2) {
+        snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":"
+                 "\"p-%04d\"},\"target\":{\"kind\":\"Node\",\"name\":\"node-%03d\"}}", i, i % 100);
+        drv_add(&drv, "POST", NULL, body, "/api/v1/namespaces/churn/pods/p-%04d/binding", i);
+    }
+    for (int i = 1601; i < 2000; i += 2)
+        drv_add(&drv, "PATCH", "application/merge-patch+json", "{\"status\":{\"phase\":\"Succeeded\"}}",
+                "/api/v1/namespaces/churn/pods/p-%04d/status", i);
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    /* deletes: 700 pods (both kinds), 20 nodes, 20 podgroups */
+    for (int i = 1000; i < 1700; i++)
+        drv_add(&drv, "DELETE", NULL, "{\"gracePeriodSeconds\":0}", "/api/v1/namespaces/churn/pods/p-%04d", i);
+    for (int i = 80; i < 100; i++)
+        drv_add(&drv, "DELETE", NULL, NULL, "/api/v1/nodes/node-%03d", i);
+    for (int i = 30; i < 50; i++)
+        drv_add(&drv, "DELETE", NULL, NULL, "/apis/topogang.io/v1alpha1/namespaces/churn/podgroups/g%d", i);
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    assert_converged();
+    /* spot checks of the decoded contents */
+    const struct tg_store *bound = tg_informer_store(inf, TG_INF_PODS_BOUND);
+    const struct tg_store *pend = tg_informer_store(inf, TG_INF_PODS_PENDING);
+    assert_non_null(tg_store_get(bound, "churn/p-0000"));   /* bound by the Binding */
+    assert_null(tg_store_get(pend, "churn/p-0000"));
+    assert_non_null(tg_store_get(pend, "churn/p-1998"));     /* still pending */
+    assert_null(tg_store_get(bound, "churn/p-1601"));        /* Succeeded */
+    assert_null(tg_store_get(pend, "churn/other-000"));      /* another scheduler's */
+    assert_int_equal(tg_store_len(pend), 150);               /* 1000..1998 even, minus 1000..1698 */
+    const struct tg_configmap *cm = tg_store_get(tg_informer_store(inf, TG_INF_CONFIG), "kube-system/topogang-config");
+    assert_non_null(cm);
+    assert_non_null(strstr(tg_configmap_get(cm, "config.yaml"), "# v2"));
+    assert_int_equal(tg_store_len(tg_informer_store(inf, TG_INF_NODES)), 80);
+    assert_int_equal(tg_store_len(tg_informer_store(inf, TG_INF_PODGROUPS)), 30);
+}
+
+static int reached(void *ud)
+{
+    return drv.done >= *(int *)ud;
+}
+
+static void restart(void **s)
+{
+    (void)s;
+    char name[64];
+    uint64_t errs0[TG_INF_N];
+    for (int i = 0; i < TG_INF_N; i++)
+        errs0[i] = tg_reflector_stats(inf->r[i])->errors + tg_reflector_stats(inf->r[i])->gone;
+    for (int i = 0; i < 1500; i++) {
+        snprintf(name, sizeof name, "r-%04d", i);
+        add_pod("restart", name, i % 3 ? "topogang" : "default-scheduler", i % 3 ? NULL : "node-001");
+    }
+    drv.window = 16;
+    drv.expect_ok = 0;       /* writes in flight when the server dies fail */
+    drv_fill(&drv);
+    int third = 500;
+    assert_true(tgc_run_until(&loop, reached, &third, 60000));
+    tgc_apiserver_kill(&cl);
+    printf("# kube-apiserver killed after %d of %d writes\n", drv.done, drv.n);
+    /* let the client notice while the server is down */
+    uint64_t end = uv_now(&loop) + 1500;
+    while (uv_now(&loop) < end) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(10000);
+        uv_update_time(&loop);
+    }
+    assert_int_equal(tgc_apiserver_start(&cl), 0);
+    assert_true(tgc_run_until(&loop, drv_finished, &drv, 120000));
+    printf("# writes: %d failed while the server was down\n", drv.failed);
+    drv_reset(&drv);
+    /* after the restart: deletes and updates of what made it */
+    for (int i = 0; i < 1500; i += 5)
+        drv_add(&drv, "DELETE", NULL, "{\"gracePeriodSeconds\":0}", "/api/v1/namespaces/restart/pods/r-%04d", i);
+    drv.expect_ok = 0;       /* some pods were never created */
+    drv_run(&drv, &loop);
+    drv_reset(&drv);
+    assert_converged();
+    for (int i = 0; i < TG_INF_N; i++) {
+        const struct tg_reflector_stats *rs = tg_reflector_stats(inf->r[i]);
+        assert_true(rs->errors + rs->gone > errs0[i]);     /* every watch saw the crash */
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(churn),
+        cmocka_unit_test(restart),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
