@@ -223,7 +223,8 @@ static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot
     u->assumed = (uint8_t)assumed;
     u->inner = 0xff;
     u->nreq = p->nreq;
-    memcpy(u->req, p->req, p->nreq * sizeof u->req[0]);
+    if (p->nreq)
+        memcpy(u->req, p->req, p->nreq * sizeof u->req[0]);
     usage_apply(c, u, +1);
     if (c->hooks.usage_changed)
         c->hooks.usage_changed(c->hooks.ud, c, u, +1);

@@ -823,7 +823,7 @@ int tg_pod_same_shape(const struct tg_pod *a, const struct tg_pod *b)
         return x == y;
     if (x->nselector != y->nselector || x->ntol != y->ntol || x->nterms != y->nterms)
         return 0;
-    if (memcmp(x->selector, y->selector, x->nselector * sizeof *x->selector))
+    if (x->nselector && memcmp(x->selector, y->selector, x->nselector * sizeof *x->selector))
         return 0;
     for (uint16_t i = 0; i < x->ntol; i++)
         if (x->tols[i].key != y->tols[i].key || x->tols[i].val != y->tols[i].val ||
@@ -836,7 +836,7 @@ int tg_pod_same_shape(const struct tg_pod *a, const struct tg_pod *b)
             const struct tg_selreq *r = &x->terms[i].reqs[j], *s = &y->terms[i].reqs[j];
             if (r->key != s->key || r->op != s->op || r->is_field != s->is_field ||
                 r->num != s->num || r->nvals != s->nvals ||
-                memcmp(r->vals, s->vals, r->nvals * sizeof *r->vals))
+                (r->nvals && memcmp(r->vals, s->vals, r->nvals * sizeof *r->vals)))
                 return 0;
         }
     }

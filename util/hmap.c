@@ -22,7 +22,8 @@ uint64_t tg_hash(const void *p, size_t n)
         n -= 8;
     }
     uint64_t w = 0;
-    memcpy(&w, s, n);
+    if (n)
+        memcpy(&w, s, n);
     h ^= w * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
     h *= 0x94d049bb133111ebull;
