@@ -6,7 +6,8 @@
  * DaemonSet it publishes the annotation `topogang.io/topology` and the labels
  * topogang.io/{numa-nodes,gpu-domains,gpus-per-domain} to its own Node (name
  * from --node-name or $NODE_NAME), patching only when they changed, and
- * refreshes every --interval seconds (agent/publish.c). */
+ * refreshes every --interval seconds (agent/publish.c). API access: the
+ * in-cluster service account, or --kubeconfig / $KUBECONFIG. */
 #include "agent/agent.h"
 
 #include <getopt.h>
@@ -115,6 +116,7 @@ static void usage(FILE *f)
         "  --node-name NAME         Node to patch (default $NODE_NAME)\n"
         "  --kubeconfig FILE        API access outside a cluster (default in-cluster)\n"
         "  --interval SECONDS       refresh period when not --once (default 300)\n"
+        "  --v LEVEL                log level: debug, info, warn, error (default info)\n"
         "  -h, --help               this text\n");
 }
 
@@ -148,6 +150,7 @@ int tg_cmd_agent(int argc, char **argv)
         {"node-name", required_argument, NULL, 'N'},
         {"kubeconfig", required_argument, NULL, 'k'},
         {"interval", required_argument, NULL, 'i'},
+        {"v", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -180,6 +183,15 @@ int tg_cmd_agent(int argc, char **argv)
                 return 2;
             }
             po.interval_s = (unsigned)v;
+            break;
+        }
+        case 'v': {
+            enum tg_log_level l;
+            if (tg_log_parse_level(optarg, &l)) {
+                fprintf(stderr, "topogang agent: --v: want debug, info, warn or error\n");
+                return 2;
+            }
+            tg_log_set_level(l);
             break;
         }
         case 'h': usage(stdout); return 0;
@@ -218,6 +230,9 @@ int tg_cmd_agent(int argc, char **argv)
         goto out;
     }
     po.once = once;
+    if (!once)
+        tg_info("agent", "publishing the topology of this machine to Node %s every %u s",
+                po.node_name, po.interval_s);
     rc = tg_agent_publish(&o, &po) ? 1 : 0;
 out:
     free(hw);

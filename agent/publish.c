@@ -1,12 +1,20 @@
 /* Node publishing for the agent (see agent/publish.h). The decision and the
  * patch body are plain functions (tg_agent_plan) so they are tested without
- * a server. */
+ * a server; the loop is blocking (one GET, maybe one PATCH, then sleep) on
+ * the informer's client (kubeconfig or in-cluster service account, TLS
+ * verified, token file re-read as it rotates). */
 #include "agent/publish.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <uv.h>
 
 #include "agent/agent.h"
+#include "informer/client.h"
+#include "informer/kubeconfig.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -53,10 +61,107 @@ out:
     return rc;
 }
 
+/* ---- the loop ----------------------------------------------------------- */
+
+static int connect_api(const struct tg_publish_opts *po, uv_loop_t *loop, struct tg_client **out)
+{
+    struct tg_kconf conf;
+    char err[512] = "";
+    int rc;
+    if (!po->kubeconfig && !getenv("KUBECONFIG") && tg_kubeconfig_incluster(NULL, &conf) == 0) {
+        /* in a pod: the service account */
+    } else if ((rc = tg_kubeconfig_load(po->kubeconfig, NULL, &conf, err, sizeof err))) {
+        tg_error("agent", "no API access: %s", err[0] ? err : tg_strerror(rc));
+        return rc;
+    }
+    rc = tg_client_new(loop, &conf, NULL, out);
+    tg_kconf_free(&conf);
+    if (rc)
+        tg_error("agent", "API client: %s", tg_strerror(rc));
+    return rc;
+}
+
+/* One round: discover, read the Node, patch it when needed. */
+static int publish_once(struct tg_client *cl, const struct tg_agent_opts *o,
+                        const struct tg_publish_opts *po, struct tg_hw *hw, struct tg_topology *t)
+{
+    char err[512], path[512];
+    struct tg_sb patch = {0};
+    struct tg_resp r;
+    char *body = NULL;
+    int rc = tg_agent_collect(o, hw, t, err, sizeof err);
+    if (rc) {
+        tg_error("agent", "discovery failed: %s", err);
+        return rc;
+    }
+    char *esc = tg_url_escape(po->node_name);
+    if (!esc)
+        return TG_ENOMEM;
+    snprintf(path, sizeof path, "/api/v1/nodes/%s", esc);
+    free(esc);
+    struct tg_req_opts get = {.path = path, .timeout_ms = 30000};
+    rc = tg_client_do(cl, &get, &r, &body);
+    if (rc) {
+        tg_error("agent", "GET node %s: %s: %s", po->node_name, tg_strerror(rc),
+                 r.msg ? r.msg : "");
+        goto out;
+    }
+    rc = tg_agent_plan(body, r.len, t, &patch);
+    if (rc < 0) {
+        tg_error("agent", "node %s: cannot plan the patch: %s", po->node_name, tg_strerror(rc));
+        goto out;
+    }
+    if (rc == 0) {
+        tg_debug("agent", "node %s: topology unchanged", po->node_name);
+        goto out;
+    }
+    struct tg_req_opts pt = {.method = "PATCH", .path = path, .body = patch.s,
+                             .body_len = patch.len,
+                             .content_type = "application/merge-patch+json",
+                             .is_write = 1, .timeout_ms = 30000};
+    free(body);
+    body = NULL;
+    rc = tg_client_do(cl, &pt, &r, NULL);
+    if (rc)
+        tg_error("agent", "PATCH node %s: %s: %s", po->node_name, tg_strerror(rc),
+                 r.msg ? r.msg : "");
+    else
+        tg_info("agent", "node %s: published topology (%u NUMA nodes, %u GPU domains, %u GPUs)",
+                po->node_name, t->nnuma, t->ndomains, hw->ngpus);
+out:
+    free(body);
+    tg_sb_free(&patch);
+    return rc < 0 ? rc : 0;
+}
+
 int tg_agent_publish(const struct tg_agent_opts *o, const struct tg_publish_opts *po)
 {
-    (void)o;
-    tg_error("agent", "publishing to Node %s is not available in this build: the "
-             "Kubernetes client is not wired yet; use --once --print", po->node_name);
-    return TG_ENOTSUP;
+    uv_loop_t loop;
+    struct tg_client *cl = NULL;
+    struct tg_hw *hw = malloc(sizeof *hw);
+    struct tg_topology *t = malloc(sizeof *t);
+    int rc = TG_ENOMEM;
+
+    uv_loop_init(&loop);
+    if (!hw || !t)
+        goto out;
+    if ((rc = connect_api(po, &loop, &cl)))
+        goto out;
+    for (;;) {
+        rc = publish_once(cl, o, po, hw, t);
+        if (po->once)
+            break;
+        /* After a failure, retry sooner than the refresh period. */
+        unsigned wait = rc ? (po->interval_s < 30 ? po->interval_s : 30) : po->interval_s;
+        sleep(wait);
+    }
+out:
+    if (cl) {
+        tg_client_free(&cl);
+        uv_run(&loop, UV_RUN_DEFAULT);  /* close callbacks */
+    }
+    uv_loop_close(&loop);
+    free(hw);
+    free(t);
+    return rc;
 }
