@@ -12,7 +12,7 @@
 #include "helpers.h"
 #include "util/err.h"
 
-static struct tg_nvsmi m;
+static struct tg_nvsmi m, m_out;
 
 static void load(const char *file)
 {
@@ -270,6 +270,52 @@ static void test_cliques(void **state)
     assert_int_equal(tg_nvlink_cliques(2, none, g), 0);
 }
 
+/* Mutations of every real file (byte flips, cuts, deletions): the parser
+ * never crashes, and what it accepts is a consistent matrix. */
+static void test_mutations(void **state)
+{
+    (void)state;
+    static const char *files[] = {
+        "3xRTXA6000_one-nvlink-bridge-pair_ansi.txt",
+        "hgx-8xH200-nvswitch_8xmlx5-vf_2s-xeon8592.txt",
+        "dgx1-style-8xV100-SXM2-hybrid-cube-mesh_1xmlx5.txt",
+        "4xL40S-pcie-only_2s_2xmlx5.txt",
+    };
+    static const char alphabet[] = "GPUNICX0123456789 \t\n\x1b[mSYSNODEPHBPXBPIXNV-,:";
+    uint64_t x = 0x243f6a8885a308d3ULL;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[1024], sub[512];
+        snprintf(sub, sizeof sub, "nvidia-smi-topo/%s", files[f]);
+        FILE *fp = fopen(td_path(sub, path, sizeof path), "rb");
+        assert_non_null(fp);
+        static char orig[16384];
+        size_t n = fread(orig, 1, sizeof orig, fp);
+        fclose(fp);
+        for (int it = 0; it < 2000; it++) {
+            char *buf = malloc(n);
+            memcpy(buf, orig, n);
+            size_t len = n;
+            for (int e = 0; e < 1 + it % 3 && len > 1; e++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                size_t pos = (size_t)(x % len);
+                switch ((x >> 32) % 3) {
+                case 0: buf[pos] = alphabet[(x >> 40) % (sizeof alphabet - 1)]; break;
+                case 1: memmove(buf + pos, buf + pos + 1, len - pos - 1); len--; break;
+                default: len = pos + 1; break;
+                }
+            }
+            if (tg_nvsmi_parse(buf, len, &m_out) == 0) {
+                assert_true(m_out.ngpus >= 1 && m_out.ngpus <= TG_NVSMI_MAX);
+                for (uint32_t i = 0; i < m_out.ngpus; i++) {
+                    assert_int_equal(m_out.gg[i][i], TG_CONN_X);
+                    assert_true(m_out.group[i] < (int32_t)m_out.ngroups);
+                }
+            }
+            free(buf);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_l40s_pcie_only),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_cliques),
+        cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
