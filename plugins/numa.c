@@ -1,13 +1,16 @@
 /* The NUMA/NVLink plugin: per-node fit models kept in step with the cluster
  * (node_changed decodes the annotation, usage_changed aligns each placed GPU
  * pod to a domain and records it in tg_usage.inner), and filter/count/score
- * over them. See plugins/numa.h. Config key: scoring.numa (its weight). */
+ * over them. See plugins/numa.h. Config keys: scoring.numa (its weight),
+ * numa.policyLabel (a node label naming the node's Topology Manager policy)
+ * and numa.defaultPolicy (for nodes whose label and agent say nothing). */
 #include "plugins/numa.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/topology.h"
+#include "config/policy.h"
 #include "model/resources.h"
 #include "util/hmap.h"
 #include "util/intern.h"
@@ -22,7 +25,8 @@ struct numa_inner {
     uint64_t hash;                      /* of the annotation text */
     size_t len;
     uint8_t bad;                        /* it did not decode: no model */
-    struct tg_fit_node *fit;
+    uint8_t annot_policy;               /* the agent's --topology-policy */
+    struct tg_fit_node *fit;            /* fit->policy: the effective policy (see effective()) */
 };
 
 static uint64_t bad_annotations;
@@ -171,6 +175,7 @@ static void node_changed(struct tg_cluster *c, uint32_t slot)
     in->len = len;
     in->fit = decode(c, slot, annot, len);
     in->bad = in->fit == NULL;
+    in->annot_policy = in->fit ? in->fit->policy : TG_TOPO_POLICY_NONE;
     n->inner = in;
     if (in->fit || had_model)
         realign(c, slot, in->fit);
@@ -186,10 +191,44 @@ static void usage_changed(struct tg_cluster *c, struct tg_usage *u, int sign)
     place_usage(in->fit, u, sign);
 }
 
+static uint8_t from_config(int v)
+{
+    return v == TG_NUMA_SINGLE_NUMA_NODE ? TG_TOPO_POLICY_SINGLE_NUMA
+         : v == TG_NUMA_RESTRICTED       ? TG_TOPO_POLICY_RESTRICTED
+                                         : TG_TOPO_POLICY_NONE;   /* none, best-effort */
+}
+
+/* The node's Topology Manager policy: its numa.policyLabel label when it
+ * names one, else the agent's --topology-policy from the annotation when not
+ * none, else numa.defaultPolicy. best-effort never rejects: treated as none. */
+static uint8_t effective(const struct tg_cycle_ctx *cx, uint32_t slot, const struct numa_inner *in)
+{
+    const struct tg_policy *pol = cx->policy;
+    const struct tg_node_obj *o = cx->cluster->nodes[slot].obj;
+    if (pol && o && pol->numa_label_id) {
+        uint32_t v = tg_labels_get(o->labels, o->nlabels, pol->numa_label_id);
+        if (v != TG_STR_NONE) {
+            const char *s = tg_str(v);
+            uint8_t p;
+            if (!tg_topo_policy_parse(s, &p))
+                return p;
+            if (s && !strcmp(s, "best-effort"))
+                return TG_TOPO_POLICY_NONE;
+        }
+    }
+    if (in->annot_policy != TG_TOPO_POLICY_NONE || !pol)
+        return in->annot_policy;
+    return from_config(pol->numa_default);
+}
+
+/* The slot's model with its effective policy set, or NULL. */
 static struct tg_fit_node *model(const struct tg_cycle_ctx *cx, uint32_t slot)
 {
     struct numa_inner *in = cx->cluster->nodes[slot].inner;
-    return in ? in->fit : NULL;
+    if (!in || !in->fit)
+        return NULL;
+    in->fit->policy = effective(cx, slot, in);
+    return in->fit;
 }
 
 static uint32_t gpu_res_id(const struct tg_pod *p)

@@ -1,6 +1,8 @@
 /* The NUMA/NVLink plugin ("NUMA"): reads each node's topology annotation
  * (topogang.io/topology, written by `topogang agent`) and, on nodes whose
- * kubelet Topology Manager policy is single-numa-node or restricted, counts
+ * kubelet Topology Manager policy is single-numa-node or restricted (the
+ * node's label named by numa.policyLabel; else the agent's --topology-policy
+ * in the annotation, unless none; else numa.defaultPolicy), counts
  * only the GPU pods that can be aligned to one GPU domain (GPUs + CPUs +
  * memory of one NUMA node), the way the kubelet would admit them. Its score
  * prefers nodes where the pod fits one domain, and a GPU+NIC pair on one PCIe

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "config/policy.h"
 #include "model/cluster.h"
 #include "model/objects.h"
 #include "plugins/numa.h"
@@ -47,12 +48,17 @@ static void annot(struct tg_sb *b, const char *policy, const int *gpus, const in
     tg_sb_puts(b, "]}");
 }
 
-/* Sets a Node with 64 CPUs, 512 GiB, gpus GPUs and the annotation (NULL: none). */
-static uint32_t set_node(const char *name, const char *annotation, int gpus)
+/* Sets a Node with 64 CPUs, 512 GiB, gpus GPUs, the annotation (NULL: none)
+ * and the label topogang.io/topology-policy=label_policy (NULL: none). */
+static uint32_t set_node_l(const char *name, const char *annotation, int gpus,
+                           const char *label_policy)
 {
     struct tg_sb j = {0};
     tg_sb_printf(&j, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":"
-                 "{\"kubernetes.io/hostname\":\"%s\"}", name, name);
+                 "{\"kubernetes.io/hostname\":\"%s\"", name, name);
+    if (label_policy)
+        tg_sb_printf(&j, ",\"topogang.io/topology-policy\":\"%s\"", label_policy);
+    tg_sb_putc(&j, '}');
     if (annotation) {
         tg_sb_puts(&j, ",\"annotations\":{\"topogang.io/topology\":");
         tg_sb_json_str(&j, annotation);
@@ -71,6 +77,11 @@ static uint32_t set_node(const char *name, const char *annotation, int gpus)
     uint32_t slot = tg_cluster_slot(&C, tg_intern(name), 0);
     assert_int_not_equal(slot, TG_NONE);
     return slot;
+}
+
+static uint32_t set_node(const char *name, const char *annotation, int gpus)
+{
+    return set_node_l(name, annotation, gpus, NULL);
 }
 
 static struct tg_pod *pod(const char *name, int gpus, int rdma)
@@ -255,6 +266,49 @@ static void test_bad_annotations(void **state)
     tg_pod_free(&p4);
 }
 
+/* Where a node's policy comes from: the numa.policyLabel label, else the
+ * agent's annotation unless none, else numa.defaultPolicy. */
+static void test_policy_sources(void **state)
+{
+    (void)state;
+    static struct tg_policy pol;
+    tg_policy_default(&pol);
+    cx.policy = &pol;
+    struct tg_sb none = {0}, single = {0};
+    annot(&none, "none", (const int[]){2, 2}, NULL, 2);
+    annot(&single, "single-numa-node", (const int[]){2, 2}, NULL, 2);
+    struct tg_pod *p4 = pod("p4", 4, 0);
+    struct tg_status st;
+
+    /* default policy none, agent none: no limit */
+    uint32_t a = set_node_l("agent-none", none.s, 4, NULL);
+    assert_int_equal(count(p4, a, &st), UINT32_MAX);
+    /* the label says single-numa-node: limited */
+    uint32_t b = set_node_l("label-single", none.s, 4, "single-numa-node");
+    assert_int_equal(count(p4, b, &st), 0);
+    assert_int_equal(filter(p4, b, &st), 0);
+    /* the label says none (or best-effort) over the agent's single-numa-node */
+    uint32_t c = set_node_l("label-none", single.s, 4, "none");
+    assert_int_equal(count(p4, c, &st), UINT32_MAX);
+    uint32_t d = set_node_l("label-best-effort", single.s, 4, "best-effort");
+    assert_int_equal(count(p4, d, &st), UINT32_MAX);
+    /* an unknown label value is ignored: the agent's policy holds */
+    uint32_t e = set_node_l("label-junk", single.s, 4, "sometimes");
+    assert_int_equal(count(p4, e, &st), 0);
+    /* numa.defaultPolicy applies where label and agent are silent */
+    pol.numa_default = TG_NUMA_SINGLE_NUMA_NODE;
+    assert_int_equal(count(p4, a, &st), 0);
+    assert_int_equal(count(p4, c, &st), UINT32_MAX);     /* the label still wins */
+    /* a node without an annotation has no model: no limit whatever the policy */
+    uint32_t f = set_node_l("no-annotation", NULL, 4, "single-numa-node");
+    assert_int_equal(count(p4, f, &st), UINT32_MAX);
+
+    cx.policy = NULL;
+    tg_pod_free(&p4);
+    tg_sb_free(&none);
+    tg_sb_free(&single);
+}
+
 /* Requests: GPUs, CPU, memory and RDMA picked out of a sorted request list. */
 static void test_req(void **state)
 {
@@ -276,6 +330,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_policy_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rdma_pair, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_annotations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_policy_sources, setup, teardown),
         cmocka_unit_test_setup_teardown(test_req, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
