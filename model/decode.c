@@ -939,6 +939,33 @@ void tg_node_free(struct tg_node_obj **pn)
     *pn = NULL;
 }
 
+static void *dup_mem(const void *p, size_t n)
+{
+    if (!n)
+        return NULL;
+    void *q = malloc(n);
+    if (q)
+        memcpy(q, p, n);
+    return q;
+}
+
+struct tg_node_obj *tg_node_clone(const struct tg_node_obj *n)
+{
+    struct tg_node_obj *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    *c = *n;
+    c->labels = dup_mem(n->labels, n->nlabels * sizeof *n->labels);
+    c->taints = dup_mem(n->taints, n->ntaints * sizeof *n->taints);
+    c->alloc = dup_mem(n->alloc, n->nalloc * sizeof *n->alloc);
+    c->topology = n->topology ? strdup(n->topology) : NULL;
+    c->rv = n->rv ? strdup(n->rv) : NULL;
+    if ((n->nlabels && !c->labels) || (n->ntaints && !c->taints) || (n->nalloc && !c->alloc) ||
+        (n->topology && !c->topology) || (n->rv && !c->rv))
+        tg_node_free(&c);
+    return c;
+}
+
 /* ---- PodGroup ----------------------------------------------------------- */
 
 int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup **out)

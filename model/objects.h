@@ -156,6 +156,8 @@ struct tg_node_obj {
  * (objects written by hand for `simulate`); Ready=False/Unknown is not ready. */
 int tg_node_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_node_obj **out);
 void tg_node_free(struct tg_node_obj **n);
+/* A deep copy (the informer's store keeps its own); NULL when out of memory. */
+struct tg_node_obj *tg_node_clone(const struct tg_node_obj *n);
 /* Value id of a label key on a node (labels sorted by key), or TG_STR_NONE. */
 uint32_t tg_labels_get(const struct tg_label *l, uint32_t n, uint32_t key);
 

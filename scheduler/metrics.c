@@ -1,0 +1,213 @@
+/* Metrics registry and HTTP endpoints; see metrics.h. */
+#include "scheduler/metrics.h"
+#include "util/err.h"
+#include "util/strbuf.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const counter_name[TG_M__COUNTERS][2] = {
+    {"topogang_schedule_attempts_total{result=\"scheduled\"}", "Gang scheduling attempts by result."},
+    {"topogang_schedule_attempts_total{result=\"unschedulable\"}", NULL},
+    {"topogang_schedule_attempts_total{result=\"error\"}", NULL},
+    {"topogang_binds_total{result=\"ok\"}", "Pod bindings by result."},
+    {"topogang_binds_total{result=\"failed\"}", NULL},
+    {"topogang_bind_retries_total", "Bindings retried after a failure."},
+    {"topogang_gang_rollbacks_total", "Gangs rolled back because not every member could be bound."},
+    {"topogang_rollback_pod_deletions_total", "Pods deleted by rollbacks."},
+    {"topogang_config_reloads_total{result=\"ok\"}", "Policy ConfigMap reloads by result."},
+    {"topogang_config_reloads_total{result=\"rejected\"}", NULL},
+    {"topogang_gang_timeouts_total", "Gangs that waited past scheduleTimeoutSeconds."},
+    {"topogang_events_total", "Events written."},
+    {"topogang_podgroup_status_patches_total", "PodGroup status patches written."},
+    {"topogang_leader_transitions_total", "Times this replica became or stopped being leader."},
+};
+
+static const char *const gauge_name[TG_G__GAUGES][2] = {
+    {"topogang_queue_gangs", "Gangs waiting to be placed."},
+    {"topogang_queue_pods", "Pending pods of waiting gangs."},
+    {"topogang_nodes", "Nodes in the cluster model."},
+    {"topogang_bound_pods", "Bound non-terminal pods counted as usage."},
+    {"topogang_assumed_pods", "Pods placed by this scheduler not yet seen bound."},
+    {"topogang_leader", "1 when this replica holds the lease."},
+    {"topogang_informer_synced", "1 once every cache has listed."},
+    {"topogang_informer_relists", "Relists after the first list (410 Gone or errors)."},
+    {"topogang_informer_watch_restarts", "Watch streams restarted after errors."},
+    {"topogang_informer_decode_errors", "Objects the decoder rejected."},
+    {"topogang_inflight_binds", "Binding requests in flight."},
+    {NULL, NULL},
+};
+
+static const char *const histo_name[TG_H__HISTOS][2] = {
+    {"topogang_gang_e2e_seconds", "From a gang's first pending pod to every member bound."},
+    {"topogang_pod_e2e_seconds", "From a pod seen pending to bound."},
+    {"topogang_bind_seconds", "Latency of one Binding request."},
+    {"topogang_cycle_seconds", "Duration of one gang scheduling cycle."},
+};
+
+static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+#define NB (sizeof buckets / sizeof buckets[0])
+
+static _Atomic uint64_t counters[TG_M__COUNTERS];
+static _Atomic int64_t gauges[TG_G__GAUGES];
+static struct {
+    _Atomic uint64_t b[NB + 1];
+    _Atomic uint64_t count;
+    _Atomic uint64_t sum_us;
+} histos[TG_H__HISTOS];
+
+void tg_metrics_inc(enum tg_counter c, uint64_t n) { atomic_fetch_add(&counters[c], n); }
+void tg_metrics_set(enum tg_gauge g, int64_t v) { atomic_store(&gauges[g], v); }
+int64_t tg_metrics_get(enum tg_gauge g) { return atomic_load(&gauges[g]); }
+uint64_t tg_metrics_counter(enum tg_counter c) { return atomic_load(&counters[c]); }
+
+void tg_metrics_observe(enum tg_histo h, double s)
+{
+    size_t i = 0;
+    while (i < NB && s > buckets[i])
+        i++;
+    atomic_fetch_add(&histos[h].b[i], 1);
+    atomic_fetch_add(&histos[h].count, 1);
+    atomic_fetch_add(&histos[h].sum_us, (uint64_t)(s * 1e6));
+}
+
+char *tg_metrics_render(void)
+{
+    struct tg_sb b = {0};
+    for (int i = 0; i < TG_M__COUNTERS; i++) {
+        if (counter_name[i][1]) {
+            char base[128];
+            snprintf(base, sizeof base, "%s", counter_name[i][0]);
+            char *brace = strchr(base, '{');
+            if (brace)
+                *brace = 0;
+            tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s counter\n", base, counter_name[i][1], base);
+        }
+        tg_sb_printf(&b, "%s %llu\n", counter_name[i][0], (unsigned long long)atomic_load(&counters[i]));
+    }
+    for (int i = 0; i < TG_G__GAUGES; i++) {
+        if (!gauge_name[i][0])
+            continue;
+        tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", gauge_name[i][0],
+                     gauge_name[i][1], gauge_name[i][0], gauge_name[i][0],
+                     (long long)atomic_load(&gauges[i]));
+    }
+    for (int h = 0; h < TG_H__HISTOS; h++) {
+        const char *n = histo_name[h][0];
+        tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s histogram\n", n, histo_name[h][1], n);
+        uint64_t cum = 0;
+        for (size_t i = 0; i < NB; i++) {
+            cum += atomic_load(&histos[h].b[i]);
+            tg_sb_printf(&b, "%s_bucket{le=\"%g\"} %llu\n", n, buckets[i], (unsigned long long)cum);
+        }
+        cum += atomic_load(&histos[h].b[NB]);
+        tg_sb_printf(&b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", n,
+                     (unsigned long long)cum, n, atomic_load(&histos[h].sum_us) / 1e6, n,
+                     (unsigned long long)atomic_load(&histos[h].count));
+    }
+    return b.s ? b.s : strdup("");
+}
+
+#ifdef TG_HAVE_MHD
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+
+static struct MHD_Daemon *mhd;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, char *body, int owned,
+                             const char *type)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        strlen(body), body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_len, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    (void)upload;
+    (void)upload_len;
+    (void)con_cls;
+    if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+        return reply(c, 405, "method not allowed\n", 0, "text/plain");
+    if (!strcmp(url, "/metrics"))
+        return reply(c, 200, tg_metrics_render(), 1, "text/plain; version=0.0.4");
+    if (!strcmp(url, "/healthz")) {
+        /* alive while the event loop keeps ticking */
+        int64_t beat = tg_metrics_get(TG_G_LOOP_HEARTBEAT_MS);
+        if (beat && mono_ms() - beat > 30000)
+            return reply(c, 500, "event loop stalled\n", 0, "text/plain");
+        return reply(c, 200, "ok\n", 0, "text/plain");
+    }
+    if (!strcmp(url, "/readyz")) {
+        if (!tg_metrics_get(TG_G_SYNCED))
+            return reply(c, 503, "caches not synced\n", 0, "text/plain");
+        return reply(c, 200, tg_metrics_get(TG_G_LEADER) ? "ok: leader\n" : "ok: standby\n", 0,
+                     "text/plain");
+    }
+    return reply(c, 404, "not found: /healthz /readyz /metrics\n", 0, "text/plain");
+}
+
+int tg_http_start(const char *addr, int *port)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!colon)
+        return TG_EINVAL;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || p < 0 || p > 65535)
+        return TG_EINVAL;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+    char host[64];
+    snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
+    if (!*host || !strcmp(host, "0.0.0.0"))
+        sa.sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return TG_EINVAL;
+    mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)p, NULL,
+                           NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    if (!mhd)
+        return TG_EIO;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_BIND_PORT);
+    if (port)
+        *port = info ? info->port : (int)p;
+    return 0;
+}
+
+void tg_http_stop(void)
+{
+    if (mhd)
+        MHD_stop_daemon(mhd);
+    mhd = NULL;
+}
+#else
+int tg_http_start(const char *addr, int *port)
+{
+    (void)addr;
+    (void)port;
+    return TG_ENOTSUP;
+}
+void tg_http_stop(void) {}
+#endif

@@ -1,0 +1,46 @@
+/* Prometheus metrics and the /healthz, /readyz, /metrics endpoints.
+ *
+ * The loop thread updates plain counters and histograms through these
+ * functions; libmicrohttpd serves them from its own thread, so every value is
+ * an atomic and text is rendered from a snapshot. The HTTP server comes from
+ * libmicrohttpd rather than hand-written socket code: request parsing, keep-
+ * alive and limits are its job. Config: --listen ADDR:PORT. */
+#ifndef TG_SCHEDULER_METRICS_H
+#define TG_SCHEDULER_METRICS_H
+
+#include <stdint.h>
+
+enum tg_counter {
+    TG_M_ATTEMPT_SCHEDULED, TG_M_ATTEMPT_UNSCHEDULABLE, TG_M_ATTEMPT_ERROR,
+    TG_M_BINDS_OK, TG_M_BINDS_FAILED, TG_M_BIND_RETRIES, TG_M_ROLLBACKS, TG_M_PODS_DELETED,
+    TG_M_CONFIG_OK, TG_M_CONFIG_REJECTED, TG_M_TIMEOUTS, TG_M_EVENTS, TG_M_STATUS_PATCHES,
+    TG_M_LEADER_TRANSITIONS,
+    TG_M__COUNTERS
+};
+
+enum tg_gauge {
+    TG_G_QUEUE_GANGS, TG_G_QUEUE_PODS, TG_G_NODES, TG_G_BOUND_PODS, TG_G_ASSUMED_PODS,
+    TG_G_LEADER, TG_G_SYNCED, TG_G_RELISTS, TG_G_WATCH_RESTARTS, TG_G_DECODE_ERRORS,
+    TG_G_INFLIGHT_BINDS, TG_G_LOOP_HEARTBEAT_MS,
+    TG_G__GAUGES
+};
+
+enum tg_histo { TG_H_GANG_E2E, TG_H_POD_E2E, TG_H_BIND, TG_H_CYCLE, TG_H__HISTOS };
+
+void tg_metrics_inc(enum tg_counter c, uint64_t n);
+void tg_metrics_set(enum tg_gauge g, int64_t v);
+int64_t tg_metrics_get(enum tg_gauge g);
+uint64_t tg_metrics_counter(enum tg_counter c);
+/* Observes a duration in seconds. */
+void tg_metrics_observe(enum tg_histo h, double seconds);
+/* Appends the Prometheus text exposition (version 0.0.4) to a malloc'ed
+ * string the caller frees. */
+char *tg_metrics_render(void);
+
+/* Starts the HTTP server on addr ("127.0.0.1:8080", ":8080"). Returns 0, or
+ * TG_EINVAL (bad address), TG_EIO (cannot listen), TG_ENOTSUP (built without
+ * libmicrohttpd). The port actually bound is stored in *port (for port 0). */
+int tg_http_start(const char *addr, int *port);
+void tg_http_stop(void);
+
+#endif
