@@ -2,6 +2,7 @@
  * hooks that fan out to the plugins. Order matters: cheap, selective filters
  * first, counting plugins last. */
 #include "plugins/builtin.h"
+#include "plugins/numa.h"
 #include "model/resources.h"
 #include "util/intern.h"
 
@@ -12,6 +13,7 @@ const struct tg_plugin *const tg_plugins[] = {
     &tg_plugin_nodeaffinity,
     &tg_plugin_taints,
     &tg_plugin_resources,
+    &tg_plugin_numa,
     NULL,
 };
 
