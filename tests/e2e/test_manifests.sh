@@ -159,6 +159,9 @@ reject "scheduleTimeoutSeconds -1" '{minMember: 2, scheduleTimeoutSeconds: -1}' 
 reject "topology.required a number" '{minMember: 2, topology: {required: 3}}' 'spec.topology.required in body must be of type string'
 reject "topology.preferred 64 chars" "{minMember: 2, topology: {preferred: $(printf 'x%.0s' $(seq 64))}}" 'spec.topology.preferred: Too long'
 reject "priority a string" '{minMember: 2, priority: high}' 'spec.priority in body must be of type integer'
+# Unknown fields: refused by kubectl's (default) strict validation; pruned,
+# never stored, for clients that do not ask for it.
+reject "unknown field minMembers" '{minMember: 2, minMembers: 5}' 'unknown field "spec.minMembers"'
 # Unknown fields are pruned (structural schema), not stored.
 printf 'apiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: pruned, namespace: e2e}\nspec: {minMember: 2, minMembers: 5}\n' \
   | k create -f - --validate=false >/dev/null 2>&1
