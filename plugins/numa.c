@@ -26,20 +26,18 @@ struct numa_inner {
     size_t len;
     uint8_t bad;                        /* it did not decode: no model */
     uint8_t annot_policy;               /* the agent's --topology-policy */
+    uint8_t dirty;                      /* new model: usage not aligned on it yet */
     struct tg_fit_node *fit;            /* fit->policy: the effective policy (see effective()) */
 };
 
 static uint64_t bad_annotations;
+/* Nodes whose new model waits for its usage (see sync_models). Only ever too
+ * high (a node removed while pending), which costs one needless scan. */
+static uint32_t pending;
 
 uint64_t tg_numa_bad_annotations(void)
 {
     return bad_annotations;
-}
-
-const struct tg_fit_node *tg_numa_node(const struct tg_cluster *c, uint32_t slot)
-{
-    const struct numa_inner *in = slot < c->nslots ? c->nodes[slot].inner : NULL;
-    return in ? in->fit : NULL;
 }
 
 static int is_gpu_res(const char *name)
@@ -103,21 +101,34 @@ static void place_usage(struct tg_fit_node *fit, struct tg_usage *u, int sign)
     u->inner = (uint8_t)d;
 }
 
-/* Re-aligns every usage record of slot on a new model (or marks them
- * unaligned when fit is NULL). */
-static void realign(struct tg_cluster *c, uint32_t slot, struct tg_fit_node *fit)
+/* Aligns the usage of every node with a new model, in one scan of the usage
+ * map for however many nodes changed (a relist sets thousands of nodes; one
+ * scan per node would cost nodes x pods). Called before any model is read. */
+static void sync_models(struct tg_cluster *c)
 {
+    if (!pending)
+        return;
     uint32_t pos = 0;
     const struct tg_hslot *hs;
     while ((hs = tg_hmap_next(&c->usage, &pos))) {
         struct tg_usage *u = (struct tg_usage *)(uintptr_t)hs->val;
-        if (u->slot != slot)
-            continue;
-        if (fit)
-            place_usage(fit, u, +1);
-        else
-            u->inner = INNER_NONE;
+        struct numa_inner *in = u->slot < c->nslots ? c->nodes[u->slot].inner : NULL;
+        if (in && in->dirty && in->fit)
+            place_usage(in->fit, u, +1);
     }
+    for (uint32_t i = 0; i < c->nslots; i++) {
+        struct numa_inner *in = c->nodes[i].inner;
+        if (in)
+            in->dirty = 0;
+    }
+    pending = 0;
+}
+
+const struct tg_fit_node *tg_numa_node(struct tg_cluster *c, uint32_t slot)
+{
+    sync_models(c);
+    const struct numa_inner *in = slot < c->nslots ? c->nodes[slot].inner : NULL;
+    return in ? in->fit : NULL;
 }
 
 static void inner_free(struct numa_inner **in)
@@ -146,6 +157,9 @@ static struct tg_fit_node *decode(const struct tg_cluster *c, uint32_t slot, con
     return NULL;
 }
 
+/* Usage records keep the domain index of the model they were aligned on;
+ * when the model goes, they are stale until sync_models realigns them on the
+ * next model, and usage_changed ignores them meanwhile. */
 static void node_changed(struct tg_cluster *c, uint32_t slot)
 {
     struct tg_node *n = &c->nodes[slot];
@@ -156,19 +170,13 @@ static void node_changed(struct tg_cluster *c, uint32_t slot)
 
     if (in && annot && in->hash == h && in->len == len)
         return;                         /* same annotation: keep the model and usage */
-    int had_model = in && in->fit;
     inner_free(&in);
     n->inner = NULL;
-    if (!annot) {
-        if (had_model)
-            realign(c, slot, NULL);
+    if (!annot)
         return;
-    }
     in = calloc(1, sizeof *in);
     if (!in) {
         tg_error("numa", "node %s: out of memory; no NUMA model", tg_str(n->name));
-        if (had_model)
-            realign(c, slot, NULL);
         return;
     }
     in->hash = h;
@@ -177,15 +185,17 @@ static void node_changed(struct tg_cluster *c, uint32_t slot)
     in->bad = in->fit == NULL;
     in->annot_policy = in->fit ? in->fit->policy : TG_TOPO_POLICY_NONE;
     n->inner = in;
-    if (in->fit || had_model)
-        realign(c, slot, in->fit);
+    if (in->fit && n->npods) {
+        in->dirty = 1;
+        pending++;
+    }
 }
 
 static void usage_changed(struct tg_cluster *c, struct tg_usage *u, int sign)
 {
     struct numa_inner *in = u->slot < c->nslots ? c->nodes[u->slot].inner : NULL;
-    if (!in || !in->fit) {
-        u->inner = INNER_NONE;
+    if (!in || !in->fit || in->dirty) {
+        u->inner = INNER_NONE;          /* a dirty model picks it up in sync_models */
         return;
     }
     place_usage(in->fit, u, sign);
@@ -224,6 +234,7 @@ static uint8_t effective(const struct tg_cycle_ctx *cx, uint32_t slot, const str
 /* The slot's model with its effective policy set, or NULL. */
 static struct tg_fit_node *model(const struct tg_cycle_ctx *cx, uint32_t slot)
 {
+    sync_models(cx->cluster);
     struct numa_inner *in = cx->cluster->nodes[slot].inner;
     if (!in || !in->fit)
         return NULL;

@@ -26,8 +26,9 @@ extern const struct tg_plugin tg_plugin_numa;
 uint64_t tg_numa_bad_annotations(void);
 
 /* The fit model of a slot, or NULL when the node has no usable topology
- * (for tests, simulate's explanations and debugging). */
-const struct tg_fit_node *tg_numa_node(const struct tg_cluster *c, uint32_t slot);
+ * (for tests, simulate's explanations and debugging). Aligns pending usage
+ * first, hence the non-const cluster. */
+const struct tg_fit_node *tg_numa_node(struct tg_cluster *c, uint32_t slot);
 
 /* The alignment request of a set of requests: GPUs (nvidia.com/gpu,
  * amd.com/gpu), cpu, memory, and whether an RDMA resource is requested. */

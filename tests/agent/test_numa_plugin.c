@@ -178,22 +178,49 @@ static void test_four_vs_two_plus_two(void **state)
     /* the annotation changes under a placed pod: it is re-aligned */
     assert_int_equal(tg_cluster_assume(&C, p2, one), 0);
     set_node("one-domain", b.s, 4);
+    assert_int_equal(tg_fit_free_gpus(tg_numa_node(&C, one), 0), 0);
     u = tg_cluster_usage(&C, "ml/w2");
     assert_int_equal(u->inner, 0);
-    assert_int_equal(tg_fit_free_gpus(tg_numa_node(&C, one), 0), 0);
     assert_int_equal(tg_fit_free_gpus(tg_numa_node(&C, one), 1), 2);
     assert_int_equal(count(p2, one, &st), 1);
     /* the node loses its annotation: no limit, usage unaligned */
     set_node("one-domain", NULL, 4);
     assert_null(tg_numa_node(&C, one));
     assert_int_equal(count(p4, one, &st), UINT32_MAX);
-    assert_int_equal(tg_cluster_usage(&C, "ml/w2")->inner, 0xff);
     tg_cluster_pod_delete(&C, "ml/w2");
 
     tg_pod_free(&p4);
     tg_pod_free(&p2);
     tg_sb_free(&a);
     tg_sb_free(&b);
+}
+
+/* Pods that arrive before their node's annotation (an informer relist
+ * delivers them in any order) are aligned once the model exists. */
+static void test_pods_before_nodes(void **state)
+{
+    (void)state;
+    struct tg_sb a = {0};
+    annot(&a, "single-numa-node", (const int[]){4, 4}, NULL, 2);
+    struct tg_pod *p3 = pod("early-3", 3, 0), *q3 = pod("early-q", 3, 0), *p4 = pod("x4", 4, 0);
+    /* a slot without a Node object yet, holding two 3-GPU pods */
+    uint32_t s = tg_cluster_slot(&C, tg_intern("late"), 1);
+    assert_int_equal(tg_cluster_assume(&C, p3, s), 0);
+    assert_int_equal(tg_cluster_assume(&C, q3, s), 0);
+    assert_int_equal(tg_cluster_usage(&C, "ml/early-3")->inner, 0xff);
+    set_node("late", a.s, 8);
+    struct tg_status st;
+    assert_int_equal(count(p4, s, &st), 0);             /* 3+3 used of 4+4: no 4 left */
+    assert_int_not_equal(tg_cluster_usage(&C, "ml/early-3")->inner,
+                         tg_cluster_usage(&C, "ml/early-q")->inner);
+    tg_cluster_pod_delete(&C, "ml/early-3");
+    assert_int_equal(count(p4, s, &st), 1);
+    tg_cluster_pod_delete(&C, "ml/early-q");
+    assert_int_equal(count(p4, s, &st), 2);
+    tg_pod_free(&p3);
+    tg_pod_free(&q3);
+    tg_pod_free(&p4);
+    tg_sb_free(&a);
 }
 
 /* Policy none publishes the domains but sets no limit. */
@@ -327,6 +354,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_four_vs_two_plus_two, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pods_before_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rdma_pair, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_annotations, setup, teardown),
