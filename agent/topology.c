@@ -54,11 +54,8 @@ static int check_caps(const struct tg_topology *t)
     return 0;
 }
 
-int tg_topo_encode(const struct tg_topology *t, struct tg_sb *b)
+static void encode(const struct tg_topology *t, struct tg_sb *b, int lists)
 {
-    int err = check_caps(t);
-    if (err)
-        return err;
     tg_sb_printf(b, "{\"v\":%d,\"policy\":\"%s\",\"numa\":[", TG_TOPO_VERSION,
                  tg_topo_policy_name(t->policy));
     for (uint32_t i = 0; i < t->nnuma; i++)
@@ -69,13 +66,13 @@ int tg_topo_encode(const struct tg_topology *t, struct tg_sb *b)
         const struct tg_topo_domain *d = &t->domains[i];
         tg_sb_printf(b, "%s{\"id\":%u,\"numa\":%d,\"gpus\":%u,\"nvlink\":%d,\"roots\":[",
                      i ? "," : "", d->id, d->numa, d->gpus, d->nvlink);
-        for (uint32_t r = 0; r < d->nroots; r++) {
+        for (uint32_t r = 0; lists && r < d->nroots; r++) {
             if (r)
                 tg_sb_putc(b, ',');
             tg_sb_json_str(b, d->roots[r]);
         }
         tg_sb_puts(b, "],\"nics\":[");
-        for (uint32_t k = 0; k < d->nnics; k++) {
+        for (uint32_t k = 0; lists && k < d->nnics; k++) {
             tg_sb_puts(b, k ? ",{\"name\":" : "{\"name\":");
             tg_sb_json_str(b, d->nics[k].name);
             tg_sb_printf(b, ",\"rdma\":%s,\"root\":", d->nics[k].rdma ? "true" : "false");
@@ -85,6 +82,22 @@ int tg_topo_encode(const struct tg_topology *t, struct tg_sb *b)
         tg_sb_printf(b, "],\"rdma_gpus\":%u}", d->rdma_gpus);
     }
     tg_sb_puts(b, "]}");
+}
+
+int tg_topo_encode(const struct tg_topology *t, struct tg_sb *b)
+{
+    int err = check_caps(t);
+    if (err)
+        return err;
+    size_t start = b->len;
+    encode(t, b, 1);
+    if (!b->oom && b->len - start > TG_TOPO_MAX_JSON) {
+        /* Too big for the decoder: publish the counts without the lists. */
+        b->len = start;
+        if (b->s)
+            b->s[start] = 0;
+        encode(t, b, 0);
+    }
     return b->oom ? TG_ENOMEM : 0;
 }
 

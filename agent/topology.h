@@ -81,8 +81,10 @@ const char *tg_topo_policy_name(uint8_t policy);
 int tg_topo_numa_index(const struct tg_topology *t, int32_t id);
 
 /* Appends the compact annotation JSON of t to *out (tg_sb from util/strbuf.h,
- * declared opaque here). Returns 0, TG_ENOMEM, or TG_EINVAL when t breaks a
- * cap (the decoder would refuse it). */
+ * declared opaque here). When the full text would exceed TG_TOPO_MAX_JSON,
+ * the domains' "roots" and "nics" lists are left empty (counts, NUMA nodes
+ * and rdma_gpus stay), so the result always decodes. Returns 0, TG_ENOMEM, or
+ * TG_EINVAL when t breaks a cap (the decoder would refuse it). */
 struct tg_sb;
 int tg_topo_encode(const struct tg_topology *t, struct tg_sb *out);
 

@@ -196,6 +196,52 @@ static void test_absurd_sizes(void **state)
     tg_sb_free(&e);
 }
 
+/* The largest topology the caps allow still encodes within the decoder's
+ * size limit (the lists are dropped) and decodes. */
+static void test_oversized_encodes_compact(void **state)
+{
+    (void)state;
+    static struct tg_topology big;
+    memset(&big, 0, sizeof big);
+    big.version = TG_TOPO_VERSION;
+    big.policy = TG_TOPO_POLICY_SINGLE_NUMA;
+    big.nnuma = TG_TOPO_MAX_NUMA;
+    for (uint32_t i = 0; i < TG_TOPO_MAX_NUMA; i++)
+        big.numa[i] = (struct tg_topo_numa){.id = (int32_t)i, .cpus = 8, .mem = 1ULL << 34};
+    big.ndomains = TG_TOPO_MAX_DOMAINS;
+    for (uint32_t i = 0; i < TG_TOPO_MAX_DOMAINS; i++) {
+        struct tg_topo_domain *d = &big.domains[i];
+        d->id = i;
+        d->numa = (int32_t)i;
+        d->nvlink = 0;
+        d->gpus = 8;
+        d->rdma_gpus = 8;
+        d->nroots = TG_TOPO_MAX_ROOTS;
+        d->nnics = TG_TOPO_MAX_NICS;
+        for (uint32_t r = 0; r < TG_TOPO_MAX_ROOTS; r++)
+            snprintf(d->roots[r], TG_TOPO_NAME, "root-with-a-long-name-%04u", r);
+        for (uint32_t k = 0; k < TG_TOPO_MAX_NICS; k++) {
+            snprintf(d->nics[k].name, TG_TOPO_NAME, "nic-with-a-long-name-%05u", k);
+            snprintf(d->nics[k].root, TG_TOPO_NAME, "root-with-a-long-name-%04u", k);
+        }
+    }
+    struct tg_sb b = {0};
+    assert_int_equal(tg_topo_encode(&big, &b), 0);
+    assert_true(b.len <= TG_TOPO_MAX_JSON);
+    const char *why = NULL;
+    assert_int_equal(tg_topo_decode(b.s, b.len, &back, &why), 0);
+    assert_int_equal(back.ndomains, TG_TOPO_MAX_DOMAINS);
+    assert_int_equal(back.domains[63].gpus, 8);
+    assert_int_equal(back.domains[63].rdma_gpus, 8);
+    assert_int_equal(back.domains[0].nnics, 0);
+    tg_sb_free(&b);
+    /* a small one keeps its lists */
+    sample(&t);
+    char *s = encode(&t);
+    assert_non_null(strstr(s, "mlx5_0"));
+    free(s);
+}
+
 /* Input is read by length: bytes after n do not count. */
 static void test_not_nul_terminated(void **state)
 {
@@ -363,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_every_truncation),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_absurd_sizes),
+        cmocka_unit_test(test_oversized_encodes_compact),
         cmocka_unit_test(test_not_nul_terminated),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_patch_body),
