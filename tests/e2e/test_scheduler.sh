@@ -52,7 +52,19 @@ start_sched() {
   eval "PID_$name=$!"
   wait_for 10 "$name ready" curl -sf "127.0.0.1:$port/readyz"
 }
-stop_sched() { local pid; eval "pid=\${PID_$1:-}"; [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; return 0; }
+# stop_sched NAME: SIGTERM; the daemon must exit 0 (a sanitizer report exits non-zero)
+stop_sched() {
+  local pid rc; eval "pid=\${PID_$1:-}"; [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid"; wait "$pid"; rc=$?
+  [ $rc = 0 ] || fail "scheduler $1 exited $rc after SIGTERM (see its log)"
+  sanitizer_clean "$WORK/$1.log"
+}
+sanitizer_clean() {
+  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:" "$1"; then
+    fail "sanitizer report in $1:"; grep -m5 -E "Sanitizer|runtime error:|#[0-9] " "$1"
+  fi
+}
 metric() { curl -s "127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
 
 # gang NS NAME MIN N GPUS TOPOLOGY [extra pod spec yaml]
@@ -253,6 +265,7 @@ case_bad_podgroups_and_shutdown() {
   # graceful shutdown: exits 0 promptly
   local t0=$SECONDS; kill -TERM "$PID_s1"; wait "$PID_s1"; local rc=$?
   check "exit 0 on SIGTERM (got $rc)" is_eq "$rc" 0
+  sanitizer_clean "$WORK/s1.log"
   check "stopped within 5 s" test $((SECONDS - t0)) -le 5
   wipe h
 }
