@@ -805,6 +805,9 @@ int tg_cmd_scheduler(int argc, char **argv)
         tg_info(C, "using the in-cluster service account");
     } else if ((rc = tg_kubeconfig_load(kubeconfig, context, &conf, err, sizeof err))) {
         fprintf(stderr, "topogang scheduler: %s\n", err[0] ? err : tg_strerror(rc));
+        if (!kubeconfig)
+            fprintf(stderr, "  (no --kubeconfig, no KUBECONFIG, and not running in a cluster: "
+                            "give one of them; see --help)\n");
         return 1;
     }
     uv_loop_t loop;
