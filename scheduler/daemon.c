@@ -7,6 +7,7 @@
  * api.{qps,burst,bindConcurrency} apply live. */
 #include "scheduler/daemon.h"
 #include "informer/kubeconfig.h"
+#include "plugins/numa.h"
 #include "scheduler/commands.h"
 #include "scheduler/metrics.h"
 #include "util/err.h"
@@ -629,6 +630,7 @@ static void on_tick(uv_timer_t *t)
     tg_metrics_set(TG_G_RELISTS, (int64_t)relists);
     tg_metrics_set(TG_G_WATCH_RESTARTS, (int64_t)restarts);
     tg_metrics_set(TG_G_DECODE_ERRORS, (int64_t)decode);
+    tg_metrics_set(TG_G_BAD_TOPOLOGY, (int64_t)tg_numa_bad_annotations());
     tg__assumed_sweep(d);
     if (d->synced && d->leader && !d->stopping)
         schedule_round(d);

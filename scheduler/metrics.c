@@ -38,6 +38,7 @@ static const char *const gauge_name[TG_G__GAUGES][2] = {
     {"topogang_informer_watch_restarts", "Watch streams restarted after errors."},
     {"topogang_informer_decode_errors", "Objects the decoder rejected."},
     {"topogang_inflight_binds", "Binding requests in flight."},
+    {"topogang_bad_topology_annotations", "Node topology annotations ignored as unreadable."},
     {NULL, NULL},
 };
 
