@@ -55,7 +55,7 @@ struct sock {
 struct tg_client {
     uv_loop_t *loop;
     CURLM *multi;
-    uv_timer_t curl_timer, kick, limiter;
+    uv_timer_t curl_timer, kick, limiter, sweep;
     int open_handles, closing;
     struct tg_kconf conf;
     char *ua;
@@ -69,6 +69,8 @@ struct tg_client {
     struct rlist q_reads, q_writes, running;
     struct sock *socks;
     struct tg_client_stats stats;
+    int verbose;                    /* TOPOGANG_CURL_VERBOSE=1: libcurl traces on stderr */
+    int in_sweep;
 };
 
 #define COMP "client"
@@ -212,6 +214,33 @@ static int on_socket(CURL *e, curl_socket_t fd, int action, void *userp, void *s
     return 0;
 }
 
+/* Once a second while transfers run: drive every transfer on every socket,
+ * not only those libcurl associated with the socket that fired. With libcurl
+ * 7.88 and several HTTP/2 streams on one connection, a stream whose
+ * connection broke was sometimes never reported (seen when kube-apiserver is
+ * SIGKILLed: the idle watch waited forever, tests/integration/test_gone.c);
+ * the sweep completes it within a second. stats.unstalled counts these. */
+static void on_sweep(uv_timer_t *t)
+{
+    struct tg_client *c = t->data;
+    curl_socket_t fds[64];
+    int n = 0, running;
+    if (!c->running.head)
+        return;
+    /* Acting as if each socket were readable runs every transfer on it; a
+     * read finding nothing just gets EAGAIN. The list can change during the
+     * calls, so the descriptors are copied first. */
+    for (struct sock *k = c->socks; k && n < 64; k = k->next)
+        fds[n++] = k->fd;
+    for (int i = 0; i < n; i++)
+        curl_multi_socket_action(c->multi, fds[i], CURL_CSELECT_IN, &running);
+    uint64_t before = c->stats.completed;
+    c->in_sweep = 1;
+    check_done(c);
+    c->in_sweep = 0;
+    c->stats.unstalled += c->stats.completed - before;
+}
+
 static void on_curl_timeout(uv_timer_t *t)
 {
     struct tg_client *c = t->data;
@@ -323,6 +352,8 @@ static int req_setup(struct tg_client *c, struct tg_req *r)
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->ua);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    if (c->verbose)
+        curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
     if (r->timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
     const struct tg_kconf *k = &c->conf;
@@ -394,12 +425,15 @@ nomem:
 static void finish(struct tg_client *c, struct tg_req *r, int err, const char *msg)
 {
     r->state = RQ_FINISHING;
+    c->stats.completed++;
+    if (c->in_sweep)
+        tg_info(COMP, "%s %s finished only when swept (err %s)", r->method, r->path,
+                err ? tg_err_name(err) : "none");
     if (!r->canceled && r->on_done) {
         struct tg_resp resp = {.err = err, .status = r->status, .body = tg_sb_str(&r->resp),
                                .len = r->resp.len, .msg = msg};
         r->on_done(r->ud, &resp);
     }
-    (void)c;
     req_free(r);
 }
 
@@ -610,6 +644,8 @@ int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
     if (!c)
         return TG_ENOMEM;
     c->loop = loop;
+    const char *v = getenv("TOPOGANG_CURL_VERBOSE");
+    c->verbose = v && *v == '1';
     if (conf_copy(&c->conf, conf) != 0)
         goto nomem;
     c->ua = strdup(opts && opts->user_agent ? opts->user_agent : "topogang/0.1");
@@ -631,8 +667,11 @@ int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
     uv_timer_init(loop, &c->curl_timer);
     uv_timer_init(loop, &c->kick);
     uv_timer_init(loop, &c->limiter);
-    c->curl_timer.data = c->kick.data = c->limiter.data = c;
-    c->open_handles = 3;
+    uv_timer_init(loop, &c->sweep);
+    c->curl_timer.data = c->kick.data = c->limiter.data = c->sweep.data = c;
+    c->open_handles = 4;
+    uv_timer_start(&c->sweep, on_sweep, 1000, 1000);
+    uv_unref((uv_handle_t *)&c->sweep);     /* never keeps the loop alive by itself */
     tg_client_set_rate(c, opts ? opts->qps : 0, opts ? opts->burst : 0);
     c->tokens = c->burst;
     c->refill_ms = uv_now(loop);
@@ -682,6 +721,7 @@ void tg_client_free(struct tg_client **pc)
     uv_close((uv_handle_t *)&c->curl_timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->kick, on_handle_closed);
     uv_close((uv_handle_t *)&c->limiter, on_handle_closed);
+    uv_close((uv_handle_t *)&c->sweep, on_handle_closed);
 }
 
 int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct tg_req **out)

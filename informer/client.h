@@ -71,6 +71,8 @@ struct tg_client_stats {
     uint64_t bytes_in;
     uint64_t http2;          /* requests answered over HTTP/2 */
     uint64_t connects;       /* new connections opened (the rest were reused) */
+    uint64_t completed;      /* requests finished (any outcome) */
+    uint64_t unstalled;      /* of those, finished by the once-a-second sweep */
 };
 
 /* Creates a client on loop for conf (copied). opts may be NULL. *out is freed

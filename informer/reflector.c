@@ -1,7 +1,9 @@
 /* List-then-watch reflector feeding a tg_store (see reflector.h).
  *
  * States: LIST (pages in flight), WATCH (stream open), WAIT (retry timer
- * armed). During a list, every item is upserted at once and its key recorded
+ * armed). As client-go, the first list asks for resourceVersion=0 (served
+ * from the apiserver's watch cache, no etcd read); a relist after 410 leaves
+ * it unset, a consistent read, so the cache never goes back in time. During a list, every item is upserted at once and its key recorded
  * in `seen`; when the last page arrives, cached objects not seen are deleted
  * (the reconcile of a relist). One request is in flight at a time. */
 #include "informer/reflector.h"
@@ -30,6 +32,7 @@ struct tg_reflector {
     struct tg_jsonl jl;
     uint32_t backoff_ms;
     int synced, listing, gone, closing, watch_got_event;
+    int consistent;                    /* next list: resourceVersion unset (from etcd) */
     void (*hook)(void *);
     void *hook_ud;
     struct tg_reflector_stats st;
@@ -151,6 +154,7 @@ static void list_finish(struct tg_reflector *r, const char *rv)
     tg_hmap_free(&r->seen);
     set_str(&r->rv, rv);
     r->listing = 0;
+    r->consistent = 0;
     if (r->st.lists++)
         r->st.relists++;
     tg_debug(COMP, "%s %s: listed %u objects at rv %s", r->o.kind->name, r->o.path,
@@ -236,6 +240,8 @@ static void list_page(struct tg_reflector *r)
     struct tg_sb p = {0};
     r->listing = 1;
     tg_sb_printf(&p, "%s?limit=%d", r->o.path, r->o.page_size);
+    if (!r->cont && !r->consistent)
+        tg_sb_puts(&p, "&resourceVersion=0");
     if (r->cont) {
         char *e = tg_url_escape(r->cont);
         tg_sb_printf(&p, "&continue=%s", e ? e : "");
@@ -322,6 +328,7 @@ static void relist(struct tg_reflector *r)
 {
     r->st.gone++;
     r->listing = 1;
+    r->consistent = 1;
     set_str(&r->cont, NULL);
     tg_hmap_free(&r->seen);
     tg_info(COMP, "%s watch %s: resourceVersion %s is gone (410): relisting", r->o.kind->name,

@@ -97,8 +97,10 @@ static void relist_after_compaction(void **s)
     struct conv v = {.c = c, .r = r, .sh = &sh};
     int ok = tgc_run_until(&loop, converged, &v, 60000);
     const struct tg_reflector_stats *st = tg_reflector_stats(r);
-    printf("# gone=%llu relists=%llu errors=%llu deletes=%d (%s)\n", (unsigned long long)st->gone,
-           (unsigned long long)st->relists, (unsigned long long)st->errors, sh.deletes, v.why);
+    printf("# gone=%llu relists=%llu errors=%llu deletes=%d unstalled=%llu (%s)\n",
+           (unsigned long long)st->gone, (unsigned long long)st->relists,
+           (unsigned long long)st->errors, sh.deletes,
+           (unsigned long long)tg_client_stats(c)->unstalled, v.why);
     assert_true(ok);
     assert_true(st->gone >= 1);
     assert_int_equal(st->relists, 1);
