@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "informer/jsonl.h"
+#include "informer/liststream.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -30,6 +31,8 @@ struct tg_reflector {
     char *cont;                        /* list continue token, owned */
     struct tg_hmap seen;               /* keys of this list's items (store's key bytes) */
     struct tg_jsonl jl;
+    struct tg_liststream ls;           /* the LIST page being received */
+    char *page_rv, *page_cont;         /* from the page's metadata, owned */
     uint32_t backoff_ms;
     int synced, listing, gone, closing, watch_got_event;
     int consistent;                    /* next list: resourceVersion unset (from etcd) */
@@ -169,70 +172,95 @@ static void list_finish(struct tg_reflector *r, const char *rv)
     }
 }
 
+/* One item of a LIST page, decoded and applied while the page downloads. */
+static int on_list_item(void *ud, const char *json, size_t len)
+{
+    struct tg_reflector *r = ud;
+    cJSON *it = cJSON_ParseWithLength(json, len);
+    if (!it) {
+        r->st.parse_errors++;
+        return TG_EPARSE;
+    }
+    void *obj;
+    int rc = r->o.kind->decode(it, &obj);
+    cJSON_Delete(it);
+    if (rc == TG_ENOMEM)
+        return rc;
+    if (rc) {
+        r->st.decode_errors++;
+        return 0;
+    }
+    const char *k = r->o.kind->key(obj);
+    if ((rc = upsert(r, obj)) != 0)
+        return rc;
+    /* The stored object's key bytes stay put until the next list ends. */
+    void *sobj = tg_store_get(&r->store, k);
+    const char *sk = sobj ? r->o.kind->key(sobj) : NULL;
+    if (sk && tg_hmap_put(&r->seen, sk, strlen(sk), 1) != 0)
+        return TG_ENOMEM;
+    return 0;
+}
+
+static int on_list_meta(void *ud, const char *json, size_t len)
+{
+    struct tg_reflector *r = ud;
+    cJSON *md = cJSON_ParseWithLength(json, len);
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+    const cJSON *cont = cJSON_GetObjectItemCaseSensitive(md, "continue");
+    set_str(&r->page_rv, cJSON_IsString(rv) ? rv->valuestring : NULL);
+    set_str(&r->page_cont, cJSON_IsString(cont) && cont->valuestring[0] ? cont->valuestring : NULL);
+    cJSON_Delete(md);
+    return 0;
+}
+
+static int on_list_chunk(void *ud, const char *data, size_t len)
+{
+    struct tg_reflector *r = ud;
+    return tg_liststream_feed(&r->ls, data, len);
+}
+
+static void list_failed(struct tg_reflector *r, int backoff)
+{
+    set_str(&r->cont, NULL);
+    tg_hmap_free(&r->seen);
+    retry(r, backoff);
+}
+
 static void on_list_done(void *ud, const struct tg_resp *resp)
 {
     struct tg_reflector *r = ud;
     r->req = NULL;
+    if (resp->err == 0 && (tg_liststream_finish(&r->ls) != 0 || !r->page_rv)) {
+        r->st.parse_errors++;
+        r->st.errors++;
+        tg_warn(COMP, "%s list %s: malformed or truncated response", r->o.kind->name, r->o.path);
+        list_failed(r, 1);
+        return;
+    }
     if (resp->err) {
         r->st.errors++;
         if (resp->err == TG_EGONE && r->cont) {
-            /* The continue token expired: start the list over. */
+            /* The continue token expired: start the list over, consistently. */
             r->st.gone++;
-            set_str(&r->cont, NULL);
-            tg_hmap_free(&r->seen);
-            retry(r, 0);
+            r->consistent = 1;
+            list_failed(r, 0);
             return;
         }
         tg_warn(COMP, "%s list %s failed: %s", r->o.kind->name, r->o.path, resp->msg);
-        set_str(&r->cont, NULL);
-        tg_hmap_free(&r->seen);
-        retry(r, 1);
-        return;
-    }
-    cJSON *root = cJSON_ParseWithLength(resp->body, resp->len);
-    const cJSON *items = cJSON_GetObjectItemCaseSensitive(root, "items");
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(root, "metadata");
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
-    const cJSON *cont = cJSON_GetObjectItemCaseSensitive(md, "continue");
-    if (!root || (!cJSON_IsArray(items) && !cJSON_IsNull(items) && items) || !cJSON_IsString(rv)) {
-        r->st.parse_errors++;
-        r->st.errors++;
-        tg_warn(COMP, "%s list %s: malformed response (%zu bytes)", r->o.kind->name, r->o.path,
-                resp->len);
-        cJSON_Delete(root);
-        set_str(&r->cont, NULL);
-        tg_hmap_free(&r->seen);
-        retry(r, 1);
+        list_failed(r, 1);
         return;
     }
     r->st.pages++;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, items) {
-        void *obj;
-        int rc = r->o.kind->decode(it, &obj);
-        if (rc) {
-            r->st.decode_errors++;
-            continue;
-        }
-        const char *k = r->o.kind->key(obj);
-        if (upsert(r, obj) == 0) {
-            /* The stored object's key bytes stay put until the next list ends. */
-            void *s = tg_store_get(&r->store, k);
-            const char *sk = s ? r->o.kind->key(s) : NULL;
-            if (sk)
-                tg_hmap_put(&r->seen, sk, strlen(sk), 1);
-        }
-    }
-    int more = cJSON_IsString(cont) && cont->valuestring[0];
-    set_str(&r->cont, more ? cont->valuestring : NULL);
-    char *rvs = strdup(rv->valuestring);
-    cJSON_Delete(root);
+    set_str(&r->cont, r->page_cont);
     backoff_reset(r);
-    if (more)
+    if (r->cont) {
         list_page(r);
-    else
-        list_finish(r, rvs ? rvs : "");
-    free(rvs);
+    } else {
+        char *rv = r->page_rv;
+        r->page_rv = NULL;
+        list_finish(r, rv ? rv : "");
+        free(rv);
+    }
 }
 
 static void list_page(struct tg_reflector *r)
@@ -248,8 +276,11 @@ static void list_page(struct tg_reflector *r)
         free(e);
     }
     append_selectors(r, &p);
-    struct tg_req_opts q = {.path = tg_sb_str(&p), .timeout_ms = 120000,
-                            .on_done = on_list_done, .ud = r};
+    tg_liststream_reset(&r->ls, on_list_item, on_list_meta, r);
+    set_str(&r->page_rv, NULL);
+    set_str(&r->page_cont, NULL);
+    struct tg_req_opts q = {.path = tg_sb_str(&p), .timeout_ms = 600000,
+                            .on_chunk = on_list_chunk, .on_done = on_list_done, .ud = r};
     if (p.oom || tg_client_request(r->c, &q, &r->req) != 0) {
         r->st.errors++;
         retry(r, 1);
@@ -445,6 +476,9 @@ static void on_closed(uv_handle_t *h)
     tg_store_free(&r->store);
     tg_hmap_free(&r->seen);
     tg_jsonl_free(&r->jl);
+    tg_liststream_free(&r->ls);
+    free(r->page_rv);
+    free(r->page_cont);
     free(r->rv);
     free(r->cont);
     free((char *)r->o.path);

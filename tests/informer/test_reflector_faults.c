@@ -192,7 +192,7 @@ static void close_all(uv_loop_t *loop, struct tg_client **c, struct tg_reflector
 
 static const struct step script[] = {
     /* 0: first page (a continue token), 1: second page */
-    {"GET /api/v1/pods?limit=2 ", LIST("10", "tok1", POD("p1", "5") "," POD("p2", "6"))},
+    {"GET /api/v1/pods?limit=2&resourceVersion=0 ", LIST("10", "tok1", POD("p1", "5") "," POD("p2", "6"))},
     {"continue=tok1", LIST("10", "", POD("p0", "7"))},
     /* 2: watch from 10: an event, then garbage */
     {"watch=1&allowWatchBookmarks=true&resourceVersion=10&",

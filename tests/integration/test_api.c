@@ -270,6 +270,8 @@ static char *whoami(struct tg_client *c, int *err)
     struct tg_req_opts o = {.method = "POST", .path = "/apis/authentication.k8s.io/v1/selfsubjectreviews",
                             .body = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}"};
     *err = tg_client_do(c, &o, &r, &body);
+    if (*err)
+        printf("# whoami: %s: %s\n", tg_err_name(*err), r.msg);
     cJSON *j = cJSON_Parse(body ? body : "");
     free(body);
     const char *u = jpath(j, "status", "userInfo", "username");
