@@ -18,14 +18,15 @@ fi
 source "$WORK/cp/env"
 K="$TG_K8S_BIN/kubectl"
 PIDS=()
+passed=0; failed=0
 cleanup() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done
   "$SRC/scripts/cluster-down" "$WORK/cp" >/dev/null 2>&1
-  rm -rf "$WORK"
+  if [ $failed -gt 0 ] || [ -n "${TOPOGANG_KEEP:-}" ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 
-passed=0; failed=0; CASE=""
+passed=0; failed=0; CASE=""  # (cleanup reads failed)
 fail() { echo "    FAIL [$CASE]: $*"; CASE_OK=0; }
 check() { local what=$1; shift; if ! "$@" >/dev/null 2>&1; then fail "$what"; fi; }
 # wait_for SECONDS DESCRIPTION CMD...: polls CMD every 0.2 s
@@ -43,11 +44,12 @@ run_case() {
   else failed=$((failed + 1)); echo "[  FAILED  ] $CASE"; fi
 }
 
-# start_sched NAME PORT [extra args]: a scheduler in the background, log in $WORK/NAME.log
+# start_sched NAME PORT [extra args]: a scheduler in the background, log in $(logf NAME)
+logf() { echo "$WORK/${CASE}_$1.log"; }
 start_sched() {
   local name=$1 port=$2; shift 2
   "$BIN" scheduler --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$port" --identity "$name" \
-    "$@" >"$WORK/$name.log" 2>&1 &
+    "$@" >"$(logf "$name")" 2>&1 &
   PIDS+=($!)
   eval "PID_$name=$!"
   wait_for 10 "$name ready" curl -sf "127.0.0.1:$port/readyz"
@@ -58,7 +60,7 @@ stop_sched() {
   kill -0 "$pid" 2>/dev/null || return 0
   kill -TERM "$pid"; wait "$pid"; rc=$?
   [ $rc = 0 ] || fail "scheduler $1 exited $rc after SIGTERM (see its log)"
-  sanitizer_clean "$WORK/$1.log"
+  sanitizer_clean "$(logf "$1")"
 }
 sanitizer_clean() {
   if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:" "$1"; then
@@ -167,7 +169,7 @@ EOF
   sleep 2 # the policy takes effect asynchronously
   start_sched s1 18104 || return
   gang d rb 4 4 8 "{required: rack}"
-  wait_for 20 "RolledBack event" has_event d rb RolledBack || { tail -5 "$WORK/s1.log"; return; }
+  wait_for 20 "RolledBack event" has_event d rb RolledBack || { tail -5 "$(logf s1)"; return; }
   wait_for 10 "bound members deleted" bash -c "[ \$($K get pods -n d --no-headers 2>/dev/null | grep -c '^rb-[012] ') = 0 ]"
   check "rb-3 still pending, unbound" is_eq "$($K get pod -n d rb-3 -o jsonpath='{.spec.nodeName}')" ""
   check "rollback counted" test "$(metric 18104 topogang_gang_rollbacks_total)" -ge 1
@@ -205,7 +207,7 @@ case_restart_completes_half_bound_gang() {
   done
   start_sched s1 18115 || return
   wait_for 15 "half-bound members deleted" bash -c "! $K get pod -n e cut-0 >/dev/null 2>&1 && ! $K get pod -n e cut-1 >/dev/null 2>&1"
-  check "RolledBack event" has_event e cut RolledBack
+  wait_for 10 "RolledBack event" has_event e cut RolledBack
   wipe e; stop_sched s1
 }
 
@@ -233,21 +235,21 @@ case_policy_live_reload() {
   newns g
   $K create configmap -n topogang-system topogang-config --from-literal=config.yaml="$(printf 'topology:\n  levels:\n    - {name: zone, nodeLabel: topology.kubernetes.io/zone}\n    - {name: rack, nodeLabel: topogang.io/rack}\n    - {name: node, nodeLabel: kubernetes.io/hostname}\n')" >/dev/null
   start_sched s1 18108 --config-map topogang-system/topogang-config || return
-  wait_for 10 "policy loaded" test "$(metric 18108 'topogang_config_reloads_total{result="ok"}')" = 1
+  wait_for 30 "policy loaded" test "$(metric 18108 'topogang_config_reloads_total{result="ok"}')" = 1
   # a bad edit is refused; the last good policy stays
   $K create configmap -n topogang-system topogang-config --from-literal=config.yaml="$(printf 'placement: {strategy: sideways}\n')" -o yaml --dry-run=client | $K replace -f - >/dev/null
-  wait_for 10 "bad policy rejected" test "$(metric 18108 'topogang_config_reloads_total{result="rejected"}')" = 1
+  wait_for 30 "bad policy rejected" test "$(metric 18108 'topogang_config_reloads_total{result="rejected"}')" = 1
   wait_for 5 "InvalidPolicy event" has_event topogang-system topogang-config InvalidPolicy
   check "still healthy" curl -sf 127.0.0.1:18108/healthz
   gang g z 1 1 8 "{required: zone}"
   wait_for 10 "old policy (with zone) still places" bound_is g z 1
   # a good edit without the zone level applies live
   $K create configmap -n topogang-system topogang-config --from-literal=config.yaml="$(printf 'topology:\n  levels:\n    - {name: rack, nodeLabel: topogang.io/rack}\n    - {name: node, nodeLabel: kubernetes.io/hostname}\n')" -o yaml --dry-run=client | $K replace -f - >/dev/null
-  wait_for 10 "new policy applied" test "$(metric 18108 'topogang_config_reloads_total{result="ok"}')" = 2
+  wait_for 30 "new policy applied" test "$(metric 18108 'topogang_config_reloads_total{result="ok"}')" = 2
   gang g z2 1 1 8 "{required: zone}"
   wait_for 10 "zone is no longer a level" has_event g z2 InvalidTopology
   check "z2 not bound" bound_is g z2 0
-  grep -q 'policy rejected' "$WORK/s1.log" || fail "log line for the rejected policy"
+  grep -q 'policy rejected' "$(logf s1)" || fail "log line for the rejected policy"
   $K delete configmap -n topogang-system topogang-config >/dev/null
   wipe g; stop_sched s1
 }
@@ -265,7 +267,7 @@ case_bad_podgroups_and_shutdown() {
   # graceful shutdown: exits 0 promptly
   local t0=$SECONDS; kill -TERM "$PID_s1"; wait "$PID_s1"; local rc=$?
   check "exit 0 on SIGTERM (got $rc)" is_eq "$rc" 0
-  sanitizer_clean "$WORK/s1.log"
+  sanitizer_clean "$(logf s1)"
   check "stopped within 5 s" test $((SECONDS - t0)) -le 5
   wipe h
 }
