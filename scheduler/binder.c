@@ -294,6 +294,10 @@ int tg__bind_gang(struct tg_daemon *d, struct tg_dgang *g, struct tg_pod **pods,
         }
         b->name = b->key + (strlen(b->ns) + 1);
     }
+    if (op->n == 0) {
+        op_free(op);
+        return 0;
+    }
     g->op = op;
     g->phase = TG_PG_SCHEDULING;
     snprintf(g->reason, sizeof g->reason, "binding %u pod(s) in %s %s", op->n, g->level,

@@ -69,6 +69,7 @@ struct tg_dgang *tg__gang(struct tg_daemon *d, const char *key, uint32_t ns, int
 
 static void gang_free(struct tg_dgang *g)
 {
+    free(g->status_want);
     for (uint32_t i = 0; i < g->npending; i++)
         free(g->pending[i]);
     free(g->pending);
@@ -77,7 +78,8 @@ static void gang_free(struct tg_dgang *g)
     free(g);
 }
 
-/* A gang with nothing pending, nothing bound and nothing in flight goes. */
+/* A gang with nothing pending, nothing bound and nothing in flight goes (a
+ * status patch still in flight finds no gang when it completes: fine). */
 static void gang_maybe_drop(struct tg_daemon *d, struct tg_dgang *g)
 {
     if (g->npending || g->nbound || g->op)
@@ -117,6 +119,48 @@ static void on_written(void *ud, const struct tg_resp *r)
         tg_warn(C, "%s failed: %s (HTTP %ld)", what, r->msg ? r->msg : tg_strerror(r->err), r->status);
 }
 
+struct patchctx {
+    struct tg_daemon *d;
+    char key[];
+};
+
+static void send_status(struct tg_daemon *d, struct tg_dgang *g);
+
+static void on_status_patched(void *ud, const struct tg_resp *r)
+{
+    struct patchctx *pc = ud;
+    on_written("PodGroup status patch", r);
+    uint64_t v;
+    if (tg_hmap_get(&pc->d->gangs, pc->key, strlen(pc->key), &v)) {
+        struct tg_dgang *g = (struct tg_dgang *)(uintptr_t)v;
+        g->patch_inflight = 0;
+        send_status(pc->d, g);
+    }
+    free(pc);
+}
+
+/* Sends the wanted status unless a patch of this gang is in flight. */
+static void send_status(struct tg_daemon *d, struct tg_dgang *g)
+{
+    if (g->patch_inflight || !g->status_want)
+        return;
+    size_t kl = strlen(g->key);
+    struct patchctx *pc = malloc(sizeof *pc + kl + 1);
+    if (!pc)
+        return;
+    pc->d = d;
+    memcpy(pc->key, g->key, kl + 1);
+    const char *ns = tg_str(g->ns), *name = strchr(g->key, '/') + 1;
+    if (tg_api_patch_podgroup_status(d->client, ns, name, g->status_want, on_status_patched, pc)) {
+        free(pc);
+        return;
+    }
+    free(g->status_want);
+    g->status_want = NULL;
+    g->patch_inflight = 1;
+    tg_metrics_inc(TG_M_STATUS_PATCHES, 1);
+}
+
 void tg__gang_report(struct tg_daemon *d, struct tg_dgang *g, const char *event_type,
                      const char *event_reason)
 {
@@ -148,9 +192,9 @@ void tg__gang_report(struct tg_daemon *d, struct tg_dgang *g, const char *event_
             if (dot)
                 strcpy(dot, "Z"); /* metav1.Time has seconds only */
             tg_sb_printf(&sig, ",\"lastTransitionTime\":\"%s\"}]}", when);
-            if (tg_api_patch_podgroup_status(d->client, ns, name, tg_sb_str(&sig), on_written,
-                                             "PodGroup status patch") == 0)
-                tg_metrics_inc(TG_M_STATUS_PATCHES, 1);
+            free(g->status_want);
+            g->status_want = strdup(tg_sb_str(&sig));
+            send_status(d, g);
         }
         tg_sb_free(&sig);
     }
@@ -473,6 +517,12 @@ static void try_gang(struct tg_daemon *d, struct tg_dgang *g, const struct tg_po
         struct tg_pod *p = tg_store_get(ps, g->pending[i]);
         if (p && !p->node && !tg_cluster_usage(&d->sched.cluster, p->key))
             pods[n++] = p;
+    }
+    if (n == 0) {
+        /* every pending member is assumed or already bound: the two pod watches
+         * are not ordered, so the pending stream has not caught up yet */
+        free(pods);
+        return;
     }
     uint32_t min = pg ? (uint32_t)pg->min_member : 1;
     int64_t timeout_s = pg && pg->timeout_s ? pg->timeout_s : d->sched.policy.gang_timeout_s;

@@ -43,7 +43,10 @@ struct tg_dgang {
     struct tg_bindop *op;               /* binding in flight */
     char reason[1024];                  /* why it waits, "" when placed */
     char level[64], domain[512];        /* placement */
-    char *status_sig;                   /* last status written (without times) */
+    char *status_sig;                   /* last status wanted (without times) */
+    char *status_want;                  /* status body waiting for the one in flight */
+    uint8_t patch_inflight;             /* one status patch at a time: patches sent
+                                           together may be applied out of order */
     char event_sig[96];                 /* last event reason + hash, for de-duplication */
     int64_t event_ms;
 };
