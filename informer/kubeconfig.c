@@ -305,12 +305,15 @@ int tg_kubeconfig_incluster(const char *root, struct tg_kconf *out)
     if (!root)
         root = SA_ROOT;
     int v6 = strchr(host, ':') != NULL;
-    if (asprintf(&out->server, v6 ? "https://[%s]:%s" : "https://%s:%s", host, port) < 0 ||
-        asprintf(&out->ca_file, "%s/ca.crt", root) < 0 ||
-        asprintf(&out->token_file, "%s/token", root) < 0) {
-        out->server = out->ca_file = out->token_file = NULL;
+    /* asprintf leaves its pointer undefined on failure: NULL it at once */
+    if (asprintf(&out->server, v6 ? "https://[%s]:%s" : "https://%s:%s", host, port) < 0)
+        out->server = NULL;
+    if (asprintf(&out->ca_file, "%s/ca.crt", root) < 0)
+        out->ca_file = NULL;
+    if (asprintf(&out->token_file, "%s/token", root) < 0)
+        out->token_file = NULL;
+    if (!out->server || !out->ca_file || !out->token_file)
         goto fail;
-    }
     FILE *f;
     char nsbuf[256] = "default";
     char *nspath = NULL;

@@ -44,6 +44,20 @@ static long rss_kib(void)
     return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/* Peak RSS of the process so far (VmHWM), KiB. */
+static long peak_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
 static double cpu_s(void)
 {
     struct rusage ru;
@@ -194,6 +208,11 @@ static void on_synced(void *ud)
     synced_flag = 1;
 }
 
+static void stop_loop(uv_timer_t *t)
+{
+    uv_stop(t->loop);
+}
+
 static int cmd_sync(int page, int watch_s)
 {
     if (open_client(0))
@@ -218,18 +237,25 @@ static int cmd_sync(int page, int watch_s)
     uint32_t pods = tg_store_len(tg_informer_store(inf, TG_INF_PODS_PENDING)) +
                     tg_store_len(tg_informer_store(inf, TG_INF_PODS_BOUND));
     printf("sync nodes=%u pods=%u seconds=%.3f cpu_s=%.3f rss_kib_before=%ld rss_kib_synced=%ld "
-           "rss_kib_trimmed=%ld bytes_per_object=%.0f bytes_per_object_trimmed=%.0f interned=%u "
-           "http2=%llu connections=%llu\n",
-           nodes, pods, dt, dcpu, rss0, rss1, rss2, (double)(rss1 - rss0) * 1024 / (nodes + pods),
+           "rss_kib_trimmed=%ld rss_kib_peak=%ld bytes_per_object=%.0f bytes_per_object_trimmed=%.0f interned=%u "
+           "http2=%llu connections=%llu pages=%llu unstalled=%llu\n",
+           nodes, pods, dt, dcpu, rss0, rss1, rss2, peak_kib(), (double)(rss1 - rss0) * 1024 / (nodes + pods),
            (double)(rss2 - rss0) * 1024 / (nodes + pods), tg_intern_count(),
            (unsigned long long)tg_client_stats(client)->http2,
-           (unsigned long long)tg_client_stats(client)->connects);
+           (unsigned long long)tg_client_stats(client)->connects,
+           (unsigned long long)(tg_reflector_stats(inf->r[TG_INF_NODES])->pages +
+                                tg_reflector_stats(inf->r[TG_INF_PODS_PENDING])->pages +
+                                tg_reflector_stats(inf->r[TG_INF_PODS_BOUND])->pages),
+           (unsigned long long)tg_client_stats(client)->unstalled);
     fflush(stdout);
     if (watch_s) {
         cnt.events = 0;
         double w0 = now_s(), wc0 = cpu_s();
-        while (now_s() - w0 < watch_s)
-            uv_run(&loop, UV_RUN_NOWAIT) ? usleep(200) : usleep(1000);
+        uv_timer_t stop;
+        uv_timer_init(&loop, &stop);
+        uv_timer_start(&stop, stop_loop, (uint64_t)watch_s * 1000, 0);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_close((uv_handle_t *)&stop, NULL);
         double wdt = now_s() - w0, wcpu = cpu_s() - wc0;
         printf("watch events=%llu seconds=%.2f events_per_s=%.0f cpu_s=%.3f cpu_us_per_event=%.1f\n",
                (unsigned long long)cnt.events, wdt, (double)cnt.events / wdt, wcpu,

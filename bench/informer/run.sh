@@ -65,6 +65,7 @@ echo "## medians over $runs runs" | tee -a "$out"
   echo "informer_cpu_s=$(grep '^informer' "$out" | med cpu_s)"
   echo "bytes_per_object_synced=$(grep '^informer' "$out" | med bytes_per_object)"
   echo "bytes_per_object_trimmed=$(grep '^informer' "$out" | med bytes_per_object_trimmed)"
+  echo "rss_kib_peak=$(grep '^informer' "$out" | med rss_kib_peak)"
   grep '^watch' "$out" | tr ' ' '\n' | grep -E 'events_per_s|cpu_us_per_event'
   grep '^churn' "$out" | tr ' ' '\n' | grep writes_per_s
 } | tee -a "$out"
