@@ -211,12 +211,13 @@ case_restart_completes_half_bound_gang() {
   wipe e; stop_sched s1
 }
 
+one_leader() { [ "$(leader_of "$@" | wc -l)" = 1 ]; }
 leader_of() { for p in "$@"; do curl -s "127.0.0.1:$p/readyz" | grep -q leader && echo "$p"; done; }
 case_leader_election_failover() {
   newns f
   start_sched r1 18106 --leader-elect --lease topogang-system/e2e-lease --lease-duration 4 || return
   start_sched r2 18107 --leader-elect --lease topogang-system/e2e-lease --lease-duration 4 || return
-  wait_for 10 "one leader" bash -c "[ \$(for p in 18106 18107; do curl -s 127.0.0.1:\$p/readyz | grep -c 'ok: leader'; done | paste -sd+ | bc) = 1 ]" || return
+  wait_for 10 "one leader" one_leader 18106 18107 || return
   local lead; lead=$(leader_of 18106 18107)
   local other=18107 leadname=r1; [ "$lead" = 18107 ] && other=18106 && leadname=r2
   check "holder recorded in the Lease" is_eq "$($K get lease -n topogang-system e2e-lease -o jsonpath='{.spec.holderIdentity}')" "$leadname"
