@@ -20,7 +20,7 @@ struct shadow {
     int dup_adds, bad_updates, bad_deletes;
 };
 
-static void sh_add(void *ud, const void *o)
+__attribute__((unused)) static void sh_add(void *ud, const void *o)
 {
     struct shadow *s = ud;
     const char *k = s->kind->key(o);
@@ -34,7 +34,7 @@ static void sh_add(void *ud, const void *o)
     tg_hmap_put(&s->keys, d, strlen(d), (uint64_t)(uintptr_t)d);
 }
 
-static void sh_update(void *ud, const void *old, const void *o)
+__attribute__((unused)) static void sh_update(void *ud, const void *old, const void *o)
 {
     struct shadow *s = ud;
     const char *k = s->kind->key(o);
@@ -44,7 +44,7 @@ static void sh_update(void *ud, const void *old, const void *o)
         s->bad_updates++;
 }
 
-static void sh_delete(void *ud, const void *o)
+__attribute__((unused)) static void sh_delete(void *ud, const void *o)
 {
     struct shadow *s = ud;
     const char *k = s->kind->key(o);
@@ -58,7 +58,7 @@ static void sh_delete(void *ud, const void *o)
     free((char *)(uintptr_t)v);
 }
 
-static void sh_free(struct shadow *s)
+__attribute__((unused)) static void sh_free(struct shadow *s)
 {
     for (uint32_t i = 0; i < s->keys.cap; i++) {
         const struct tg_hslot *sl = &s->keys.slots[i];
@@ -68,14 +68,14 @@ static void sh_free(struct shadow *s)
     tg_hmap_free(&s->keys);
 }
 
-static struct tg_handlers sh_handlers(struct shadow *s, const struct tg_kind *k)
+__attribute__((unused)) static struct tg_handlers sh_handlers(struct shadow *s, const struct tg_kind *k)
 {
     s->kind = k;
     return (struct tg_handlers){sh_add, sh_update, sh_delete, NULL, s};
 }
 
 /* The shadow agrees with the store: every stored key is known and counts match. */
-static int sh_consistent(const struct shadow *s, const struct tg_store *st)
+__attribute__((unused)) static int sh_consistent(const struct shadow *s, const struct tg_store *st)
 {
     if (s->dup_adds || s->bad_updates || s->bad_deletes || s->keys.len != tg_store_len(st))
         return 0;
@@ -104,9 +104,9 @@ struct driver {
     int expect_ok;               /* count failures but do not print them */
 };
 
-static void drv_fill(struct driver *d);
+__attribute__((unused)) static void drv_fill(struct driver *d);
 
-static void drv_done(void *ud, const struct tg_resp *r)
+__attribute__((unused)) static void drv_done(void *ud, const struct tg_resp *r)
 {
     struct driver *d = ud;
     d->done++;
@@ -119,7 +119,7 @@ static void drv_done(void *ud, const struct tg_resp *r)
     drv_fill(d);
 }
 
-static void drv_fill(struct driver *d)
+__attribute__((unused)) static void drv_fill(struct driver *d)
 {
     while (d->inflight < d->window && d->next < d->n) {
         struct op *o = &d->ops[d->next++];
@@ -135,15 +135,15 @@ static void drv_fill(struct driver *d)
     }
 }
 
-static int drv_finished(void *ud)
+__attribute__((unused)) static int drv_finished(void *ud)
 {
     struct driver *d = ud;
     return d->done == d->n;
 }
 
-static void drv_add(struct driver *d, const char *method, const char *ctype, const char *body,
+__attribute__((unused)) static void drv_add(struct driver *d, const char *method, const char *ctype, const char *body,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void drv_add(struct driver *d, const char *method, const char *ctype, const char *body,
+__attribute__((unused)) static void drv_add(struct driver *d, const char *method, const char *ctype, const char *body,
                     const char *fmt, ...)
 {
     d->ops = realloc(d->ops, (size_t)(d->n + 1) * sizeof *d->ops);
@@ -157,7 +157,7 @@ static void drv_add(struct driver *d, const char *method, const char *ctype, con
     va_end(ap);
 }
 
-static void drv_reset(struct driver *d)
+__attribute__((unused)) static void drv_reset(struct driver *d)
 {
     for (int i = 0; i < d->n; i++)
         free(d->ops[i].body);
@@ -170,7 +170,7 @@ static void drv_reset(struct driver *d)
 }
 
 /* Runs every queued op; returns the number that failed. */
-static int drv_run(struct driver *d, uv_loop_t *loop)
+__attribute__((unused)) static int drv_run(struct driver *d, uv_loop_t *loop)
 {
     drv_fill(d);
     if (!tgc_run_until(loop, drv_finished, d, 300000))
@@ -182,7 +182,7 @@ static int drv_run(struct driver *d, uv_loop_t *loop)
 
 /* 1 when the store holds exactly the objects (keys and resourceVersions) that
  * GET path returns; prints the first difference into why. */
-static int cache_equals_list(struct tg_client *c, const struct tg_store *st, const char *path,
+__attribute__((unused)) static int cache_equals_list(struct tg_client *c, const struct tg_store *st, const char *path,
                              int namespaced, char *why, size_t whylen)
 {
     struct tg_resp r;
