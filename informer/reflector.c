@@ -36,6 +36,7 @@ struct tg_reflector {
     uint32_t backoff_ms;
     int synced, listing, gone, closing, watch_got_event;
     int consistent;                    /* next list: resourceVersion unset (from etcd) */
+    uint64_t watch_started;            /* uv_now() when the watch was sent */
     void (*hook)(void *);
     void *hook_ud;
     struct tg_reflector_stats st;
@@ -379,7 +380,12 @@ static void on_watch_done(void *ud, const struct tg_resp *resp)
         return;
     }
     if (resp->err == 0 && !partial) {
-        retry(r, 0);                   /* server timeout: watch on */
+        /* Server timeout: watch on at once; but a server that ends every
+         * watch at once, empty, gets the backoff rather than a busy loop. */
+        uv_update_time(tg_client_loop(r->c));
+        int empty_fast = !r->watch_got_event &&
+                         uv_now(tg_client_loop(r->c)) - r->watch_started < 1000;
+        retry(r, empty_fast);
         return;
     }
     r->st.errors++;
@@ -404,6 +410,7 @@ static void watch_start(struct tg_reflector *r)
     append_selectors(r, &p);
     r->watch_got_event = 0;
     r->gone = 0;
+    r->watch_started = uv_now(tg_client_loop(r->c));
     tg_jsonl_reset(&r->jl);
     struct tg_req_opts q = {.path = tg_sb_str(&p), .timeout_ms = -1,
                             .on_chunk = on_watch_chunk, .on_done = on_watch_done, .ud = r};
