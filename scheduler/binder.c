@@ -130,10 +130,21 @@ static void on_deleted(void *ud, const struct tg_resp *r)
                 r->status);
 }
 
+static void dequeue(struct tg_daemon *d, struct tg_bindop *op)
+{
+    for (uint32_t i = 0; op->queued && i < d->nbindq; i++)
+        if (d->bindq[i] == op) {
+            memmove(d->bindq + i, d->bindq + i + 1, (d->nbindq - i - 1) * sizeof *d->bindq);
+            d->nbindq--;
+            op->queued = 0;
+        }
+}
+
 static void complete(struct tg_bindop *op)
 {
     struct tg_daemon *d = op->d;
     struct tg_dgang *g = op->g;
+    dequeue(d, op); /* it may still be queued when its last bind filled the limit */
     g->op = NULL;
     if (op->ok >= op->must && op->ok > 0) {
         for (uint32_t i = 0; i < op->n; i++)
@@ -247,8 +258,7 @@ void tg__binder_pump(struct tg_daemon *d)
             if (op->p[i].state == B_WAIT)
                 b = &op->p[i];
         if (!b) {
-            op->queued = 0;
-            memmove(d->bindq, d->bindq + 1, (--d->nbindq) * sizeof *d->bindq);
+            dequeue(d, op);
             continue;
         }
         b->state = B_INFLIGHT;

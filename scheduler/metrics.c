@@ -50,7 +50,7 @@ static const char *const histo_name[TG_H__HISTOS][2] = {
 };
 
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+                                 0.25, 0.5, 1, 2.5, 5, 7.5, 10, 15, 20, 30, 45, 60, 120, 300};
 #define NB (sizeof buckets / sizeof buckets[0])
 
 static _Atomic uint64_t counters[TG_M__COUNTERS];

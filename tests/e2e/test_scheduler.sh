@@ -104,9 +104,19 @@ $K create ns topogang-system >/dev/null
 "$SRC/scripts/fake-nodes" --nodes 8 --zones 1 --blocks 1 --rack-size 4 --clique-size 2 | $K create -f - >/dev/null
 
 case_gang_all_or_nothing() {
-  newns a; start_sched s1 18101 || return
+  newns a
+  # fewer binds in flight than members: the binder queues (and must not lose) ops
+  printf 'api: {bindConcurrency: 1}\n' > "$WORK/conc.yaml"
+  start_sched s1 18101 --config "$WORK/conc.yaml" || return
   gang a train 4 4 8 "{required: rack}"
+  gang a small 3 3 1 "{required: node}"
+  for i in 0 1 2 3 4; do
+    printf -- 'apiVersion: v1\nkind: Pod\nmetadata: {name: single-%s, namespace: a}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [{name: c, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}]}\n' $i | $K create -f - >/dev/null
+  done
   wait_for 15 "4 bound" bound_is a train 4 || return
+  wait_for 15 "the 3-pod gang on one node" bound_is a small 3
+  check "small gang on one node" is_eq "$(nodes_of a small | wc -l)" 1
+  wait_for 15 "5 single pods bound" bash -c "[ \$($K get pods -n a --field-selector spec.nodeName!= --no-headers | grep -c '^single-') = 5 ]"
   local racks; racks=$(for n in $(nodes_of a train); do rack_of "$n"; echo; done | sort -u | grep -c .)
   check "all members in one rack" is_eq "$racks" 1
   wait_for 10 "PodGroup Scheduled" pg_phase_is a train Scheduled
