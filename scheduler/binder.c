@@ -38,6 +38,7 @@ struct tg_bindop {
     struct tg_dgang *g;
     struct bindpod *p;
     uint32_t n, ok, failed, must, inflight;
+    uint32_t base;                      /* members bound before this attempt */
     int queued;
 };
 
@@ -161,6 +162,7 @@ static void complete(struct tg_bindop *op)
             snprintf(g->reason, sizeof g->reason, "bound %u pod(s) in %s %s", op->ok, g->level,
                      g->domain[0] ? g->domain : "(cluster)");
         g->phase = op->failed ? TG_PG_PENDING : TG_PG_SCHEDULED;
+        g->nbound_known = op->base + op->ok;
         tg_info(C, "gang %s: %s", g->key, g->reason);
         tg__gang_report(d, g, "Normal", "Scheduled");
         g->reason[0] = 0;
@@ -263,6 +265,8 @@ void tg__binder_pump(struct tg_daemon *d)
         }
         b->state = B_INFLIGHT;
         b->tries++;
+        if (!op->g->op_start_ms)
+            op->g->op_start_ms = (int64_t)uv_now(d->loop);
         b->t0 = uv_hrtime();
         int rc = tg_api_bind(d->client, b->ns, b->name, b->uid, b->node, on_bound, b);
         if (rc) {
@@ -310,9 +314,12 @@ int tg__bind_gang(struct tg_daemon *d, struct tg_dgang *g, struct tg_pod **pods,
     }
     g->op = op;
     g->phase = TG_PG_SCHEDULING;
+    g->op_start_ms = 0; /* set when its first bind is sent (queueing is not binding) */
+    op->base = g->nbound;
     snprintf(g->reason, sizeof g->reason, "binding %u pod(s) in %s %s", op->n, g->level,
              g->domain[0] ? g->domain : "(cluster)");
-    tg__gang_report(d, g, NULL, NULL);
+    /* no status write yet: most gangs bind within milliseconds, and the
+     * scheduling tick writes Scheduling only if the binds take over a second */
     enqueue(d, op);
     tg__binder_pump(d);
     return 0;

@@ -171,7 +171,9 @@ void tg__gang_report(struct tg_daemon *d, struct tg_dgang *g, const char *event_
     if (pg) {
         struct tg_sb sig = {0};
         int ok = g->phase == TG_PG_SCHEDULED;
-        tg_sb_printf(&sig, "{\"phase\":\"%s\",\"scheduled\":%u", phase_name(g->phase), g->nbound);
+        /* our own binds count at once: the informer catching up changes nothing */
+        uint32_t scheduled = g->nbound > g->nbound_known ? g->nbound : g->nbound_known;
+        tg_sb_printf(&sig, "{\"phase\":\"%s\",\"scheduled\":%u", phase_name(g->phase), scheduled);
         if (g->level[0]) {
             tg_sb_printf(&sig, ",\"placement\":{\"level\":");
             tg_sb_json_str(&sig, g->level);
@@ -371,6 +373,10 @@ static void bound_delete(void *ud, const void *obj)
             struct tg_dgang *g = (struct tg_dgang *)(uintptr_t)v;
             if (g->nbound)
                 g->nbound--;
+            if (g->nbound_known > g->nbound)
+                g->nbound_known = g->nbound;
+            if (!g->op && g->phase == TG_PG_SCHEDULED)
+                tg__gang_report(d, g, NULL, NULL); /* scheduled count changed */
             gang_maybe_drop(d, g);
         }
     }
@@ -608,6 +614,11 @@ static void schedule_round(struct tg_daemon *d)
     while ((s = tg_hmap_next(&d->gangs, &pos))) {
         struct tg_dgang *g = (struct tg_dgang *)(uintptr_t)s->val;
         pods += g->npending;
+        if (g->op && g->phase == TG_PG_SCHEDULING && g->op_start_ms > 0 &&
+            now - g->op_start_ms > 1000) {
+            g->op_start_ms = -1; /* binds slower than a second: say so, once */
+            tg__gang_report(d, g, NULL, NULL);
+        }
         if (!g->npending || g->op)
             continue;
         /* backoff, unless the cluster changed in a way that may help */

@@ -34,6 +34,9 @@ struct tg_dgang {
     char **pending;
     uint32_t npending, cap;
     uint32_t nbound;                    /* bound members seen by the informer */
+    uint32_t nbound_known;              /* bound members we know of: those seen before the
+                                           last bind attempt plus its successful binds */
+    int64_t op_start_ms;                /* loop ms when the binds in flight started */
     int64_t first_seen_ms;              /* wall clock, for e2e latency and the timeout */
     int64_t next_try_ms;                /* backoff: not before this (loop time) */
     int64_t last_try_ms;
