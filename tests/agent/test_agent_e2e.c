@@ -23,18 +23,13 @@ static pid_t sched = -1;
 static void capture(struct tg_sb *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void capture(struct tg_sb *out, const char *fmt, ...)
 {
-    char cmd[8192], buf[4096];
+    char cmd[8192];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
     tg_sb_reset(out);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-        tg_sb_putn(out, buf, n);
-    pclose(p);
+    (void)td_run(cmd, out); /* status not checked, as before */
 }
 
 static int create_node(const char *name, int gpus, int cpus)

@@ -24,14 +24,7 @@ static int run(const char *args, struct tg_sb *out)
     assert_non_null(bin);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "ASAN_OPTIONS=detect_leaks=0 '%s' agent %s 2>/dev/null", bin, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-        tg_sb_putn(out, buf, n);
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return td_run(cmd, out);
 }
 
 /* The line after "annotation topogang.io/topology:" decoded. */

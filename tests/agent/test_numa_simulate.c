@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "plugins/plugin.h"
 #include "util/strbuf.h"
 
@@ -34,14 +35,7 @@ static int simulate(const char *files, struct tg_sb *out)
     snprintf(cmd, sizeof cmd, "ASAN_OPTIONS=detect_leaks=0 '%s' simulate -q -o json%s", bin,
              tg_sb_str(&args));
     tg_sb_free(&args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-        tg_sb_putn(out, buf, n);
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return td_run(cmd, out);
 }
 
 static void test_four_gpus_go_to_one_domain(void **state)
