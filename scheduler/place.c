@@ -25,7 +25,7 @@
 #include <string.h>
 
 #define NONE TG_NONE
-enum { MAX_TRIES = 8, MAX_HIST = 32 };
+enum { MAX_TRIES = 8, MAX_HIST = 32, MAX_PLUGINS = 16 };
 
 struct hist {
     uint8_t reason[MAX_HIST];
@@ -56,7 +56,7 @@ struct pc {
     uint32_t *touched;                  /* slots with pods assumed this attempt */
     uint32_t ntouched;
     uint8_t *is_touched;
-    uint8_t *exhausted;                 /* per domain/slot during one fill loop */
+    int64_t weight[MAX_PLUGINS];        /* score weight per tg_plugins[] entry */
 };
 
 static void hist_add(struct hist *h, uint8_t reason, uint32_t arg)
@@ -135,15 +135,9 @@ static int32_t slot_score(struct pc *x, struct set *st, uint32_t slot)
     if (st->score[slot] >= 0)
         return st->score[slot];
     int64_t sum = 0;
-    const struct tg_policy *pol = &x->s->policy;
-    for (const struct tg_plugin *const *p = tg_plugins; *p; p++) {
-        if (!(*p)->score)
-            continue;
-        int64_t w = !strcmp((*p)->name, "NodeResourcesFit") ? pol->score_binpack
-                    : !strcmp((*p)->name, "NUMA")           ? pol->score_numa
-                                                            : 10;
-        sum += w * (*p)->score(&x->cx, &st->sh, slot);
-    }
+    for (int i = 0; tg_plugins[i] && i < MAX_PLUGINS; i++)
+        if (tg_plugins[i]->score)
+            sum += x->weight[i] * tg_plugins[i]->score(&x->cx, &st->sh, slot);
     st->score[slot] = (int32_t)(sum > INT32_MAX ? INT32_MAX : sum);
     return st->score[slot];
 }
@@ -610,6 +604,12 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
         return rc;
     for (uint32_t i = 0; i < x.nsets; i++)
         count_all(&x, &x.sets[i]);
+    for (int i = 0; tg_plugins[i] && i < MAX_PLUGINS; i++) {
+        const char *n = tg_plugins[i]->name;
+        x.weight[i] = !strcmp(n, "NodeResourcesFit") ? s->policy.score_binpack
+                      : !strcmp(n, "NUMA")           ? s->policy.score_numa
+                                                     : 10;
+    }
 
     uint32_t min_member = g->pg ? (uint32_t)g->pg->min_member : 1;
     uint32_t must = min_member > g->nbound ? min_member - g->nbound : 1;
