@@ -346,6 +346,8 @@ static void bound_add(void *ud, const void *obj)
         struct tg_dgang *g = tg__gang(d, key, p->ns, 1);
         if (g) {
             g->nbound++;
+            if (!g->anchor_node)
+                g->anchor_node = p->node;
             if (!g->op && g->phase == TG_PG_SCHEDULED)
                 tg__gang_report(d, g, NULL, NULL); /* scheduled count changed */
         }
@@ -373,6 +375,8 @@ static void bound_delete(void *ud, const void *obj)
             struct tg_dgang *g = (struct tg_dgang *)(uintptr_t)v;
             if (g->nbound)
                 g->nbound--;
+            if (!g->nbound)
+                g->anchor_node = 0;
             if (g->nbound_known > g->nbound)
                 g->nbound_known = g->nbound;
             if (!g->op && g->phase == TG_PG_SCHEDULED)
@@ -546,19 +550,9 @@ static void try_gang(struct tg_daemon *d, struct tg_dgang *g, const struct tg_po
         return;
     }
     /* anchor: a bound member's node keeps the rest in the same domain */
-    uint32_t anchor = TG_NONE;
-    if (g->nbound) {
-        const struct tg_store *bs = tg_informer_store(d->inf, TG_INF_PODS_BOUND);
-        for (uint32_t i = 0; i < tg_store_len(bs) && anchor == TG_NONE; i++) {
-            const struct tg_pod *p = tg_store_at(bs, i);
-            char key[512];
-            if (!p->group)
-                continue;
-            gang_key(p, key, sizeof key);
-            if (!strcmp(key, g->key))
-                anchor = tg_cluster_slot(&d->sched.cluster, p->node, 0);
-        }
-    }
+    uint32_t anchor = g->nbound && g->anchor_node
+                          ? tg_cluster_slot(&d->sched.cluster, g->anchor_node, 0)
+                          : TG_NONE;
     struct tg_gang gg = {.name = g->key, .pg = pg, .pods = pods, .npods = n, .nbound = g->nbound,
                          .anchor = anchor};
     struct tg_result r;

@@ -34,6 +34,8 @@ struct tg_dgang {
     char **pending;
     uint32_t npending, cap;
     uint32_t nbound;                    /* bound members seen by the informer */
+    uint32_t anchor_node;               /* interned node of a bound member, 0 when none:
+                                           the rest of the gang joins its domain */
     uint32_t nbound_known;              /* bound members we know of: those seen before the
                                            last bind attempt plus its successful binds */
     int64_t op_start_ms;                /* loop ms when the binds in flight started */

@@ -10,10 +10,12 @@
 #include "util/yamljson.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 struct gang_rec {
@@ -623,9 +625,6 @@ static void usage(FILE *f)
 }
 
 static int load_path(struct tg_sim *sim, const char *path, struct tg_sb *err);
-
-#include <dirent.h>
-#include <sys/stat.h>
 
 static int cmp_str(const void *a, const void *b)
 {
