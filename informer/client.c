@@ -222,6 +222,8 @@ static int on_socket(CURL *e, curl_socket_t fd, int action, void *userp, void *s
  * the sweep completes it. Under load a few ordinary responses (about 1 in
  * 8,000 PATCHes in bench/informer) also complete only here, so the period
  * bounds that extra latency. stats.unstalled counts these. */
+enum { STALL_S = 30 };
+
 static void on_sweep(uv_timer_t *t)
 {
     struct tg_client *c = t->data;
@@ -356,8 +358,15 @@ static int req_setup(struct tg_client *c, struct tg_req *r)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     if (c->verbose)
         curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
-    if (r->timeout_ms > 0)
+    if (r->timeout_ms > 0) {
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+        /* A request (not a watch, which may idle) that receives nothing for
+         * STALL_S seconds fails with TG_ETIMEOUT and its caller retries: with
+         * libcurl 7.88 an HTTP/2 stream can stop mid-body on a shared
+         * connection, and a 10-minute LIST would otherwise blind the caches. */
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)STALL_S);
+    }
     const struct tg_kconf *k = &c->conf;
     if (k->ca_data) {
         struct curl_blob b = {k->ca_data, k->ca_len, CURL_BLOB_COPY};
