@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "scheduler/commands.h"
+#include "agent/agent.h"
+#include "informer/informer.h"
+#include "scheduler/daemon/daemon.h"
+#include "scheduler/sim/simulate.h"
 
 static const struct {
     const char *name;

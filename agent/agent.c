@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "agent/publish.h"
-#include "scheduler/commands.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/strbuf.h"

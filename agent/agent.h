@@ -3,15 +3,18 @@
  * Options (see --help): --once, --print, --topology-xml FILE,
  * --nvidia-smi-topo FILE, --topology-policy none|single-numa-node|restricted,
  * --node-name NAME (default $NODE_NAME), --interval SECONDS, --kubeconfig.
- * The command itself is tg_cmd_agent (scheduler/commands.h). */
+ * The command itself is tg_cmd_agent; main.c dispatches to it. */
 #ifndef TG_AGENT_AGENT_H
 #define TG_AGENT_AGENT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* `topogang agent ...`: returns the exit code (0 ok, 1 failure, 2 usage). */
+int tg_cmd_agent(int argc, char **argv);
+
 #include "agent/discover.h"
-#include "agent/topology.h"
+#include "model/topology.h"
 
 struct tg_agent_opts {
     const char *topology_xml;           /* NULL: the live machine */

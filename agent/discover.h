@@ -13,7 +13,7 @@
  *    the GPUs sharing a PCIe switch (PIX/PXB) or root (PHB) with an RDMA NIC
  *    are GPUDirect RDMA pairs;
  *  - NVSwitches (PCI subtype NVSwitch) and NVLink groups.
- * tg_hw_domains turns this into the GPU domains of agent/topology.h. */
+ * tg_hw_domains turns this into the GPU domains of model/topology.h. */
 #ifndef TG_AGENT_DISCOVER_H
 #define TG_AGENT_DISCOVER_H
 
@@ -21,7 +21,7 @@
 #include <stdio.h>
 
 #include "agent/nvsmi.h"
-#include "agent/topology.h"
+#include "model/topology.h"
 
 #define TG_HW_MAX_GPUS 64
 #define TG_HW_MAX_NICS 64

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "agent/topology.h"
+#include "model/topology.h"
 
 struct tg_agent_opts;
 struct tg_sb;

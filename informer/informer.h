@@ -47,4 +47,7 @@ int tg_informer_synced(const struct tg_informer *inf);
 /* The cache of one collection, or NULL when it is not watched. */
 const struct tg_store *tg_informer_store(const struct tg_informer *inf, enum tg_inf_kind k);
 
+/* `topogang watch ...` (watch_cmd.c): a debug command; returns the exit code. */
+int tg_cmd_watch(int argc, char **argv);
+
 #endif

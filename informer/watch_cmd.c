@@ -13,7 +13,6 @@
 #include "informer/client.h"
 #include "informer/informer.h"
 #include "model/objects.h"
-#include "scheduler/commands.h"
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/log.h"

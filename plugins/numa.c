@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/topology.h"
+#include "model/topology.h"
 #include "config/policy.h"
 #include "model/resources.h"
 #include "util/hmap.h"

@@ -11,13 +11,13 @@
  *
  * A missing annotation means no inner topology (no limit). A bad one is
  * ignored the same way, with one warning per node and annotation and a count
- * in tg_numa_bad_annotations(). The model itself is agent/fit.h. */
+ * in tg_numa_bad_annotations(). The model itself is model/fit.h. */
 #ifndef TG_PLUGINS_NUMA_H
 #define TG_PLUGINS_NUMA_H
 
 #include <stdint.h>
 
-#include "agent/fit.h"
+#include "model/fit.h"
 #include "plugins/plugin.h"
 
 extern const struct tg_plugin tg_plugin_numa;

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "../integration/cluster.h"
-#include "agent/topology.h"
+#include "model/topology.h"
 #include "helpers.h"
 #include "util/strbuf.h"
 

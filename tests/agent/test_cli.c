@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "agent/topology.h"
+#include "model/topology.h"
 #include "helpers.h"
 #include "util/strbuf.h"
 

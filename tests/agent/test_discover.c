@@ -10,7 +10,7 @@
 
 #include "agent/agent.h"
 #include "agent/discover.h"
-#include "agent/topology.h"
+#include "model/topology.h"
 #include "helpers.h"
 #include "util/err.h"
 #include "util/strbuf.h"

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent/fit.h"
-#include "agent/topology.h"
+#include "model/fit.h"
+#include "model/topology.h"
 
 #define GiB (1024LL * 1024 * 1024)
 

@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "agent/publish.h"
-#include "agent/topology.h"
+#include "model/topology.h"
 #include "util/err.h"
 #include "util/strbuf.h"
 

@@ -1,7 +1,7 @@
 /* Test helpers; see testutil.h. */
 #include "testutil.h"
 #include "config/policy.h"
-#include "scheduler/simulate.h"
+#include "scheduler/sim/simulate.h"
 
 #include <stdio.h>
 #include <stdlib.h>

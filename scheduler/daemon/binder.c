@@ -9,8 +9,8 @@
  * An assumed pod counts as placed from the cycle until the informer sees it
  * bound; if it never does (deleted right after binding), the assumption
  * expires after a minute (tg__assumed_sweep), as kube-scheduler's cache TTL. */
-#include "scheduler/daemon.h"
-#include "scheduler/metrics.h"
+#include "scheduler/daemon/daemon.h"
+#include "scheduler/daemon/metrics.h"
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/log.h"

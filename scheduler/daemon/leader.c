@@ -6,8 +6,8 @@
  * A leader that cannot renew within the lease duration steps down and stops
  * scheduling at once. On shutdown the leader clears holderIdentity so a
  * standby takes over without waiting for expiry. Only the leader binds. */
-#include "scheduler/daemon.h"
-#include "scheduler/metrics.h"
+#include "scheduler/daemon/daemon.h"
+#include "scheduler/daemon/metrics.h"
 #include "util/err.h"
 #include "util/log.h"
 

@@ -5,8 +5,8 @@
  * an atomic and text is rendered from a snapshot. The HTTP server comes from
  * libmicrohttpd rather than hand-written socket code: request parsing, keep-
  * alive and limits are its job. Config: --listen ADDR:PORT. */
-#ifndef TG_SCHEDULER_METRICS_H
-#define TG_SCHEDULER_METRICS_H
+#ifndef TG_DAEMON_METRICS_H
+#define TG_DAEMON_METRICS_H
 
 #include <stdint.h>
 

@@ -1,7 +1,6 @@
 /* `topogang simulate`: read Kubernetes YAML, place every pending topogang
  * pod with the scheduling core, print a table or JSON. See simulate.h. */
-#include "scheduler/simulate.h"
-#include "scheduler/commands.h"
+#include "scheduler/sim/simulate.h"
 #include "model/objects.h"
 #include "util/err.h"
 #include "util/hmap.h"

@@ -18,8 +18,8 @@
  * "numa" in a domain is a NUMA node id from "numa"; "nvlink" is the NVLink
  * group (-1: none). The decoder accepts only this shape, within the caps
  * below, so a hostile annotation is rejected instead of trusted. */
-#ifndef TG_AGENT_TOPOLOGY_H
-#define TG_AGENT_TOPOLOGY_H
+#ifndef TG_MODEL_TOPOLOGY_H
+#define TG_MODEL_TOPOLOGY_H
 
 #include <stddef.h>
 #include <stdint.h>

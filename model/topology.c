@@ -1,10 +1,10 @@
 /* The topology annotation: encoder, hardened decoder, selector labels, and
- * the Node merge patch the agent sends. See agent/topology.h for the format.
+ * the Node merge patch the agent sends. See model/topology.h for the format.
  *
  * The decoder reads input written by any process that can patch a Node, so it
  * trusts nothing: sizes are capped before parsing, every field is type- and
  * range-checked, and a failure leaves the output zeroed. */
-#include "agent/topology.h"
+#include "model/topology.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -1,7 +1,7 @@
-/* NUMA/NVLink fit model (see agent/fit.h). Domains are few (<= 64), so every
+/* NUMA/NVLink fit model (see model/fit.h). Domains are few (<= 64), so every
  * question is a scan of the domains; counting replays greedy placements and
  * undoes them, at most TG_FIT_MAX_SIM of them. */
-#include "agent/fit.h"
+#include "model/fit.h"
 
 #include <stdlib.h>
 #include <string.h>

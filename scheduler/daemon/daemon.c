@@ -5,11 +5,10 @@
  * Config: the policy ConfigMap (--config-map ns/name, key config.yaml) or
  * --config FILE; gang.scheduleTimeoutSeconds, gang.bindRetries,
  * api.{qps,burst,bindConcurrency} apply live. */
-#include "scheduler/daemon.h"
+#include "scheduler/daemon/daemon.h"
 #include "informer/kubeconfig.h"
 #include "plugins/numa.h"
-#include "scheduler/commands.h"
-#include "scheduler/metrics.h"
+#include "scheduler/daemon/metrics.h"
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/log.h"

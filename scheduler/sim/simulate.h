@@ -4,8 +4,8 @@
  * YAML or `kind: List`; pods with spec.nodeName are usage; pending pods with
  * the policy's schedulerName are gathered into gangs and placed in queue
  * order (priority, then creation time) with the same code as the daemon. */
-#ifndef TG_SCHEDULER_SIMULATE_H
-#define TG_SCHEDULER_SIMULATE_H
+#ifndef TG_SIM_SIMULATE_H
+#define TG_SIM_SIMULATE_H
 
 #include <stdint.h>
 
@@ -13,6 +13,9 @@
 #include "util/strbuf.h"
 
 struct tg_sim;
+
+/* `topogang simulate ...`: returns the exit code (0 ok, 1 failure, 2 usage). */
+int tg_cmd_simulate(int argc, char **argv);
 
 /* Output of one run, for tests and the benchmark. */
 struct tg_sim_summary {

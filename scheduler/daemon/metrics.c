@@ -1,5 +1,5 @@
 /* Metrics registry and HTTP endpoints; see metrics.h. */
-#include "scheduler/metrics.h"
+#include "scheduler/daemon/metrics.h"
 #include "util/err.h"
 #include "util/strbuf.h"
 

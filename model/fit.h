@@ -12,12 +12,12 @@
  * tracked): CPU-only pods run in the kubelet's shared pool. Under policy
  * restricted, a pod needing more GPUs than the largest domain may span
  * domains, as the kubelet then prefers the narrowest hint it can get. */
-#ifndef TG_AGENT_FIT_H
-#define TG_AGENT_FIT_H
+#ifndef TG_MODEL_FIT_H
+#define TG_MODEL_FIT_H
 
 #include <stdint.h>
 
-#include "agent/topology.h"
+#include "model/topology.h"
 
 struct tg_fit_req {
     int64_t gpus;                       /* GPUs (nvidia.com/gpu + amd.com/gpu) */

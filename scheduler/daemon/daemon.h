@@ -8,8 +8,8 @@
  * leader.c (coordination.k8s.io Lease election), metrics.c (/metrics,
  * /healthz, /readyz). All of it runs on one libuv loop, except the HTTP
  * server's thread, which only reads atomics. */
-#ifndef TG_SCHEDULER_DAEMON_H
-#define TG_SCHEDULER_DAEMON_H
+#ifndef TG_DAEMON_DAEMON_H
+#define TG_DAEMON_DAEMON_H
 
 #include <stdint.h>
 #include <uv.h>
@@ -20,6 +20,9 @@
 #include "util/hmap.h"
 
 struct tg_daemon;
+
+/* `topogang scheduler ...`: returns the exit code (0 ok, 1 failure, 2 usage). */
+int tg_cmd_scheduler(int argc, char **argv);
 struct tg_bindop;
 
 /* One gang as the daemon tracks it: keyed "ns/group", or the pod key for a
