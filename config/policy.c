@@ -3,8 +3,9 @@
  * Keys (see policy.h and README "Policy"):
  *   schedulerName, topology.levels[].{name,nodeLabel},
  *   placement.{strategy,defaultPreferred}, scoring.{topology,binpack,numa},
- *   gang.{scheduleTimeoutSeconds,bindRetries}, api.{qps,burst,bindConcurrency},
- *   numa.{defaultPolicy,policyLabel}. */
+ *   gang.{scheduleTimeoutSeconds,bindRetries,reserveAfterSeconds},
+ *   api.{qps,burst,bindConcurrency}, numa.{defaultPolicy,policyLabel},
+ *   preemption.{enabled,evictBarePods}. */
 #include "config/policy.h"
 #include "model/objects.h"
 #include "util/err.h"
@@ -18,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum opt_type { T_STR, T_INT, T_ENUM };
+enum opt_type { T_STR, T_INT, T_ENUM, T_BOOL };
 
 struct opt {
     const char *path;                   /* "section.key" */
@@ -48,11 +49,14 @@ static const struct opt opts[] = {
     {"scoring.numa", T_INT, F(score_numa), 0, 0, 1000, NULL, NULL, "50"},
     {"gang.scheduleTimeoutSeconds", T_INT, F(gang_timeout_s), 0, 1, 31536000, NULL, NULL, "300"},
     {"gang.bindRetries", T_INT, F(bind_retries), 0, 0, 20, NULL, NULL, "3"},
+    {"gang.reserveAfterSeconds", T_INT, F(reserve_after_s), 0, 0, 31536000, NULL, NULL, "300"},
     {"api.qps", T_INT, F(api_qps), 0, 1, 100000, NULL, NULL, "200"},
     {"api.burst", T_INT, F(api_burst), 0, 1, 100000, NULL, NULL, "400"},
     {"api.bindConcurrency", T_INT, F(bind_concurrency), 0, 1, 4096, NULL, NULL, "64"},
     {"numa.defaultPolicy", T_ENUM, F(numa_default), 0, 0, 0, numa_names, numa_values, "none"},
     {"numa.policyLabel", T_STR, F(numa_label), S(numa_label), 0, 0, NULL, NULL, "topogang.io/topology-policy"},
+    {"preemption.enabled", T_BOOL, F(preemption), 0, 0, 0, NULL, NULL, "true"},
+    {"preemption.evictBarePods", T_BOOL, F(evict_bare_pods), 0, 0, 0, NULL, NULL, "false"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -73,6 +77,9 @@ static void set_text(struct tg_policy *p, const struct opt *o, const char *v)
         break;
     case T_INT:
         *(int64_t *)base = strtoll(v, NULL, 10);
+        break;
+    case T_BOOL:
+        *(int *)base = !strcmp(v, "true");
         break;
     case T_ENUM:
         for (int i = 0; o->names[i]; i++)
@@ -146,6 +153,12 @@ static void apply_opt(struct pctx *x, const struct opt *o, const cJSON *v)
             *(int64_t *)base = (int64_t)d;
         break;
     }
+    case T_BOOL:
+        if (!cJSON_IsBool(v))
+            perr(x, v, o->path, "must be true or false");
+        else
+            *(int *)base = cJSON_IsTrue(v);
+        break;
     case T_ENUM: {
         int found = -1;
         for (int i = 0; cJSON_IsString(v) && o->names[i]; i++)
@@ -255,7 +268,7 @@ static int policy_doc(void *ud, cJSON *root, const struct tg_yaml_lines *lines)
             continue;
         if (!is_section) {
             perr(x, sec, sec->string, "unknown key (schedulerName, topology, placement, scoring, "
-                                      "gang, api, numa)");
+                                      "gang, api, numa, preemption)");
             continue;
         }
         if (!cJSON_IsObject(sec)) {
@@ -362,6 +375,7 @@ void tg_policy_dump(const struct tg_policy *p, struct tg_sb *out)
         switch (o->type) {
         case T_STR: tg_sb_printf(out, "  %s: \"%s\"\n", dot + 1, base); break;
         case T_INT: tg_sb_printf(out, "  %s: %lld\n", dot + 1, (long long)*(const int64_t *)base); break;
+        case T_BOOL: tg_sb_printf(out, "  %s: %s\n", dot + 1, *(const int *)base ? "true" : "false"); break;
         case T_ENUM:
             for (int k = 0; o->names[k]; k++)
                 if (o->values[k] == *(const int *)base)

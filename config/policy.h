@@ -33,6 +33,9 @@ struct tg_policy {
     char default_preferred[64];         /* level name or "" */
     int64_t score_topology, score_binpack, score_numa;
     int64_t gang_timeout_s, bind_retries;
+    int64_t reserve_after_s;            /* head gang waits this long, then reserves a domain; 0 off */
+    int preemption;                     /* a gang may evict lower-priority gangs */
+    int evict_bare_pods;                /* ... and pods with no controller */
     int64_t api_qps, api_burst, bind_concurrency;
     int numa_default;                   /* enum tg_numa_policy */
     char numa_label[320];               /* node label naming a node's policy */

@@ -16,12 +16,37 @@ int tg_cluster_init(struct tg_cluster *c, const uint32_t *level_labels, uint32_t
     return tg_tree_init(&c->tree, level_labels, nlevels);
 }
 
+#define EACH_HOOK(c, h) for (const struct tg_cluster_hooks *h = (c)->hooks; h < (c)->hooks + (c)->nhooks; h++)
+
+int tg_cluster_listen(struct tg_cluster *c, const struct tg_cluster_hooks *h)
+{
+    if (c->nhooks == TG_CLUSTER_MAX_HOOKS)
+        return TG_ENOMEM;
+    c->hooks[c->nhooks++] = *h;
+    return 0;
+}
+
+static void node_changed(struct tg_cluster *c, uint32_t slot)
+{
+    EACH_HOOK(c, h)
+        if (h->node_changed)
+            h->node_changed(h->ud, c, slot);
+}
+
+static void usage_changed(struct tg_cluster *c, struct tg_usage *u, int sign)
+{
+    EACH_HOOK(c, h)
+        if (h->usage_changed)
+            h->usage_changed(h->ud, c, u, sign);
+}
+
 static void usage_free_all(struct tg_cluster *c)
 {
     uint32_t pos = 0;
     const struct tg_hslot *s;
     while ((s = tg_hmap_next(&c->usage, &pos))) {
         struct tg_usage *u = (struct tg_usage *)(uintptr_t)s->val;
+        free(u->labels);
         free(u->key);
         free(u);
     }
@@ -33,8 +58,7 @@ void tg_cluster_free(struct tg_cluster *c)
     for (uint32_t i = 0; i < c->nslots; i++) {
         if (c->nodes[i].obj) {
             tg_node_free(&c->nodes[i].obj);
-            if (c->hooks.node_changed)
-                c->hooks.node_changed(c->hooks.ud, c, i);
+            node_changed(c, i);
         }
     }
     usage_free_all(c);
@@ -131,8 +155,7 @@ int tg_cluster_node_set(struct tg_cluster *c, struct tg_node_obj *obj)
     if ((rc = tg_tree_insert(&c->tree, s, obj->labels, obj->nlabels)))
         return rc;
     c->generation++;
-    if (c->hooks.node_changed)
-        c->hooks.node_changed(c->hooks.ud, c, s);
+    node_changed(c, s);
     return 0;
 fail:
     tg_node_free(&obj);
@@ -149,8 +172,7 @@ void tg_cluster_node_remove(struct tg_cluster *c, uint32_t name)
     memset(c->alloc + (size_t)s * c->stride, 0, c->stride * sizeof *c->alloc);
     tg_tree_remove(&c->tree, s);
     c->generation++;
-    if (c->hooks.node_changed)
-        c->hooks.node_changed(c->hooks.ud, c, s);
+    node_changed(c, s);
 }
 
 struct tg_usage *tg_cluster_usage(const struct tg_cluster *c, const char *key)
@@ -170,10 +192,22 @@ static void usage_apply(struct tg_cluster *c, const struct tg_usage *u, int sign
 
 static void usage_remove(struct tg_cluster *c, struct tg_usage *u)
 {
-    if (c->hooks.usage_changed)
-        c->hooks.usage_changed(c->hooks.ud, c, u, -1);
-    usage_apply(c, u, -1);
+    EACH_HOOK(c, h)
+        if (h->record_removed)
+            h->record_removed(h->ud, c, u);
+    if (!u->hidden) {
+        usage_changed(c, u, -1);
+        usage_apply(c, u, -1);
+    }
+    struct tg_node *n = &c->nodes[u->slot];
+    if (u->nprev)
+        u->nprev->nnext = u->nnext;
+    else
+        n->pods = u->nnext;
+    if (u->nnext)
+        u->nnext->nprev = u->nprev;
     tg_hmap_del(&c->usage, u->key, strlen(u->key));
+    free(u->labels);
     free(u->key);
     free(u);
     c->generation++;
@@ -186,6 +220,21 @@ void tg_cluster_pod_delete(struct tg_cluster *c, const char *key)
         usage_remove(c, u);
 }
 
+void tg_cluster_usage_hide(struct tg_cluster *c, struct tg_usage *u, int hide)
+{
+    if (!!hide == u->hidden)
+        return;
+    if (hide) {
+        usage_changed(c, u, -1);
+        usage_apply(c, u, -1);
+        u->hidden = 1;
+    } else {
+        u->hidden = 0;
+        usage_apply(c, u, +1);
+        usage_changed(c, u, +1);
+    }
+}
+
 static int same_req(const struct tg_usage *u, const struct tg_pod *p, uint32_t slot)
 {
     if (u->slot != slot || u->nreq != p->nreq)
@@ -196,13 +245,46 @@ static int same_req(const struct tg_usage *u, const struct tg_pod *p, uint32_t s
     return 1;
 }
 
-static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot, int assumed)
+/* The pod's identity as preemption weighs it; labels copied (owned). */
+static int usage_meta(struct tg_usage *u, const struct tg_pod *p)
+{
+    struct tg_label *l = NULL;
+    if (p->nlabels) {
+        if (!(l = malloc(p->nlabels * sizeof *l)))
+            return TG_ENOMEM;
+        memcpy(l, p->labels, p->nlabels * sizeof *l);
+    }
+    free(u->labels);
+    u->labels = l;
+    u->nlabels = p->nlabels;
+    u->ns = p->ns;
+    u->group = p->group;
+    u->prio_class = p->prio_class;
+    u->owner_kind = p->owner_kind;
+    u->owner_name = p->owner_name;
+    u->priority = p->priority;
+    u->has_priority = p->has_priority;
+    u->grace_s = p->grace_s;
+    u->created_ms = p->created_ms;
+    u->deleting = p->deleting;
+    return 0;
+}
+
+/* A record of kind k for p on slot; an existing record of the same pod is
+ * kept when only its kind would weaken (bound > assumed > nominated). */
+static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot, uint8_t kind)
 {
     struct tg_usage *old = tg_cluster_usage(c, p->key);
     if (old && same_req(old, p, slot)) {
-        old->assumed = (uint8_t)(old->assumed && assumed);
+        if (kind < old->kind)
+            old->kind = kind;
+        old->assumed = old->kind == TG_USAGE_ASSUMED;
+        if (kind == TG_USAGE_BOUND || !old->nlabels)
+            return usage_meta(old, p);
         return 0;
     }
+    if (old && kind > old->kind)
+        return 0; /* a phantom never displaces a real placement */
     if (old)
         usage_remove(c, old);
     uint32_t maxres = 0;
@@ -211,23 +293,34 @@ static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot
             maxres = p->req[i].res + 1;
     if (ensure_stride(c, maxres))
         return TG_ENOMEM;
-    struct tg_usage *u = malloc(sizeof *u + p->nreq * sizeof u->req[0]);
+    struct tg_usage *u = calloc(1, sizeof *u + p->nreq * sizeof u->req[0]);
     char *key = strdup(p->key);
-    if (!u || !key || tg_hmap_put(&c->usage, key, strlen(key), (uint64_t)(uintptr_t)u)) {
+    if (!u || !key || usage_meta(u, p) ||
+        tg_hmap_put(&c->usage, key, strlen(key), (uint64_t)(uintptr_t)u)) {
+        if (u)
+            free(u->labels);
         free(u);
         free(key);
         return TG_ENOMEM;
     }
     u->key = key;
     u->slot = slot;
-    u->assumed = (uint8_t)assumed;
+    u->kind = kind;
+    u->assumed = kind == TG_USAGE_ASSUMED;
     u->inner = 0xff;
     u->nreq = p->nreq;
     if (p->nreq)
         memcpy(u->req, p->req, p->nreq * sizeof u->req[0]);
+    struct tg_node *n = &c->nodes[slot];
+    u->nnext = n->pods;
+    if (n->pods)
+        n->pods->nprev = u;
+    n->pods = u;
     usage_apply(c, u, +1);
-    if (c->hooks.usage_changed)
-        c->hooks.usage_changed(c->hooks.ud, c, u, +1);
+    usage_changed(c, u, +1);
+    EACH_HOOK(c, h)
+        if (h->record_added)
+            h->record_added(h->ud, c, u);
     return 0;
 }
 
@@ -235,20 +328,25 @@ int tg_cluster_pod_update(struct tg_cluster *c, const struct tg_pod *p)
 {
     if (!p->node || tg_pod_terminal(p)) {
         struct tg_usage *u = tg_cluster_usage(c, p->key);
-        /* An assumed pod stays until the bind is seen or fails. */
-        if (u && !(u->assumed && !p->node && !tg_pod_terminal(p)))
+        /* An assumed or nominated pod stays until the bind is seen or fails. */
+        if (u && !(u->kind != TG_USAGE_BOUND && !p->node && !tg_pod_terminal(p)))
             usage_remove(c, u);
         return 0;
     }
     uint32_t slot = tg_cluster_slot(c, p->node, 1);
     if (slot == TG_NONE)
         return TG_ENOMEM;
-    return usage_add(c, p, slot, 0);
+    return usage_add(c, p, slot, TG_USAGE_BOUND);
 }
 
 int tg_cluster_assume(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot)
 {
-    return usage_add(c, p, slot, 1);
+    return usage_add(c, p, slot, TG_USAGE_ASSUMED);
+}
+
+int tg_cluster_nominate(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot)
+{
+    return usage_add(c, p, slot, TG_USAGE_NOMINATED);
 }
 
 int tg_cluster_set_levels(struct tg_cluster *c, const uint32_t *level_labels, uint32_t nlevels)

@@ -20,30 +20,62 @@
 
 struct tg_cluster;
 
+struct tg_usage;
+
 struct tg_node {
     struct tg_node_obj *obj;            /* NULL: no Node object (yet) */
     uint32_t name;                      /* interned */
-    uint32_t npods;                     /* usage records on this node */
+    uint32_t npods;                     /* usage records counted on this node */
+    struct tg_usage *pods;              /* every usage record on this node (hidden too) */
     void *inner;                        /* per-node state of the numa plugin, owned by it */
 };
 
-/* What one placed pod holds on a node; key is the pod's "ns/name". */
+/* What one placed pod holds on a node; key is the pod's "ns/name". A record
+ * is one of: seen bound (the informer or the snapshot says so), assumed
+ * (placed by this scheduler, bind not yet seen) or nominated (a phantom that
+ * holds room for a preemptor while its victims terminate). The pod's
+ * identity fields are copied so that preemption can weigh victims without
+ * the pod objects. */
+enum tg_usage_kind { TG_USAGE_BOUND, TG_USAGE_ASSUMED, TG_USAGE_NOMINATED };
+
 struct tg_usage {
     char *key;                          /* owned */
+    struct tg_usage *nnext, *nprev;     /* this node's list (struct tg_node.pods) */
     uint32_t slot;
-    uint8_t assumed;                    /* placed by us, not yet seen bound */
+    uint32_t ns, group;                 /* interned; group 0: no pod group */
+    uint32_t prio_class;                /* interned spec.priorityClassName, 0 none */
+    uint32_t owner_kind, owner_name;    /* controller owner, 0 none */
+    uint32_t gpos;                      /* position in its gang's member list (gang layer) */
+    int32_t priority;                   /* spec.priority as decoded */
+    int32_t grace_s;                    /* terminationGracePeriodSeconds */
+    int64_t created_ms;
+    uint8_t assumed;                    /* kind == TG_USAGE_ASSUMED (kept for readers) */
+    uint8_t kind;                       /* enum tg_usage_kind */
+    uint8_t hidden;                     /* not counted now: a what-if (tg_cluster_usage_hide) */
+    uint8_t deleting;                   /* Terminating: still holds its node until gone */
+    uint8_t has_priority;
     uint8_t inner;                      /* inner domain (NUMA/GPU) chosen by a plugin, 0xff none */
     uint8_t nreq;
+    uint16_t nlabels;
+    struct tg_label *labels;            /* owned copy of the pod's labels */
     struct tg_rq req[];
 };
 
+/* Listeners of the model; every hook may be NULL. */
 struct tg_cluster_hooks {
     /* A Node object was set (obj != NULL) or removed (obj == NULL) on slot. */
     void (*node_changed)(void *ud, struct tg_cluster *c, uint32_t slot);
-    /* A usage record was added (sign +1) or is about to be removed (-1). */
+    /* A record's requests start counting on its node (sign +1) or stop (-1):
+     * added/removed, or hidden/shown by a what-if. Plugins keep per-node state. */
     void (*usage_changed)(void *ud, struct tg_cluster *c, struct tg_usage *u, int sign);
+    /* A record was created, or is about to be freed (whatever its hidden state);
+     * for layers that index records (gang membership). */
+    void (*record_added)(void *ud, struct tg_cluster *c, struct tg_usage *u);
+    void (*record_removed)(void *ud, struct tg_cluster *c, struct tg_usage *u);
     void *ud;
 };
+
+#define TG_CLUSTER_MAX_HOOKS 4
 
 struct tg_cluster {
     struct tg_node *nodes;
@@ -54,7 +86,8 @@ struct tg_cluster {
     uint32_t stride;
     struct tg_hmap usage;               /* pod key -> struct tg_usage * */
     struct tg_tree tree;
-    struct tg_cluster_hooks hooks;
+    struct tg_cluster_hooks hooks[TG_CLUSTER_MAX_HOOKS];
+    uint32_t nhooks;
     uint64_t generation;                /* bumped by every change that frees room */
 };
 
@@ -64,6 +97,9 @@ int tg_cluster_init(struct tg_cluster *c, const uint32_t *level_labels, uint32_t
 void tg_cluster_free(struct tg_cluster *c);
 /* Rebuilds the tree for new levels (a policy reload). */
 int tg_cluster_set_levels(struct tg_cluster *c, const uint32_t *level_labels, uint32_t nlevels);
+
+/* Adds a listener (copied). Returns 0, or TG_ENOMEM when all are taken. */
+int tg_cluster_listen(struct tg_cluster *c, const struct tg_cluster_hooks *h);
 
 /* Slot of a node name, creating an empty one when create != 0; TG_NONE if
  * absent (or out of memory). */
@@ -80,9 +116,18 @@ void tg_cluster_node_remove(struct tg_cluster *c, uint32_t name);
 int tg_cluster_pod_update(struct tg_cluster *c, const struct tg_pod *p);
 /* A pod deleted: its record, if any, is removed. */
 void tg_cluster_pod_delete(struct tg_cluster *c, const char *key);
-/* Places a pod by decision of this scheduler (assumed until seen bound). */
+/* Places a pod by decision of this scheduler (assumed until seen bound). A
+ * record already seen bound stays bound. */
 int tg_cluster_assume(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot);
+/* Holds room on slot for a pending preemptor while its victims terminate: a
+ * record of kind TG_USAGE_NOMINATED (never over a bound or assumed one). It
+ * stays until deleted (tg_cluster_pod_delete) or replaced by a bind. */
+int tg_cluster_nominate(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot);
 struct tg_usage *tg_cluster_usage(const struct tg_cluster *c, const char *key);
+/* What-if: stops (hide != 0) or resumes counting a record's requests on its
+ * node, without forgetting it. Idempotent. The generation is not bumped: a
+ * what-if must be undone before anything else reads the model. */
+void tg_cluster_usage_hide(struct tg_cluster *c, struct tg_usage *u, int hide);
 
 static inline int64_t tg_alloc(const struct tg_cluster *c, uint32_t slot, uint32_t res)
 {

@@ -714,6 +714,54 @@ static uint32_t group_label(const cJSON *labels)
     return cJSON_IsString(g) && *g->valuestring ? tg_intern(g->valuestring) : 0;
 }
 
+/* Labels whose values are unique per object (a Job's uid) would grow the
+ * interner forever under churn; no selector a scheduler reads uses them. */
+static void drop_churning_labels(struct tg_pod *p)
+{
+    static uint32_t keys[2];
+    if (!keys[0]) {
+        keys[0] = tg_intern("controller-uid");
+        keys[1] = tg_intern("batch.kubernetes.io/controller-uid");
+    }
+    uint16_t k = 0;
+    for (uint16_t i = 0; i < p->nlabels; i++)
+        if (p->labels[i].key != keys[0] && p->labels[i].key != keys[1])
+            p->labels[k++] = p->labels[i];
+    p->nlabels = k;
+}
+
+/* The controller owner reference (controller: true), if any. */
+static int decode_owner(struct dec *x, const cJSON *obj, struct tg_pod *p)
+{
+    const cJSON *md = get(obj, "metadata");
+    const cJSON *refs = want_list(x, md, "ownerReferences", "metadata.ownerReferences");
+    const cJSON *r;
+    int i = 0;
+    cJSON_ArrayForEach(r, refs)
+    {
+        char path[64];
+        snprintf(path, sizeof path, "metadata.ownerReferences[%d]", i++);
+        if (!cJSON_IsObject(r)) {
+            warn(x, r, path, "must be a map (ignored)");
+            continue;
+        }
+        if (!cJSON_IsTrue(get(r, "controller")))
+            continue;
+        const cJSON *kind = get(r, "kind"), *name = get(r, "name");
+        if (!cJSON_IsString(kind) || !cJSON_IsString(name) || !*kind->valuestring ||
+            !*name->valuestring) {
+            warn(x, r, path, "a controller reference needs kind and name (ignored)");
+            continue;
+        }
+        p->owner_kind = tg_intern(kind->valuestring);
+        p->owner_name = tg_intern(name->valuestring);
+        if (p->owner_kind == TG_STR_NONE || p->owner_name == TG_STR_NONE)
+            return TG_ENOMEM;
+        break;
+    }
+    return 0;
+}
+
 int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg_pod **out)
 {
     struct dec x = {.d = d};
@@ -734,6 +782,11 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
     p->created_ms = m.created_ms;
     p->deleting = (uint8_t)m.deleting;
     p->group = group_label(m.labels);
+    if ((rc = decode_labels(&x, m.labels, "metadata.labels", &p->labels, &p->nlabels)) == TG_ENOMEM)
+        goto fail;
+    drop_churning_labels(p);
+    if ((rc = decode_owner(&x, obj, p)) == TG_ENOMEM)
+        goto fail;
 
     const cJSON *spec = want_map(&x, obj, "spec", "spec");
     const char *node = want_str(&x, spec, "nodeName", "spec.nodeName");
@@ -747,6 +800,12 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
         p->priority = (int32_t)prio;
         p->has_priority = 1;
     }
+    const char *pp = want_str(&x, spec, "preemptionPolicy", "spec.preemptionPolicy");
+    p->preempt_never = pp && !strcmp(pp, "Never");
+    int64_t grace = 30;
+    p->has_grace = (uint8_t)want_int(&x, spec, "terminationGracePeriodSeconds",
+                                     "spec.terminationGracePeriodSeconds", 0, 31536000, &grace);
+    p->grace_s = (int32_t)grace;
     const cJSON *status = want_map(&x, obj, "status", "status");
     const char *phase = want_str(&x, status, "phase", "status.phase");
     p->phase = !phase || !strcmp(phase, "Pending") ? TG_PHASE_PENDING
@@ -778,6 +837,7 @@ void tg_pod_free(struct tg_pod **pp)
     free(p->uid);
     free(p->rv);
     free(p->req);
+    free(p->labels);
     podspec_free(p->spec);
     free(p);
     *pp = NULL;

@@ -108,9 +108,18 @@ struct tg_pod {
     uint8_t phase;                      /* enum tg_phase */
     uint8_t deleting;                   /* metadata.deletionTimestamp set */
     uint8_t nreq;
+    uint8_t preempt_never;              /* spec.preemptionPolicy: Never */
+    uint8_t has_grace;                  /* spec.terminationGracePeriodSeconds given */
+    uint16_t nlabels;
+    int32_t grace_s;                    /* spec.terminationGracePeriodSeconds (default 30) */
+    uint32_t owner_kind, owner_name;    /* interned kind and name of the controller owner
+                                           reference (controller: true), 0 = none */
     int64_t created_ms;                 /* creationTimestamp, ms since epoch; 0 unknown */
     char *rv;                           /* metadata.resourceVersion, owned, may be NULL */
     struct tg_rq *req;                  /* effective requests, sorted, owned */
+    struct tg_label *labels;            /* metadata.labels, sorted by key id, owned; the
+                                           values of uid-valued controller labels are
+                                           dropped (they churn and would grow the interner) */
     struct tg_podspec *spec;            /* NULL unless decoded with TG_DECODE_SPEC */
 };
 

@@ -35,7 +35,8 @@ enum tg_code { TG_SUCCESS, TG_UNSCHEDULABLE, TG_UNRESOLVABLE, TG_SKIP, TG_ERROR 
     X(TOO_MANY_PODS, "too many pods")                                           \
     X(NUMA,          "no single NUMA/NVLink domain holds %s") /* arg: res id */ \
     X(BAD_TOPOLOGY,  "unreadable topology annotation")                          \
-    X(NOT_IN_TREE,   "outside the topology")
+    X(NOT_IN_TREE,   "outside the topology")                                    \
+    X(RESERVED,      "reserved for %s")          /* arg: interned gang key */
 
 enum tg_reason {
 #define TG__REASON_ENUM(name, text) TG_R_##name,
@@ -86,7 +87,8 @@ extern const struct tg_plugin *const tg_plugins[];
 const char *tg_reason_text(uint8_t reason, uint32_t arg, char *buf, unsigned n);
 const char *tg_reason_name(uint8_t reason);
 
-/* Cluster hooks that fan out to every plugin's node_changed/usage_changed. */
-void tg_plugins_attach(struct tg_cluster *c);
+/* Adds the cluster listener that fans out to every plugin's
+ * node_changed/usage_changed. Returns 0 or TG_ENOMEM. */
+int tg_plugins_attach(struct tg_cluster *c);
 
 #endif

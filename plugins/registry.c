@@ -41,7 +41,7 @@ const char *tg_reason_text(uint8_t reason, uint32_t arg, char *buf, unsigned n)
     const char *a = "";
     if (reason == TG_R_INSUFFICIENT || reason == TG_R_NUMA)
         a = tg_res_name(arg);
-    else if (reason == TG_R_TAINT || reason == TG_R_SELECTOR)
+    else if (reason == TG_R_TAINT || reason == TG_R_SELECTOR || reason == TG_R_RESERVED)
         a = tg_str(arg);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
@@ -67,9 +67,8 @@ static void usage_changed(void *ud, struct tg_cluster *c, struct tg_usage *u, in
             (*p)->usage_changed(c, u, sign);
 }
 
-void tg_plugins_attach(struct tg_cluster *c)
+int tg_plugins_attach(struct tg_cluster *c)
 {
-    c->hooks.node_changed = node_changed;
-    c->hooks.usage_changed = usage_changed;
-    c->hooks.ud = NULL;
+    struct tg_cluster_hooks h = {.node_changed = node_changed, .usage_changed = usage_changed};
+    return tg_cluster_listen(c, &h);
 }

@@ -17,8 +17,7 @@ int tg_sched_init(struct tg_sched *s, const struct tg_policy *p)
     int rc = tg_cluster_init(&s->cluster, labels, p->nlevels);
     if (rc)
         return rc;
-    tg_plugins_attach(&s->cluster);
-    return 0;
+    return tg_plugins_attach(&s->cluster);
 }
 
 void tg_sched_free(struct tg_sched *s)

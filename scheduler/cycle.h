@@ -15,6 +15,7 @@
 #include "model/cluster.h"
 #include "util/arena.h"
 
+/* A gang as placement sees it (the gang layer, gang.h, assembles it). */
 struct tg_gang {
     const char *name;                   /* "ns/group", or the pod key for a gang of one */
     const struct tg_podgroup *pg;       /* NULL: a gang of one */
@@ -22,9 +23,20 @@ struct tg_gang {
     uint32_t npods;
     uint32_t nbound;                    /* members already bound or assumed */
     uint32_t anchor;                    /* slot of a bound member, or TG_NONE */
+    uint32_t within;                    /* place only inside this tree domain, or TG_NONE */
+    uint32_t min_member;                /* 0: from pg (1 without a PodGroup) */
     int32_t priority;
     int64_t created_ms;
 };
+
+/* Nodes under `domain` are kept for another gang (a reservation): placement
+ * skips them with reason "reserved for <owner>". */
+struct tg_block {
+    uint32_t domain;
+    uint32_t owner;                     /* interned gang key, for the reason */
+};
+
+#define TG_MAX_BLOCKS 8
 
 enum tg_gang_status { TG_GANG_SCHEDULED, TG_GANG_UNSCHEDULABLE, TG_GANG_INVALID };
 
@@ -42,6 +54,9 @@ struct tg_sched {
     struct tg_policy policy;
     struct tg_arena scratch;
     uint64_t ncycles;
+    /* Set by the caller for the next tg_sched_gang / what-if session only. */
+    struct tg_block blocks[TG_MAX_BLOCKS];
+    uint32_t nblocks;
 };
 
 /* Copies the policy and builds an empty model. Returns 0 or TG_ENOMEM. */
@@ -56,6 +71,41 @@ int tg_sched_set_policy(struct tg_sched *s, const struct tg_policy *p);
  * tg_result_free. */
 int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result *r);
 void tg_result_free(struct tg_result *r);
+
+/* minMember of g: g->min_member, else its PodGroup's, else 1. */
+uint32_t tg_gang_min(const struct tg_gang *g);
+/* Members that must be placed this cycle: minMember less those bound, at
+ * least 1, at most npods. */
+uint32_t tg_gang_must(const struct tg_gang *g);
+
+/* ---- what-if sessions (preemption, reservation) ---------------------------
+ * Counts g's pod sets on every node once; then records may be hidden and
+ * shown (tg_whatif_hide), each updating only its own node's counts, and
+ * questions asked: how many members a domain holds by count, and whether g
+ * would really be placed inside a domain (a dry run: nothing stays assumed).
+ * Nothing else may change the model while a session is open. */
+struct tg_whatif;
+
+/* Opens a session (own memory; s->scratch is untouched). Returns 0 or
+ * TG_ENOMEM; *out freed with tg_whatif_end. */
+int tg_whatif_begin(struct tg_sched *s, const struct tg_gang *g, struct tg_whatif **out);
+void tg_whatif_end(struct tg_whatif **w);
+void tg_whatif_hide(struct tg_whatif *w, struct tg_usage *u, int hide);
+/* Members of g that domain d's counts hold (each pod set capped at its size). */
+uint64_t tg_whatif_holds(const struct tg_whatif *w, uint32_t d);
+/* The node slots of the session's counts: per slot, 1 if some member of g
+ * could go there now (filters pass and room for one). */
+int tg_whatif_slot_fits(const struct tg_whatif *w, uint32_t slot);
+/* Would g be placed inside d now? *ok; when ok and slots != NULL, slots[i]
+ * receives g->pods[i]'s node slot (TG_NONE for a member left out). Returns 0
+ * or TG_ENOMEM. The model is as before on return. */
+int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots);
+/* Domains at tree level lvl whose counts hold at least tg_gang_must(g)
+ * members, best first (pack: best fit; spread: most room); up to cap. */
+uint32_t tg_whatif_domains(struct tg_whatif *w, uint32_t lvl, uint32_t *out, uint32_t cap);
+/* The reason text tg_sched_gang would give for g now ("needs 8 x ... in one
+ * rack; best rack ... holds 5; ..."), into buf. */
+void tg_whatif_explain(struct tg_whatif *w, char *buf, size_t n);
 
 /* The gang's levels from its PodGroup and the policy: tree levels, required
  * <= preferred. Returns 0, or TG_EINVAL with the message in err. */

@@ -47,6 +47,7 @@ struct set {
 
 struct pc {
     struct tg_sched *s;
+    struct tg_arena *a;                 /* s->scratch for a cycle, the session's for a what-if */
     const struct tg_gang *g;
     struct tg_result *r;
     struct tg_cycle_ctx cx;
@@ -79,6 +80,15 @@ static uint32_t eval_slot(struct pc *x, struct set *st, uint32_t slot, struct hi
     const struct tg_cluster *c = &x->s->cluster;
     if (!c->nodes[slot].obj || c->tree.leaf[slot] == NONE)
         return 0;
+    for (uint32_t b = 0; b < x->s->nblocks; b++) {
+        const struct tg_block *bl = &x->s->blocks[b];
+        if (tg_tree_ancestor(&c->tree, c->tree.leaf[slot], c->tree.dom[bl->domain].level) ==
+            bl->domain) {
+            if (h)
+                hist_add(h, TG_R_RESERVED, bl->owner);
+            return 0;
+        }
+    }
     struct tg_status status = {0};
     for (const struct tg_plugin *const *p = tg_plugins; *p; p++)
         if ((*p)->filter && !(*p)->filter(&x->cx, &st->sh, slot, &status)) {
@@ -106,15 +116,38 @@ static void propagate(struct pc *x, struct set *st, uint32_t slot, int64_t delta
         st->dcount[d] = (uint32_t)((int64_t)st->dcount[d] + delta);
 }
 
-static void count_all(struct pc *x, struct set *st)
+static void count_slot(struct pc *x, struct set *st, uint32_t slot)
+{
+    uint32_t n = eval_slot(x, st, slot, &st->hist);
+    st->sh.count[slot] = n;
+    if (n)
+        propagate(x, st, slot, n);
+}
+
+/* Counts the set on every node, or only on those under g->within. */
+static int count_all(struct pc *x, struct set *st)
 {
     const struct tg_cluster *c = &x->s->cluster;
-    for (uint32_t slot = 0; slot < c->nslots; slot++) {
-        uint32_t n = eval_slot(x, st, slot, &st->hist);
-        st->sh.count[slot] = n;
-        if (n)
-            propagate(x, st, slot, n);
+    const struct tg_tree *t = &c->tree;
+    if (x->g->within == NONE || x->g->within >= t->ndom) {
+        for (uint32_t slot = 0; slot < c->nslots; slot++)
+            count_slot(x, st, slot);
+        return 0;
     }
+    uint32_t *stack = tg_arena_alloc(x->a, (t->ndom + 1) * sizeof *stack), n = 0;
+    if (!stack)
+        return TG_ENOMEM;
+    stack[n++] = x->g->within;
+    while (n) {
+        const struct tg_domain *d = &t->dom[stack[--n]];
+        for (uint32_t i = 0; i < d->nchild; i++) {
+            if (d->level == t->nlevels)
+                count_slot(x, st, d->child[i]);
+            else
+                stack[n++] = d->child[i];
+        }
+    }
+    return 0;
 }
 
 static void recount(struct pc *x, uint32_t slot)
@@ -239,7 +272,7 @@ static int fill_spread(struct pc *x, struct set *st, const struct tg_domain *d, 
         total += c < level ? c : level;
     }
     uint64_t extra = total > want ? total - want : 0;
-    uint32_t *share = tg_arena_alloc(&x->s->scratch, (d->nchild + 1) * sizeof *share);
+    uint32_t *share = tg_arena_alloc(x->a, (d->nchild + 1) * sizeof *share);
     if (!share)
         return TG_ENOMEM;
     for (uint32_t i = d->nchild; i-- > 0;) {
@@ -277,7 +310,7 @@ static int fill(struct pc *x, struct set *st, uint32_t dom, uint32_t want, uint3
     uint32_t left = want - (*placed - before);
     if (!left)
         return 0;
-    uint8_t *skip = tg_arena_calloc(&x->s->scratch, d->nchild + 1, 1);
+    uint8_t *skip = tg_arena_calloc(x->a, d->nchild + 1, 1);
     if (!skip)
         return TG_ENOMEM;
     while (left) {
@@ -376,12 +409,23 @@ static uint32_t candidates(struct pc *x, uint32_t lvl, uint32_t must, struct can
 {
     const struct tg_tree *t = &x->s->cluster.tree;
     uint32_t n = 0;
-    uint32_t only = NONE;
+    uint32_t only = NONE, within = x->g->within;
     if (x->g->anchor != NONE && x->g->anchor < t->nslots && t->leaf[x->g->anchor] != NONE)
         only = tg_tree_ancestor(t, t->leaf[x->g->anchor], lvl);
+    if (within != NONE && within < t->ndom) {
+        if (t->dom[within].level > lvl)
+            return 0; /* a domain at lvl would reach outside `within` */
+        if (t->dom[within].level == lvl && only != NONE && only != within)
+            return 0;
+        if (t->dom[within].level == lvl)
+            only = within;
+    }
     for (uint32_t k = 0; k < t->nbylevel[lvl]; k++) {
         uint32_t d = t->bylevel[lvl][k];
         if (!t->dom[d].nnodes || (only != NONE && d != only))
+            continue;
+        if (within != NONE && within < t->ndom &&
+            tg_tree_ancestor(t, d, t->dom[within].level) != within)
             continue;
         uint64_t h = holds(x, d);
         if (h < must || h == 0)
@@ -526,7 +570,7 @@ static int set_cmp(const void *a, const void *b)
 static int make_sets(struct pc *x)
 {
     const struct tg_gang *g = x->g;
-    struct tg_arena *a = &x->s->scratch;
+    struct tg_arena *a = x->a;
     uint32_t nslots = x->s->cluster.nslots, ndom = x->s->cluster.tree.ndom;
     x->sets = tg_arena_calloc(a, g->npods, sizeof *x->sets);
     uint64_t *hash = tg_arena_alloc(a, g->npods * sizeof *hash);
@@ -573,6 +617,50 @@ static int make_sets(struct pc *x)
     return 0;
 }
 
+uint32_t tg_gang_min(const struct tg_gang *g)
+{
+    if (g->min_member)
+        return g->min_member;
+    return g->pg ? (uint32_t)g->pg->min_member : 1;
+}
+
+uint32_t tg_gang_must(const struct tg_gang *g)
+{
+    uint32_t min = tg_gang_min(g);
+    uint32_t must = min > g->nbound ? min - g->nbound : 1;
+    return must > g->npods ? g->npods : must; /* not enough members: the queue waits for them */
+}
+
+static void set_weights(struct pc *x)
+{
+    for (int i = 0; tg_plugins[i] && i < MAX_PLUGINS; i++) {
+        const char *n = tg_plugins[i]->name;
+        x->weight[i] = !strcmp(n, "NodeResourcesFit") ? x->s->policy.score_binpack
+                       : !strcmp(n, "NUMA")           ? x->s->policy.score_numa
+                                                      : 10;
+    }
+}
+
+/* Sets up x for g: sets, counts on every node (under g->within). r->slot
+ * must hold g->npods entries. Returns 0 or TG_ENOMEM. */
+static int pc_init(struct pc *x, struct tg_sched *s, struct tg_arena *a, const struct tg_gang *g,
+                   struct tg_result *r)
+{
+    struct tg_cluster *c = &s->cluster;
+    *x = (struct pc){.s = s, .a = a, .g = g, .r = r, .cx = {c, &s->policy}};
+    x->strategy = g->pg && g->pg->strategy ? g->pg->strategy : s->policy.strategy;
+    x->touched = tg_arena_alloc(a, (c->nslots + 1) * sizeof *x->touched);
+    x->is_touched = tg_arena_calloc(a, c->nslots + 1, 1);
+    int rc = TG_ENOMEM;
+    if (!x->touched || !x->is_touched || (rc = make_sets(x)))
+        return rc;
+    for (uint32_t i = 0; i < x->nsets; i++)
+        if ((rc = count_all(x, &x->sets[i])))
+            return rc;
+    set_weights(x);
+    return 0;
+}
+
 int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -594,27 +682,11 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
         return 0;
     }
     tg_arena_reset(&s->scratch);
-    struct tg_cluster *c = &s->cluster;
-    struct pc x = {.s = s, .g = g, .r = r, .cx = {c, &s->policy}};
-    x.strategy = g->pg && g->pg->strategy ? g->pg->strategy : s->policy.strategy;
-    x.touched = tg_arena_alloc(&s->scratch, (c->nslots + 1) * sizeof *x.touched);
-    x.is_touched = tg_arena_calloc(&s->scratch, c->nslots + 1, 1);
-    int rc = TG_ENOMEM;
-    if (!x.touched || !x.is_touched || (rc = make_sets(&x)))
+    struct pc x;
+    int rc = pc_init(&x, s, &s->scratch, g, r);
+    if (rc)
         return rc;
-    for (uint32_t i = 0; i < x.nsets; i++)
-        count_all(&x, &x.sets[i]);
-    for (int i = 0; tg_plugins[i] && i < MAX_PLUGINS; i++) {
-        const char *n = tg_plugins[i]->name;
-        x.weight[i] = !strcmp(n, "NodeResourcesFit") ? s->policy.score_binpack
-                      : !strcmp(n, "NUMA")           ? s->policy.score_numa
-                                                     : 10;
-    }
-
-    uint32_t min_member = g->pg ? (uint32_t)g->pg->min_member : 1;
-    uint32_t must = min_member > g->nbound ? min_member - g->nbound : 1;
-    if (must > g->npods)
-        must = g->npods; /* not enough members yet: the queue waits for them */
+    uint32_t must = tg_gang_must(g);
     if (x.strategy == TG_STRATEGY_SPREAD)
         preferred = required;
     int tried = 0;
@@ -645,4 +717,102 @@ void tg_result_free(struct tg_result *r)
 {
     free(r->slot);
     r->slot = NULL;
+}
+
+/* ---- what-if sessions ------------------------------------------------------ */
+
+struct tg_whatif {
+    struct pc x;
+    struct tg_arena arena;
+    struct tg_result r;
+    uint32_t must;
+    int required;
+};
+
+int tg_whatif_begin(struct tg_sched *s, const struct tg_gang *g, struct tg_whatif **out)
+{
+    *out = NULL;
+    struct tg_whatif *w = calloc(1, sizeof *w);
+    if (!w)
+        return TG_ENOMEM;
+    w->r.domain = NONE;
+    w->r.slot = malloc((g->npods + 1) * sizeof *w->r.slot);
+    int rc = TG_ENOMEM;
+    if (!w->r.slot)
+        goto fail;
+    for (uint32_t i = 0; i < g->npods; i++)
+        w->r.slot[i] = NONE;
+    int preferred;
+    if (tg_gang_levels(&s->policy, g->pg, &w->required, &preferred, w->r.reason, sizeof w->r.reason))
+        w->required = 0; /* an invalid gang never gets here: the engine checks first */
+    if ((rc = pc_init(&w->x, s, &w->arena, g, &w->r)))
+        goto fail;
+    w->must = tg_gang_must(g);
+    *out = w;
+    return 0;
+fail:
+    tg_whatif_end(&w);
+    return rc;
+}
+
+void tg_whatif_end(struct tg_whatif **pw)
+{
+    struct tg_whatif *w = *pw;
+    if (!w)
+        return;
+    tg_result_free(&w->r);
+    tg_arena_free(&w->arena);
+    free(w);
+    *pw = NULL;
+}
+
+void tg_whatif_hide(struct tg_whatif *w, struct tg_usage *u, int hide)
+{
+    if (!!hide == u->hidden)
+        return;
+    tg_cluster_usage_hide(&w->x.s->cluster, u, hide);
+    recount(&w->x, u->slot);
+}
+
+uint64_t tg_whatif_holds(const struct tg_whatif *w, uint32_t d)
+{
+    return holds(&w->x, d);
+}
+
+int tg_whatif_slot_fits(const struct tg_whatif *w, uint32_t slot)
+{
+    for (uint32_t i = 0; i < w->x.nsets; i++)
+        if (w->x.sets[i].sh.count[slot])
+            return 1;
+    return 0;
+}
+
+int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots)
+{
+    struct tg_arena_mark m = tg_arena_mark(&w->arena);
+    *ok = 0;
+    int rc = try_domain(&w->x, d, w->must, ok);
+    if (!rc && *ok && slots)
+        memcpy(slots, w->r.slot, w->x.g->npods * sizeof *slots);
+    if (*ok || rc)
+        rollback(&w->x);
+    tg_arena_release(&w->arena, m);
+    return rc;
+}
+
+uint32_t tg_whatif_domains(struct tg_whatif *w, uint32_t lvl, uint32_t *out, uint32_t cap)
+{
+    struct tg_arena_mark m = tg_arena_mark(&w->arena);
+    struct cand *c = tg_arena_alloc(&w->arena, (cap + 1) * sizeof *c);
+    uint32_t n = c ? candidates(&w->x, lvl, w->must, c, cap) : 0;
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = c[i].d;
+    tg_arena_release(&w->arena, m);
+    return n;
+}
+
+void tg_whatif_explain(struct tg_whatif *w, char *buf, size_t n)
+{
+    explain(&w->x, w->must, w->required, 0);
+    snprintf(buf, n, "%s", w->r.reason);
 }

@@ -71,6 +71,22 @@ void tg_arena_reset(struct tg_arena *a)
     a->used = 0;
 }
 
+struct tg_arena_mark tg_arena_mark(const struct tg_arena *a)
+{
+    return (struct tg_arena_mark){a->head, a->used};
+}
+
+void tg_arena_release(struct tg_arena *a, struct tg_arena_mark m)
+{
+    while (a->head && a->head != m.chunk) {
+        struct tg__arena_chunk *c = a->head;
+        a->head = c->next;
+        c->next = a->spare;
+        a->spare = c;
+    }
+    a->used = a->head ? m.used : 0;
+}
+
 void tg_arena_free(struct tg_arena *a)
 {
     tg_arena_reset(a);

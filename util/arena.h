@@ -21,6 +21,15 @@ void *tg_arena_alloc(struct tg_arena *a, size_t n);
 void *tg_arena_calloc(struct tg_arena *a, size_t n, size_t size);
 char *tg_arena_strndup(struct tg_arena *a, const char *s, size_t n);
 void tg_arena_reset(struct tg_arena *a);
+
+/* A point to come back to: everything allocated after tg_arena_mark is
+ * released (kept for reuse) by tg_arena_release. */
+struct tg_arena_mark {
+    struct tg__arena_chunk *chunk;
+    size_t used;
+};
+struct tg_arena_mark tg_arena_mark(const struct tg_arena *a);
+void tg_arena_release(struct tg_arena *a, struct tg_arena_mark m);
 void tg_arena_free(struct tg_arena *a);
 
 #endif

@@ -368,6 +368,7 @@ static int build_gangs(struct tg_sim *sim)
             gr->grouped = p->group != 0;
             gr->g.name = gr->key;
             gr->g.anchor = TG_NONE;
+            gr->g.within = TG_NONE;
             gr->g.created_ms = INT64_MAX;
             gr->g.priority = INT32_MIN;
             if (p->group && tg_hmap_put(&idx, gr->key, strlen(gr->key), gi))

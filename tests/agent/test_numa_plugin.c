@@ -124,9 +124,8 @@ static int setup(void **state)
     uint32_t level = tg_intern("kubernetes.io/hostname");
     if (tg_cluster_init(&C, &level, 1))
         return -1;
-    C.hooks.node_changed = on_node;
-    C.hooks.usage_changed = on_usage;
-    return 0;
+    struct tg_cluster_hooks h = {.node_changed = on_node, .usage_changed = on_usage};
+    return tg_cluster_listen(&C, &h);
 }
 
 static int teardown(void **state)

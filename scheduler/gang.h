@@ -1,0 +1,117 @@
+/* Gang assembly: which pods form which gang, with what priority, minMember
+ * and PodGroup, and whether a gang has the members to be tried. One copy,
+ * used by the daemon and by `simulate` (snapshot and replay) through the
+ * engine (engine.h).
+ *
+ * Membership. A pod belongs to the gang its pod-group label names in its
+ * namespace ("ns/group"); a pod without a group is a gang of one ("ns/pod").
+ * A gang record holds
+ *   - its pending members: pods waiting to be placed, as pointers the caller
+ *     owns and keeps current (every add, update and delete of a pending pod
+ *     goes through tg_gangs_pending_set / tg_gangs_pending_delete);
+ *   - its placed members: the cluster model's usage records of kind bound or
+ *     assumed (nominated phantoms are not members), followed through a
+ *     cluster listener, so that bound pods of any scheduler form gangs too
+ *     (they are the units preemption may evict);
+ *   - its PodGroup, by key, when one exists.
+ * A record lives while it has a pending or placed member.
+ *
+ * Priority. A gang's priority is its PodGroup's spec.priority, else the value
+ * of its PodGroup's priorityClassName, else the highest of its members'
+ * (spec.priority, else the value of their priorityClassName, else the global
+ * default PriorityClass, else 0). A gang may not preempt when its
+ * PriorityClass (or any pending member's spec.preemptionPolicy) says Never. */
+#ifndef TG_SCHEDULER_GANG_H
+#define TG_SCHEDULER_GANG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/cluster.h"
+#include "scheduler/cycle.h"
+#include "scheduler/queue.h"
+#include "util/hmap.h"
+
+struct tg_grec {
+    char *key;                          /* "ns/group" or "ns/pod", owned */
+    uint32_t ns, group;                 /* interned; group 0: a gang of one */
+    const struct tg_podgroup *pg;       /* NULL: none (yet), or a gang of one */
+    struct tg_pod **pending;            /* pending members (caller's pointers) */
+    uint32_t npending, cappending;
+    struct tg_usage **members;          /* placed members: bound or assumed records */
+    uint32_t nmembers, capmembers;
+    uint32_t nassumed;                  /* members of kind assumed */
+    int32_t priority;                   /* resolved, see above */
+    uint8_t preempt_never;
+    uint8_t timed_out;                  /* waited past its scheduleTimeoutSeconds */
+    int64_t created_ms;                 /* PodGroup's creation, else the oldest member's */
+    int64_t first_seen_ms;              /* clock time it last went from no pending member to some */
+    uint32_t anchor_node;               /* interned node of a placed member, 0 none */
+    struct tg_qent q;                   /* queue state, owned by the queue */
+    void *user;                         /* the embedder's per-gang state (daemon: report) */
+};
+
+struct tg_pclass {
+    int32_t value;
+    uint8_t never;                      /* preemptionPolicy: Never */
+    uint8_t global_default;
+};
+
+struct tg_gangs {
+    struct tg_cluster *cluster;
+    struct tg_hmap by_key;              /* key -> struct tg_grec * */
+    struct tg_hmap pgs;                 /* PodGroup key -> const struct tg_podgroup * */
+    struct tg_imap pclass;              /* interned name -> struct tg_pclass * */
+    uint32_t default_class;             /* interned name of the globalDefault class, 0 none */
+    /* Called before a record is freed (the embedder frees g->user; the queue
+     * entry is already out of the queue). */
+    void (*freed)(void *ud, struct tg_grec *g);
+    /* Called when a placed member goes away (room freed). */
+    void (*member_gone)(void *ud, struct tg_grec *g, const struct tg_usage *u);
+    void *ud;
+};
+
+/* Listens to c's records. Returns 0 or TG_ENOMEM. Free with tg_gangs_free. */
+int tg_gangs_init(struct tg_gangs *gs, struct tg_cluster *c);
+void tg_gangs_free(struct tg_gangs *gs);
+
+/* The gang key of a pod ("ns/group" or "ns/pod") into buf; returns buf. */
+const char *tg_gang_key_of(const struct tg_pod *p, char *buf, size_t n);
+struct tg_grec *tg_gangs_get(const struct tg_gangs *gs, const char *key);
+/* The gang a usage record belongs to (NULL for a pod of no gang). */
+struct tg_grec *tg_gangs_of_usage(const struct tg_gangs *gs, const struct tg_usage *u);
+
+/* A pending pod was added or changed (p replaces any earlier pointer for the
+ * same key). *out: its gang. Returns 0 or TG_ENOMEM. now: the clock. */
+int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, struct tg_grec **out);
+/* A pending pod is gone (deleted, bound, terminal). Returns its gang, or NULL
+ * when it had none or the record was freed. */
+struct tg_grec *tg_gangs_pending_delete(struct tg_gangs *gs, const struct tg_pod *p);
+/* pg stays the caller's until replaced or deleted. Returns the gang record
+ * of that key, if any. */
+struct tg_grec *tg_gangs_podgroup_set(struct tg_gangs *gs, const struct tg_podgroup *pg);
+struct tg_grec *tg_gangs_podgroup_delete(struct tg_gangs *gs, const char *key);
+const struct tg_podgroup *tg_gangs_podgroup(const struct tg_gangs *gs, const char *key);
+/* A PriorityClass was set or deleted; every gang's priority is resolved
+ * again. Returns 0 or TG_ENOMEM. */
+int tg_gangs_pclass_set(struct tg_gangs *gs, uint32_t name, const struct tg_pclass *pc);
+void tg_gangs_pclass_delete(struct tg_gangs *gs, uint32_t name);
+/* The value of a PriorityClass; 0 when unknown (*found = 0). */
+int32_t tg_gangs_pclass_value(const struct tg_gangs *gs, uint32_t name, int *found);
+/* Resolves g's priority, preempt_never and created_ms again; 1 if the
+ * priority or creation changed. */
+int tg_grec_resolve(struct tg_gangs *gs, struct tg_grec *g);
+/* The priority of a usage record's pod on its own (its gang's is
+ * tg_gangs_of_usage()->priority). */
+int32_t tg_gangs_usage_priority(const struct tg_gangs *gs, const struct tg_usage *u);
+
+/* minMember of the gang (its PodGroup's; 1 without one). */
+uint32_t tg_grec_min(const struct tg_grec *g);
+/* Pending members not placed yet (no bound or assumed record). */
+uint32_t tg_grec_unplaced(const struct tg_grec *g, const struct tg_cluster *c);
+/* The placement input: pods = pending members with no bound or assumed
+ * record (into pods[], room for g->npending), nbound, anchor; within none. */
+void tg_grec_view(const struct tg_grec *g, const struct tg_cluster *c, struct tg_pod **pods,
+                  struct tg_gang *out);
+
+#endif
