@@ -141,7 +141,7 @@ static int want_int(struct dec *x, const cJSON *o, const char *k, const char *f,
     if (!j)
         return 0;
     double v = j->valuedouble;
-    if (v != (double)(int64_t)v || v < (double)lo || v > (double)hi) {
+    if (!(v >= (double)lo && v <= (double)hi) || v != (double)(int64_t)v) {
         err(x, j, f, "must be a whole number from %lld to %lld, not %s", (long long)lo,
             (long long)hi, j->valuestring ? j->valuestring : "that");
         return 0;
@@ -1097,4 +1097,180 @@ void tg_podgroup_free(struct tg_podgroup **pg)
     free(g->rv);
     free(g);
     *pg = NULL;
+}
+
+/* ---- label selectors, PodDisruptionBudget ------------------------------- */
+
+int tg_labelsel_match(const struct tg_labelsel *s, const struct tg_label *labels, uint32_t n)
+{
+    for (uint16_t i = 0; i < s->nreq; i++) {
+        const struct tg_selreq *r = &s->reqs[i];
+        uint32_t v = tg_labels_get(labels, n, r->key);
+        int in = 0;
+        for (uint16_t k = 0; v != TG_STR_NONE && k < r->nvals; k++)
+            in |= r->vals[k] == v;
+        switch (r->op) {
+        case TG_SEL_IN: if (!in) return 0; break;
+        case TG_SEL_NOTIN: if (in) return 0; break;
+        case TG_SEL_EXISTS: if (v == TG_STR_NONE) return 0; break;
+        case TG_SEL_DOESNOTEXIST: if (v != TG_STR_NONE) return 0; break;
+        default: return 0;
+        }
+    }
+    return 1;
+}
+
+void tg_labelsel_free(struct tg_labelsel *s)
+{
+    for (uint16_t i = 0; i < s->nreq; i++)
+        free(s->reqs[i].vals);
+    free(s->reqs);
+    s->reqs = NULL;
+    s->nreq = 0;
+}
+
+/* A metav1.LabelSelector at `field` of o into sel. Returns 0, -1 after
+ * reporting, or TG_ENOMEM. */
+static int decode_labelsel(struct dec *x, const cJSON *o, const char *field, struct tg_labelsel *sel)
+{
+    const cJSON *ml = want_map(x, o, "matchLabels", field);
+    const cJSON *me = want_list(x, o, "matchExpressions", field);
+    int n = (ml ? cJSON_GetArraySize(ml) : 0) + (me ? cJSON_GetArraySize(me) : 0);
+    if (!n)
+        return 0;
+    if (!(sel->reqs = calloc((size_t)n, sizeof *sel->reqs)))
+        return TG_ENOMEM;
+    char path[300];
+    const cJSON *it;
+    cJSON_ArrayForEach(it, ml)
+    {
+        snprintf(path, sizeof path, "%s.matchLabels.%s", field, it->string);
+        if (!cJSON_IsString(it)) {
+            err(x, it, path, "must be a string, not %s", type_name(it));
+            return -1;
+        }
+        struct tg_selreq *r = &sel->reqs[sel->nreq++];
+        if (!(r->vals = malloc(sizeof *r->vals)))
+            return TG_ENOMEM;
+        r->key = tg_intern(it->string);
+        r->op = TG_SEL_IN;
+        r->vals[0] = tg_intern(it->valuestring);
+        r->nvals = 1;
+    }
+    int i = 0;
+    cJSON_ArrayForEach(it, me)
+    {
+        snprintf(path, sizeof path, "%s.matchExpressions[%d]", field, i++);
+        struct tg_selreq *r = &sel->reqs[sel->nreq];
+        int rc = decode_selreq(x, it, path, 0, r);
+        sel->nreq++;
+        if (rc)
+            return rc;
+        if (r->op == TG_SEL_GT || r->op == TG_SEL_LT) {
+            err(x, it, path, "a label selector takes In, NotIn, Exists or DoesNotExist");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* An IntOrString budget: 3 or "30%". Returns 1 when given, 0 when absent,
+ * -1 after reporting. */
+static int int_or_pct(struct dec *x, const cJSON *spec, const char *k, const char *field,
+                      int32_t *v, uint8_t *pct)
+{
+    const cJSON *j = get(spec, k);
+    if (!j)
+        return 0;
+    if (cJSON_IsNumber(j) && j->valuedouble >= 0 && j->valuedouble <= 1e9 &&
+        j->valuedouble == (double)(int32_t)j->valuedouble) {
+        *v = (int32_t)j->valuedouble;
+        *pct = 0;
+        return 1;
+    }
+    char *end = NULL;
+    long n = cJSON_IsString(j) ? strtol(j->valuestring, &end, 10) : -1;
+    if (cJSON_IsString(j) && end != j->valuestring && end[0] == '%' && !end[1] && n >= 0 &&
+        n <= 100) {
+        *v = (int32_t)n;
+        *pct = 1;
+        return 1;
+    }
+    err(x, j, field, "must be a non-negative integer or a percentage such as \"50%%\"");
+    return -1;
+}
+
+int tg_pdb_decode(const cJSON *obj, struct tg_diag *d, struct tg_pdb **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "PodDisruptionBudget", 1, &m))
+        return TG_EPARSE;
+    struct tg_pdb *p = calloc(1, sizeof *p);
+    int rc = TG_ENOMEM;
+    if (!p)
+        return rc;
+    p->key = make_key(m.ns, m.name, NULL);
+    p->uid = dup_or_null(m.uid);
+    p->rv = dup_or_null(m.rv);
+    if (!p->key)
+        goto fail;
+    p->ns = tg_intern(m.ns);
+    const cJSON *spec = want_map(&x, obj, "spec", "spec");
+    const cJSON *sel = want_map(&x, spec, "selector", "spec.selector");
+    p->has_selector = sel != NULL;
+    if (sel && (rc = decode_labelsel(&x, sel, "spec.selector", &p->sel)) == TG_ENOMEM)
+        goto fail;
+    int a = int_or_pct(&x, spec, "minAvailable", "spec.minAvailable", &p->min_available, &p->min_pct);
+    int b = int_or_pct(&x, spec, "maxUnavailable", "spec.maxUnavailable", &p->max_unavailable,
+                       &p->max_pct);
+    p->has_min = a > 0;
+    p->has_max = b > 0;
+    if (p->has_min && p->has_max)
+        err(&x, spec, "spec", "minAvailable and maxUnavailable are exclusive");
+    const cJSON *status = want_map(&x, obj, "status", "status");
+    int64_t v = 0;
+    if (want_int(&x, status, "observedGeneration", "status.observedGeneration", 0, 1000000000000000LL, &v) && v > 0) {
+        p->has_status = 1;
+        v = 0;
+        want_int(&x, status, "disruptionsAllowed", "status.disruptionsAllowed", 0, 2147483647LL, &v);
+        p->disruptions_allowed = (int32_t)v;
+    }
+    if (x.bad) {
+        rc = TG_EPARSE;
+        goto fail;
+    }
+    *out = p;
+    return 0;
+fail:
+    tg_pdb_free(&p);
+    return rc == TG_ENOMEM ? rc : TG_EPARSE;
+}
+
+void tg_pdb_free(struct tg_pdb **pp)
+{
+    struct tg_pdb *p = *pp;
+    if (!p)
+        return;
+    tg_labelsel_free(&p->sel);
+    free(p->key);
+    free(p->uid);
+    free(p->rv);
+    free(p);
+    *pp = NULL;
+}
+
+int32_t tg_pdb_allowed(const struct tg_pdb *p, uint32_t healthy)
+{
+    if (p->has_status)
+        return p->disruptions_allowed;
+    int64_t h = healthy, allowed;
+    if (p->has_min)
+        allowed = h - (p->min_pct ? (h * p->min_available + 99) / 100 : p->min_available);
+    else if (p->has_max)
+        allowed = p->max_pct ? h * p->max_unavailable / 100 : p->max_unavailable;
+    else
+        allowed = h; /* a budget with neither allows everything */
+    return allowed < 0 ? 0 : (int32_t)(allowed > INT32_MAX ? INT32_MAX : allowed);
 }

@@ -193,6 +193,40 @@ struct tg_podgroup {
 int tg_podgroup_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_podgroup **out);
 void tg_podgroup_free(struct tg_podgroup **g);
 
+/* ---- label selectors and PodDisruptionBudgets -------------------------- */
+
+/* A metav1.LabelSelector: matchLabels (as In with one value) and
+ * matchExpressions (In, NotIn, Exists, DoesNotExist), ANDed. An empty
+ * selector matches everything. */
+struct tg_labelsel {
+    uint16_t nreq;
+    struct tg_selreq *reqs;             /* owned, vals owned */
+};
+
+int tg_labelsel_match(const struct tg_labelsel *s, const struct tg_label *labels, uint32_t n);
+void tg_labelsel_free(struct tg_labelsel *s);
+
+/* A policy/v1 PodDisruptionBudget. */
+struct tg_pdb {
+    char *key;                          /* "ns/name", owned */
+    uint32_t ns;
+    uint8_t has_selector;               /* spec.selector given (absent: matches nothing) */
+    uint8_t has_min, min_pct;           /* spec.minAvailable: int, or percent */
+    uint8_t has_max, max_pct;           /* spec.maxUnavailable */
+    uint8_t has_status;                 /* status.observedGeneration set: the controller counted */
+    int32_t min_available, max_unavailable;
+    int32_t disruptions_allowed;        /* status.disruptionsAllowed */
+    struct tg_labelsel sel;
+    char *uid, *rv;                     /* owned, may be NULL */
+};
+
+int tg_pdb_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_pdb **out);
+void tg_pdb_free(struct tg_pdb **p);
+/* Disruptions the budget allows now: status.disruptionsAllowed when the
+ * disruption controller has counted, else from the spec with `healthy`
+ * matching pods running (expected taken as healthy). */
+int32_t tg_pdb_allowed(const struct tg_pdb *p, uint32_t healthy);
+
 /* ---- helpers shared by decoders ---------------------------------------- */
 
 /* RFC 3339 timestamp to ms since epoch; returns 0 or TG_EPARSE. */
