@@ -66,9 +66,9 @@ int tg_quantity_parse(const char *s, size_t n, int milli, int64_t *out)
     size_t sl = n - i;
     if (sl == 0) {
         /* plain number */
-    } else if (sl == 2 && suf[1] == 'i' && strchr("KMGTPE", suf[0])) {
+    } else if (sl == 2 && suf[0] && suf[1] == 'i' && strchr("KMGTPE", suf[0])) {
         bin = 10 * (int)(strchr("KMGTPE", suf[0]) - "KMGTPE" + 1);
-    } else if (sl == 1 && strchr("numkMGTPE", suf[0])) {
+    } else if (sl == 1 && suf[0] && strchr("numkMGTPE", suf[0])) {
         static const char sym[] = "numkMGTPE";
         static const int exp[] = {-9, -6, -3, 3, 6, 9, 12, 15, 18};
         e10 += exp[strchr(sym, suf[0]) - sym];

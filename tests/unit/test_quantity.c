@@ -69,6 +69,12 @@ static void test_rejects(void **state)
     bad("10Ei", TG_ERANGE);
     bad("99999999999999999999", TG_ERANGE);
     bad("1e100", TG_ERANGE);
+    /* A NUL inside s[0..n) is no suffix (strchr would find the terminator:
+     * an index past the suffix table; found by fuzz/fuzz_quantity). */
+    int64_t v;
+    assert_int_equal(tg_quantity_parse("3\0", 2, 0, &v), TG_EPARSE);
+    assert_int_equal(tg_quantity_parse("3\0", 2, 1, &v), TG_EPARSE);
+    assert_int_equal(tg_quantity_parse("1\0i", 3, 0, &v), TG_EPARSE);
 }
 
 static void test_format(void **state)
