@@ -244,6 +244,10 @@ static int policy_doc(void *ud, cJSON *root, const struct tg_yaml_lines *lines)
     cJSON_ArrayForEach(sec, root)
     {
         if (!strcmp(sec->string, "topology")) {
+            if (!cJSON_IsObject(sec)) {
+                perr(x, sec, "topology", "must be a map with levels");
+                continue;
+            }
             const cJSON *k;
             cJSON_ArrayForEach(k, sec) if (strcmp(k->string, "levels"))
                 perr(x, k, "topology", "unknown key \"%s\" (levels)", k->string);

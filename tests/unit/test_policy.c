@@ -80,6 +80,9 @@ static void test_errors(void **state)
     expect_error("placement: {defaultPreferred: pod}\n", "placement.defaultPreferred: \"pod\" is not a level");
     expect_error("gang: {scheduleTimeoutSeconds: -1}\n", "gang.scheduleTimeoutSeconds: must be a whole number from 1");
     expect_error("a: [\n", "cfg.yaml:");
+    /* topology as a list: its items have no key (strcmp(NULL) crashed; found by fuzzing) */
+    expect_error("topology:\n  - {name: a, nodeLabel: x}\n", "cfg.yaml:2: topology: must be a map");
+    expect_error("topology: 7\n", "cfg.yaml:1: topology: must be a map");
     expect_error("api: {qps: 100, burst: 10}\n", "api.burst: must be at least api.qps");
 }
 
