@@ -34,6 +34,8 @@ int tg_liststream_finish(const struct tg_liststream *s)
 
 static int append(struct tg_liststream *s, const char *d, size_t n)
 {
+    if (n == 0)
+        return 0;               /* buf may still be NULL: no memcpy to NULL + 0 */
     if (s->len + n > s->cap) {
         size_t cap = s->cap ? s->cap : 65536;
         while (cap < s->len + n)

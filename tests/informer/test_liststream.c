@@ -94,6 +94,9 @@ static void truncated_and_garbage(void **s)
     struct tg_liststream ls = {0};
     struct got g = {0};
     tg_liststream_reset(&ls, on_item, on_meta, &g);
+    /* nothing yet, no buffer yet (memcpy to NULL + 0 was UB; found by fuzzing) */
+    assert_int_equal(tg_liststream_feed(&ls, "", 0), 0);
+    assert_int_equal(tg_liststream_finish(&ls), TG_EPARSE);
     assert_int_equal(tg_liststream_feed(&ls, body, 120), 0);
     assert_int_equal(tg_liststream_finish(&ls), TG_EPARSE);
     struct got h = {0};
