@@ -118,6 +118,25 @@ struct pctx {
     int done;
 };
 
+/* Appends one problem and its newline. A control character inside it (keys
+ * and values from the YAML may hold line breaks) is written as \n, \t or
+ * \xNN, so that every problem stays one line. */
+static void put_problem(struct tg_sb *errs, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\n')
+            tg_sb_puts(errs, "\\n");
+        else if (c == '\t')
+            tg_sb_puts(errs, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            tg_sb_printf(errs, "\\x%02x", c);
+        else
+            tg_sb_putc(errs, (char)c);
+    }
+    tg_sb_putc(errs, '\n');
+}
+
 static void perr(struct pctx *x, const cJSON *at, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void perr(struct pctx *x, const cJSON *at, const char *key, const char *fmt, ...)
@@ -127,7 +146,10 @@ static void perr(struct pctx *x, const cJSON *at, const char *key, const char *f
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    tg_sb_printf(x->errs, "%s:%d: %s: %s\n", x->origin, tg_yaml_line(x->lines, at), key, msg);
+    struct tg_sb line = {0};
+    tg_sb_printf(&line, "%s:%d: %s: %s", x->origin, tg_yaml_line(x->lines, at), key, msg);
+    put_problem(x->errs, tg_sb_str(&line));
+    tg_sb_free(&line);
     x->nerr++;
 }
 
@@ -307,17 +329,18 @@ int tg_policy_parse(const char *yaml, size_t n, const char *origin, struct tg_po
     struct tg_sb perrs = {0};
     int rc = tg_yaml_parse(yaml, n, origin, policy_doc, &x, &perrs);
     if (rc) {
-        tg_sb_printf(errs, "%s\n", tg_sb_str(&perrs));
+        put_problem(errs, tg_sb_str(&perrs));
         tg_sb_free(&perrs);
         return TG_EPARSE;
     }
-    tg_sb_free(&perrs);
+    tg_sb_reset(&perrs);
     if (p.default_preferred[0] && tg_policy_level(&p, p.default_preferred) < 0) {
-        tg_sb_printf(errs, "%s: placement.defaultPreferred: \"%s\" is not a level (", origin,
+        tg_sb_printf(&perrs, "%s: placement.defaultPreferred: \"%s\" is not a level (", origin,
                      p.default_preferred);
         for (uint32_t i = 0; i < p.nlevels; i++)
-            tg_sb_printf(errs, "%s%s", i ? ", " : "", p.levels[i].name);
-        tg_sb_puts(errs, ")\n");
+            tg_sb_printf(&perrs, "%s%s", i ? ", " : "", p.levels[i].name);
+        tg_sb_puts(&perrs, ")");
+        put_problem(errs, tg_sb_str(&perrs));
         x.nerr++;
     }
     if (p.api_burst < p.api_qps) {
@@ -325,6 +348,7 @@ int tg_policy_parse(const char *yaml, size_t n, const char *origin, struct tg_po
                      (long long)p.api_qps);
         x.nerr++;
     }
+    tg_sb_free(&perrs);
     if (x.nerr)
         return TG_EPARSE;
     finish(&p);

@@ -63,6 +63,8 @@ static void expect_error(const char *yaml, const char *needle)
     if (!strstr(tg_sb_str(&err), needle))
         print_error("want \"%s\" in:\n%s\n", needle, tg_sb_str(&err));
     assert_non_null(strstr(tg_sb_str(&err), needle));
+    for (const char *l = tg_sb_str(&err); *l; l = strchr(l, '\n') + 1)
+        assert_memory_equal(l, "cfg.yaml", 8); /* one line per problem, each with its origin */
     tg_sb_free(&err);
 }
 
@@ -83,6 +85,12 @@ static void test_errors(void **state)
     /* topology as a list: its items have no key (strcmp(NULL) crashed; found by fuzzing) */
     expect_error("topology:\n  - {name: a, nodeLabel: x}\n", "cfg.yaml:2: topology: must be a map");
     expect_error("topology: 7\n", "cfg.yaml:1: topology: must be a map");
+    /* a line break inside a key or a level name stays inside its one problem line
+     * (it began lines without an origin; found by fuzzing) */
+    expect_error("\"colour\\nof\\tit\": blue\n", "cfg.yaml:1: colour\\nof\\tit: unknown key");
+    expect_error("topology:\n  levels: [{name: \"z\\x01\", nodeLabel: z}]\n"
+                 "placement: {defaultPreferred: \"q\\nr\"}\n",
+                 "cfg.yaml: placement.defaultPreferred: \"q\\nr\" is not a level (z\\x01)");
     expect_error("api: {qps: 100, burst: 10}\n", "api.burst: must be at least api.qps");
 }
 
