@@ -168,7 +168,9 @@ static void apply_opt(struct pctx *x, const struct opt *o, const cJSON *v)
         break;
     case T_INT: {
         double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
-        if (!cJSON_IsNumber(v) || d != (double)(int64_t)d || d < (double)o->lo || d > (double)o->hi)
+        /* in range before the conversion: (int64_t)1e300 is undefined */
+        if (!cJSON_IsNumber(v) || !(d >= (double)o->lo && d <= (double)o->hi) ||
+            d != (double)(int64_t)d)
             perr(x, v, o->path, "must be a whole number from %lld to %lld",
                  (long long)o->lo, (long long)o->hi);
         else

@@ -92,6 +92,10 @@ static void test_errors(void **state)
                  "placement: {defaultPreferred: \"q\\nr\"}\n",
                  "cfg.yaml: placement.defaultPreferred: \"q\\nr\" is not a level (z\\x01)");
     expect_error("api: {qps: 100, burst: 10}\n", "api.burst: must be at least api.qps");
+    /* beyond int64 and not a number: refused before any conversion (UB; found by fuzzing) */
+    expect_error("api: {burst: 1e94}\n", "cfg.yaml:1: api.burst: must be a whole number");
+    expect_error("api: {burst: .nan}\n", "cfg.yaml:1: api.burst: must be a whole number");
+    expect_error("gang: {bindRetries: -1e300}\n", "gang.bindRetries: must be a whole number");
 }
 
 int main(void)
