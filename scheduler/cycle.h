@@ -103,6 +103,10 @@ int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots);
 /* Domains at tree level lvl whose counts hold at least tg_gang_must(g)
  * members, best first (pack: best fit; spread: most room); up to cap. */
 uint32_t tg_whatif_domains(struct tg_whatif *w, uint32_t lvl, uint32_t *out, uint32_t cap);
+/* The domain at tree level lvl whose counts hold the most members of g
+ * (TG_NONE when the level is empty); *holds receives how many. */
+uint32_t tg_whatif_best(const struct tg_whatif *w, uint32_t lvl, uint64_t *holds);
+uint32_t tg_whatif_must(const struct tg_whatif *w);
 /* The reason text tg_sched_gang would give for g now ("needs 8 x ... in one
  * rack; best rack ... holds 5; ..."), into buf. */
 void tg_whatif_explain(struct tg_whatif *w, char *buf, size_t n);

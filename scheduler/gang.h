@@ -40,7 +40,8 @@ struct tg_grec {
     uint32_t npending, cappending;
     struct tg_usage **members;          /* placed members: bound or assumed records */
     uint32_t nmembers, capmembers;
-    uint32_t nassumed;                  /* members of kind assumed */
+    uint32_t npending_placed;           /* pending members that already have a member record
+                                           (assumed, or bound before the pending stream said so) */
     int32_t priority;                   /* resolved, see above */
     uint8_t preempt_never;
     uint8_t timed_out;                  /* waited past its scheduleTimeoutSeconds */
@@ -61,6 +62,7 @@ struct tg_gangs {
     struct tg_cluster *cluster;
     struct tg_hmap by_key;              /* key -> struct tg_grec * */
     struct tg_hmap pgs;                 /* PodGroup key -> const struct tg_podgroup * */
+    struct tg_hmap pidx;                /* pending pod key (owned) -> its place in its gang */
     struct tg_imap pclass;              /* interned name -> struct tg_pclass * */
     uint32_t default_class;             /* interned name of the globalDefault class, 0 none */
     /* Called before a record is freed (the embedder frees g->user; the queue
@@ -105,10 +107,22 @@ int tg_grec_resolve(struct tg_gangs *gs, struct tg_grec *g);
  * tg_gangs_of_usage()->priority). */
 int32_t tg_gangs_usage_priority(const struct tg_gangs *gs, const struct tg_usage *u);
 
+/* Frees g if it has no pending or placed member and is out of the queue. */
+void tg_gangs_release(struct tg_gangs *gs, struct tg_grec *g);
+
 /* minMember of the gang (its PodGroup's; 1 without one). */
 uint32_t tg_grec_min(const struct tg_grec *g);
-/* Pending members not placed yet (no bound or assumed record). */
-uint32_t tg_grec_unplaced(const struct tg_grec *g, const struct tg_cluster *c);
+/* Pending members not placed yet (no bound or assumed record). O(1). */
+static inline uint32_t tg_grec_unplaced(const struct tg_grec *g)
+{
+    return g->npending - g->npending_placed;
+}
+/* Enough members to be tried: unplaced + placed >= minMember. */
+static inline int tg_grec_ready(const struct tg_grec *g)
+{
+    return g->npending > g->npending_placed &&
+           tg_grec_unplaced(g) + g->nmembers >= (g->pg ? (uint32_t)g->pg->min_member : 1);
+}
 /* The placement input: pods = pending members with no bound or assumed
  * record (into pods[], room for g->npending), nbound, anchor; within none. */
 void tg_grec_view(const struct tg_grec *g, const struct tg_cluster *c, struct tg_pod **pods,

@@ -129,7 +129,7 @@ static int count_all(struct pc *x, struct set *st)
 {
     const struct tg_cluster *c = &x->s->cluster;
     const struct tg_tree *t = &c->tree;
-    if (x->g->within == NONE || x->g->within >= t->ndom) {
+    if (x->g->within == NONE || x->g->within == 0 || x->g->within >= t->ndom) {
         for (uint32_t slot = 0; slot < c->nslots; slot++)
             count_slot(x, st, slot);
         return 0;
@@ -815,4 +815,25 @@ void tg_whatif_explain(struct tg_whatif *w, char *buf, size_t n)
 {
     explain(&w->x, w->must, w->required, 0);
     snprintf(buf, n, "%s", w->r.reason);
+}
+
+uint32_t tg_whatif_best(const struct tg_whatif *w, uint32_t lvl, uint64_t *most)
+{
+    const struct tg_tree *t = &w->x.s->cluster.tree;
+    uint32_t best = NONE;
+    *most = 0;
+    for (uint32_t k = 0; lvl <= t->nlevels && k < t->nbylevel[lvl]; k++) {
+        uint32_t d = t->bylevel[lvl][k];
+        uint64_t h = holds(&w->x, d);
+        if (t->dom[d].nnodes && (best == NONE || h > *most)) {
+            best = d;
+            *most = h;
+        }
+    }
+    return best;
+}
+
+uint32_t tg_whatif_must(const struct tg_whatif *w)
+{
+    return w->must;
 }

@@ -383,6 +383,17 @@ int tg_queue_done(struct tg_queue *q, struct tg_qent *e, enum tg_qdone how)
     return move(q, e, q->wakes != e->wakes_at_pop ? TG_Q_BACKOFF : TG_Q_UNSCHED);
 }
 
+int tg_queue_backoff(struct tg_queue *q, struct tg_qent *e)
+{
+    if (e->state != TG_Q_OUT)
+        return 0;
+    if (!e->backoff_ms)
+        e->backoff_ms = q->backoff_initial_ms;
+    e->ready_ms = tg_queue_now(q) + e->backoff_ms;
+    e->backoff_ms = e->backoff_ms * 2 > q->backoff_max_ms ? q->backoff_max_ms : e->backoff_ms * 2;
+    return move(q, e, TG_Q_BACKOFF);
+}
+
 void tg_queue_wake(struct tg_queue *q)
 {
     q->wakes++;

@@ -133,6 +133,10 @@ enum tg_qdone {
 };
 int tg_queue_done(struct tg_queue *q, struct tg_qent *e, enum tg_qdone how);
 
+/* An entry that is out (its binds failed) goes back with a backoff, as
+ * after an unschedulable attempt. */
+int tg_queue_backoff(struct tg_queue *q, struct tg_qent *e);
+
 /* A cluster event that may help: every unsched and waiting entry goes to
  * active (or backoff while its backoff runs). An entry inflight when the
  * wake comes and then found unschedulable goes to backoff, not unsched, so

@@ -1,75 +1,60 @@
-/* `topogang simulate`: read Kubernetes YAML, place every pending topogang
- * pod with the scheduling core, print a table or JSON. See simulate.h. */
+/* `topogang simulate`: read Kubernetes YAML (load.h), run the engine on a
+ * fixed clock until nothing is due, print a table or JSON. See simulate.h. */
 #include "scheduler/sim/simulate.h"
-#include "model/objects.h"
+#include "scheduler/engine.h"
+#include "scheduler/sim/load.h"
 #include "util/err.h"
 #include "util/hmap.h"
 #include "util/intern.h"
 #include "util/log.h"
-#include "util/yamljson.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
-struct gang_rec {
-    struct tg_gang g;
-    struct tg_result r;
-    char key[320];
-    int grouped;
+/* A victim unit as the output shows it. */
+struct preempted {
+    char *group;                        /* "ns/name", or NULL for a pod of no gang */
+    char **pods;
+    uint32_t npods;
 };
 
-struct vec {
-    void **v;
-    uint32_t n, cap;
+/* What became of one gang. */
+struct outcome {
+    char *key;
+    int grouped;
+    int32_t priority;
+    int64_t created_ms;
+    uint32_t min;
+    uint8_t status;                     /* enum tg_gang_status */
+    char level[64];
+    char *domain;
+    char *reason;
+    const struct tg_pod **pods;         /* pending members, input order */
+    uint32_t *node;                     /* interned node per pod, 0 none */
+    uint32_t npods;
+    struct preempted *pre;
+    uint32_t npre;
 };
 
 struct tg_sim {
-    struct tg_sched sched;
-    int quiet;
-    struct vec pending;                 /* struct tg_pod *, pending topogang pods */
-    struct tg_hmap pending_idx;         /* key -> index + 1 */
-    struct vec grouped_bound;           /* struct tg_pod *, bound pods with a group label */
-    struct vec groups;                  /* struct tg_podgroup * */
-    struct tg_hmap group_idx;           /* key -> index */
-    struct tg_imap prio_class;          /* interned name -> value + 2^32 */
-    struct gang_rec *gangs;
-    uint32_t ngangs;
+    struct tg_simdata data;
+    struct tg_policy policy;
+    struct tg_engine engine;
+    int engine_up;
+    int64_t now;                        /* the fixed clock */
+    struct outcome *out;
+    uint32_t nout;
+    struct tg_hmap out_idx;             /* gang key -> index */
     struct tg_sim_summary sum;
-    /* loading context */
-    const char *origin;
-    const struct tg_yaml_lines *lines;
-    struct tg_diag diag;
 };
 
-static int vpush(struct vec *v, void *p)
+static int64_t fixed_clock(void *ud)
 {
-    if (v->n == v->cap) {
-        uint32_t nc = v->cap ? v->cap * 2 : 64;
-        void **nv = realloc(v->v, nc * sizeof *nv);
-        if (!nv)
-            return TG_ENOMEM;
-        v->v = nv;
-        v->cap = nc;
-    }
-    v->v[v->n++] = p;
-    return 0;
-}
-
-static void report(void *ud, int is_error, const cJSON *at, const char *what, const char *field,
-                   const char *msg)
-{
-    struct tg_sim *sim = ud;
-    if (sim->quiet)
-        return;
-    fprintf(stderr, "%s:%d: %s: %s%s%s: %s%s\n", sim->origin, tg_yaml_line(sim->lines, at),
-            is_error ? "error" : "warning", what, *field ? ": " : "", field, msg,
-            is_error ? " (object skipped)" : "");
+    return ((const struct tg_sim *)ud)->now;
 }
 
 struct tg_sim *tg_sim_new(const struct tg_policy *p)
@@ -77,216 +62,58 @@ struct tg_sim *tg_sim_new(const struct tg_policy *p)
     struct tg_sim *sim = calloc(1, sizeof *sim);
     if (!sim)
         return NULL;
-    if (tg_sched_init(&sim->sched, p)) {
-        free(sim);
-        return NULL;
-    }
-    sim->diag.report = report;
-    sim->diag.ud = sim;
+    tg_simdata_init(&sim->data);
+    sim->policy = *p;
     return sim;
 }
 
-void tg_sim_quiet(struct tg_sim *sim, int quiet) { sim->quiet = quiet; }
-struct tg_sched *tg_sim_sched(struct tg_sim *sim) { return &sim->sched; }
+void tg_sim_quiet(struct tg_sim *sim, int quiet) { sim->data.quiet = quiet; }
 const struct tg_sim_summary *tg_sim_summary(const struct tg_sim *sim) { return &sim->sum; }
+
+static void outcome_free(struct outcome *o)
+{
+    for (uint32_t i = 0; i < o->npre; i++) {
+        for (uint32_t k = 0; k < o->pre[i].npods; k++)
+            free(o->pre[i].pods[k]);
+        free(o->pre[i].pods);
+        free(o->pre[i].group);
+    }
+    free(o->pre);
+    free(o->pods);
+    free(o->node);
+    free(o->domain);
+    free(o->reason);
+    free(o->key);
+}
 
 void tg_sim_free(struct tg_sim **psim)
 {
     struct tg_sim *sim = *psim;
     if (!sim)
         return;
-    for (uint32_t i = 0; i < sim->pending.n; i++)
-        tg_pod_free((struct tg_pod **)&sim->pending.v[i]);
-    for (uint32_t i = 0; i < sim->grouped_bound.n; i++)
-        tg_pod_free((struct tg_pod **)&sim->grouped_bound.v[i]);
-    for (uint32_t i = 0; i < sim->groups.n; i++)
-        tg_podgroup_free((struct tg_podgroup **)&sim->groups.v[i]);
-    free(sim->pending.v);
-    free(sim->grouped_bound.v);
-    free(sim->groups.v);
-    tg_hmap_free(&sim->pending_idx);
-    tg_hmap_free(&sim->group_idx);
-    tg_imap_free(&sim->prio_class);
-    for (uint32_t i = 0; i < sim->ngangs; i++) {
-        tg_result_free(&sim->gangs[i].r);
-        free(sim->gangs[i].g.pods);
-    }
-    free(sim->gangs);
-    tg_sched_free(&sim->sched);
+    if (sim->engine_up)
+        tg_engine_free(&sim->engine);
+    for (uint32_t i = 0; i < sim->nout; i++)
+        outcome_free(&sim->out[i]);
+    free(sim->out);
+    tg_hmap_free(&sim->out_idx);
+    tg_simdata_free(&sim->data);
     free(sim);
     *psim = NULL;
 }
 
-static void warn_at(struct tg_sim *sim, const cJSON *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void warn_at(struct tg_sim *sim, const cJSON *at, const char *fmt, ...)
+int tg_sim_load_file(struct tg_sim *sim, const char *path, struct tg_sb *err)
 {
-    sim->sum.warnings++;
-    if (sim->quiet)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s:%d: warning: ", sim->origin, tg_yaml_line(sim->lines, at));
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
+    return tg_simdata_load_path(&sim->data, path, err);
 }
 
-static int add_pod(struct tg_sim *sim, const cJSON *obj)
+int tg_sim_load_string(struct tg_sim *sim, const char *yaml, size_t n, const char *origin,
+                       struct tg_sb *err)
 {
-    struct tg_pod *p;
-    int rc = tg_pod_decode(obj, TG_DECODE_SPEC, &sim->diag, &p);
-    if (rc == TG_ENOMEM)
-        return rc;
-    if (rc) {
-        sim->sum.warnings++;
-        return 0;
-    }
-    int ours = p->sched == tg_intern(sim->sched.policy.scheduler_name);
-    if (p->node) {
-        rc = tg_cluster_pod_update(&sim->sched.cluster, p);
-        sim->sum.bound_pods += !tg_pod_terminal(p);
-        if (!rc && p->group && !tg_pod_terminal(p))
-            return vpush(&sim->grouped_bound, p);
-        tg_pod_free(&p);
-        return rc;
-    }
-    if (!ours || tg_pod_terminal(p)) {
-        tg_pod_free(&p); /* another scheduler's pending pod: not ours to place */
-        return 0;
-    }
-    uint64_t idx;
-    if (tg_hmap_get(&sim->pending_idx, p->key, strlen(p->key), &idx)) {
-        warn_at(sim, obj, "Pod %s appears twice; the later one is used", p->key);
-        struct tg_pod **slot = (struct tg_pod **)&sim->pending.v[idx - 1];
-        tg_hmap_del(&sim->pending_idx, (*slot)->key, strlen((*slot)->key));
-        tg_pod_free(slot);
-        *slot = p;
-        return tg_hmap_put(&sim->pending_idx, p->key, strlen(p->key), idx);
-    }
-    if ((rc = vpush(&sim->pending, p))) {
-        tg_pod_free(&p);
-        return rc;
-    }
-    return tg_hmap_put(&sim->pending_idx, p->key, strlen(p->key), sim->pending.n);
+    return tg_simdata_load_string(&sim->data, yaml, n, origin, err);
 }
 
-static int add_group(struct tg_sim *sim, const cJSON *obj)
-{
-    struct tg_podgroup *g;
-    int rc = tg_podgroup_decode(obj, &sim->diag, &g);
-    if (rc == TG_ENOMEM)
-        return rc;
-    if (rc) {
-        sim->sum.warnings++;
-        return 0;
-    }
-    uint64_t idx;
-    if (tg_hmap_get(&sim->group_idx, g->key, strlen(g->key), &idx)) {
-        warn_at(sim, obj, "PodGroup %s appears twice; the later one is used", g->key);
-        struct tg_podgroup **slot = (struct tg_podgroup **)&sim->groups.v[idx];
-        tg_hmap_del(&sim->group_idx, (*slot)->key, strlen((*slot)->key));
-        tg_podgroup_free(slot);
-        *slot = g;
-        return tg_hmap_put(&sim->group_idx, g->key, strlen(g->key), idx);
-    }
-    if ((rc = vpush(&sim->groups, g))) {
-        tg_podgroup_free(&g);
-        return rc;
-    }
-    return tg_hmap_put(&sim->group_idx, g->key, strlen(g->key), sim->groups.n - 1);
-}
-
-static int add_prio_class(struct tg_sim *sim, const cJSON *obj)
-{
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
-    const cJSON *val = cJSON_GetObjectItemCaseSensitive(obj, "value");
-    if (!cJSON_IsString(name) || !cJSON_IsNumber(val) || val->valuedouble != (int32_t)val->valuedouble) {
-        warn_at(sim, obj, "PriorityClass needs metadata.name and an integer value (skipped)");
-        return 0;
-    }
-    return tg_imap_put(&sim->prio_class, tg_intern(name->valuestring),
-                       (uint64_t)(uint32_t)(int32_t)val->valuedouble | 1ull << 32);
-}
-
-static int add_object(struct tg_sim *sim, const cJSON *obj);
-
-static int add_list(struct tg_sim *sim, const cJSON *obj)
-{
-    const cJSON *items = cJSON_GetObjectItemCaseSensitive(obj, "items");
-    if (!cJSON_IsArray(items)) {
-        warn_at(sim, obj, "List without an items list (skipped)");
-        return 0;
-    }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, items)
-    {
-        int rc = add_object(sim, it);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-static int add_object(struct tg_sim *sim, const cJSON *obj)
-{
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
-    const cJSON *api = cJSON_GetObjectItemCaseSensitive(obj, "apiVersion");
-    if (!cJSON_IsObject(obj) || !cJSON_IsString(kind)) {
-        warn_at(sim, obj, "object without a kind (skipped)");
-        return 0;
-    }
-    const char *k = kind->valuestring;
-    if (!strcmp(k, "List") || !strcmp(k, "NodeList") || !strcmp(k, "PodList") ||
-        !strcmp(k, "PodGroupList"))
-        return add_list(sim, obj);
-    if (!strcmp(k, "Node")) {
-        struct tg_node_obj *n;
-        int rc = tg_node_decode(obj, &sim->diag, &n);
-        if (rc == TG_ENOMEM)
-            return rc;
-        if (rc) {
-            sim->sum.warnings++;
-            return 0;
-        }
-        if (tg_cluster_slot(&sim->sched.cluster, n->name, 0) != TG_NONE &&
-            sim->sched.cluster.nodes[tg_cluster_slot(&sim->sched.cluster, n->name, 0)].obj)
-            warn_at(sim, obj, "Node %s appears twice; the later one is used", tg_str(n->name));
-        return tg_cluster_node_set(&sim->sched.cluster, n);
-    }
-    if (!strcmp(k, "Pod"))
-        return add_pod(sim, obj);
-    if (!strcmp(k, "PodGroup")) {
-        const char *av = cJSON_IsString(api) ? api->valuestring : "";
-        if (strncmp(av, "topogang.io/", 12) && strncmp(av, "scheduling.x-k8s.io/", 20)) {
-            warn_at(sim, obj, "PodGroup with apiVersion \"%s\": expected topogang.io/v1alpha1 "
-                              "(skipped)", av);
-            return 0;
-        }
-        return add_group(sim, obj);
-    }
-    if (!strcmp(k, "PriorityClass"))
-        return add_prio_class(sim, obj);
-    static const char *const ignored[] = {"Namespace", "ConfigMap", "Job", "Deployment",
-                                          "StatefulSet", "Service", "CustomResourceDefinition"};
-    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
-        if (!strcmp(k, ignored[i]))
-            return 0;
-    warn_at(sim, obj, "unknown kind \"%s\" (skipped; simulate reads Node, Pod, PodGroup, "
-                      "PriorityClass, List)", k);
-    return 0;
-}
-
-static int on_doc(void *ud, cJSON *root, const struct tg_yaml_lines *lines)
-{
-    struct tg_sim *sim = ud;
-    sim->lines = lines;
-    int rc = add_object(sim, root);
-    cJSON_Delete(root);
-    sim->lines = NULL;
-    return rc ? 1 : 0;
-}
+/* ---- run ----------------------------------------------------------------------- */
 
 static double now_ms(void)
 {
@@ -295,274 +122,289 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-int tg_sim_load_string(struct tg_sim *sim, const char *yaml, size_t n, const char *origin,
-                       struct tg_sb *err)
+static int set_text(char **dst, const char *s)
 {
-    double t0 = now_ms();
-    sim->origin = origin;
-    int before = sim->diag.nerrors;
-    int rc = tg_yaml_parse(yaml, n, origin, on_doc, sim, err);
-    sim->sum.errors += (uint32_t)(sim->diag.nerrors - before);
-    sim->sum.load_ms += now_ms() - t0;
-    return rc;
+    char *d = strdup(s ? s : "");
+    if (!d)
+        return TG_ENOMEM;
+    free(*dst);
+    *dst = d;
+    return 0;
 }
 
-int tg_sim_load_file(struct tg_sim *sim, const char *path, struct tg_sb *err)
+/* Feeds every object to the engine: classes, groups, budgets, nodes, bound
+ * pods, then the pending pods of this scheduler. */
+static int feed(struct tg_sim *sim)
 {
-    char *buf;
-    size_t len;
-    int rc = tg_read_file(path, &buf, &len, err);
-    if (rc)
-        return rc;
-    rc = tg_sim_load_string(sim, buf, len, path, err);
-    free(buf);
-    return rc;
-}
-
-/* ---- gangs -------------------------------------------------------------- */
-
-static int32_t class_value(const struct tg_sim *sim, uint32_t name, int *found)
-{
-    uint64_t v;
-    *found = name && tg_imap_get(&sim->prio_class, name, &v);
-    return *found ? (int32_t)(uint32_t)v : 0;
-}
-
-static int32_t pod_priority(const struct tg_sim *sim, const struct tg_pod *p)
-{
-    int found;
-    if (p->has_priority)
-        return p->priority;
-    int32_t v = class_value(sim, p->prio_class, &found);
-    return found ? v : 0;
-}
-
-static int gang_key_cmp(const void *a, const void *b)
-{
-    const struct gang_rec *x = a, *y = b;
-    return tg_gang_cmp(&x->g, &y->g);
-}
-
-static int build_gangs(struct tg_sim *sim)
-{
-    uint32_t n = sim->pending.n;
-    sim->gangs = calloc(n + 1, sizeof *sim->gangs);
-    uint32_t *gang_of = calloc(n + 1, sizeof *gang_of);
-    struct tg_hmap idx = {0};
-    int rc = TG_ENOMEM;
-    if (!sim->gangs || !gang_of)
-        goto out;
-    /* One gang per (namespace, group label); a pod without a group is a gang of one. */
-    for (uint32_t i = 0; i < n; i++) {
-        struct tg_pod *p = sim->pending.v[i];
-        char key[320];
-        if (p->group)
-            snprintf(key, sizeof key, "%s/%s", tg_str(p->ns), tg_str(p->group));
-        else
-            snprintf(key, sizeof key, "%s", p->key);
-        uint64_t gi;
-        if (!p->group || !tg_hmap_get(&idx, key, strlen(key), &gi)) {
-            gi = sim->ngangs++;
-            struct gang_rec *gr = &sim->gangs[gi];
-            snprintf(gr->key, sizeof gr->key, "%s", key);
-            gr->grouped = p->group != 0;
-            gr->g.name = gr->key;
-            gr->g.anchor = TG_NONE;
-            gr->g.within = TG_NONE;
-            gr->g.created_ms = INT64_MAX;
-            gr->g.priority = INT32_MIN;
-            if (p->group && tg_hmap_put(&idx, gr->key, strlen(gr->key), gi))
-                goto out;
+    struct tg_simdata *d = &sim->data;
+    struct tg_engine *e = &sim->engine;
+    uint32_t ours = tg_intern(sim->policy.scheduler_name);
+    int rc = 0;
+    for (uint32_t i = 0; i < d->npcs && !rc; i++)
+        rc = tg_engine_pclass_set(e, d->pcs[i].name, &d->pcs[i].pc);
+    for (uint32_t i = 0; i < d->npgs; i++)
+        tg_engine_podgroup_set(e, d->pgs[i]);
+    for (uint32_t i = 0; i < d->npdbs && !rc; i++)
+        rc = tg_engine_pdb_set(e, d->pdbs[i]);
+    for (uint32_t i = 0; i < d->nnodes && !rc; i++) {
+        struct tg_node_obj *n = tg_node_clone(d->nodes[i]);
+        rc = n ? tg_engine_node_set(e, n) : TG_ENOMEM;
+    }
+    for (uint32_t i = 0; i < d->npods && !rc; i++) {
+        const struct tg_pod *p = d->pods[i].pod;
+        if (p->node) {
+            rc = tg_engine_bound_set(e, p);
+            sim->sum.bound_pods += !tg_pod_terminal(p);
         }
-        gang_of[i] = (uint32_t)gi;
-        sim->gangs[gi].g.npods++;
     }
-    for (uint32_t i = 0; i < sim->ngangs; i++) {
-        sim->gangs[i].g.pods = malloc((sim->gangs[i].g.npods + 1) * sizeof(struct tg_pod *));
-        if (!sim->gangs[i].g.pods)
-            goto out;
-        sim->gangs[i].g.npods = 0;
+    for (uint32_t i = 0; i < d->npods && !rc; i++) {
+        struct tg_pod *p = d->pods[i].pod;
+        if (!p->node && p->sched == ours && !tg_pod_terminal(p) && !p->deleting)
+            rc = tg_engine_pending_set(e, p);
     }
-    for (uint32_t i = 0; i < n; i++) {
-        struct gang_rec *gr = &sim->gangs[gang_of[i]];
-        struct tg_pod *p = sim->pending.v[i];
-        gr->g.pods[gr->g.npods++] = p;
-        int32_t pr = pod_priority(sim, p);
-        if (pr > gr->g.priority)
-            gr->g.priority = pr;
-        int64_t created = p->created_ms ? p->created_ms : 0;
-        if (created < gr->g.created_ms)
-            gr->g.created_ms = created;
-    }
-    /* Bound members count toward minMember and anchor the domain. */
-    for (uint32_t i = 0; i < sim->grouped_bound.n; i++) {
-        struct tg_pod *p = sim->grouped_bound.v[i];
-        char key[320];
-        snprintf(key, sizeof key, "%s/%s", tg_str(p->ns), tg_str(p->group));
-        uint64_t gi;
-        if (!tg_hmap_get(&idx, key, strlen(key), &gi))
-            continue;
-        struct gang_rec *gr = &sim->gangs[gi];
-        gr->g.nbound++;
-        if (gr->g.anchor == TG_NONE)
-            gr->g.anchor = tg_cluster_slot(&sim->sched.cluster, p->node, 0);
-    }
-    for (uint32_t i = 0; i < sim->ngangs; i++) {
-        struct gang_rec *gr = &sim->gangs[i];
-        if (!gr->grouped)
-            continue;
-        uint64_t pgi;
-        if (!tg_hmap_get(&sim->group_idx, gr->key, strlen(gr->key), &pgi))
-            continue;
-        const struct tg_podgroup *pg = sim->groups.v[pgi];
-        gr->g.pg = pg;
-        int found;
-        int32_t cv = class_value(sim, pg->prio_class, &found);
-        if (pg->has_priority)
-            gr->g.priority = pg->priority;
-        else if (found)
-            gr->g.priority = cv;
-        if (pg->created_ms)
-            gr->g.created_ms = pg->created_ms;
-    }
-    qsort(sim->gangs, sim->ngangs, sizeof *sim->gangs, gang_key_cmp);
-    for (uint32_t i = 0; i < sim->ngangs; i++)
-        sim->gangs[i].g.name = sim->gangs[i].key; /* qsort moved the records */
-    rc = 0;
-out:
-    free(gang_of);
-    tg_hmap_free(&idx);
     return rc;
+}
+
+/* One outcome per gang with pending members, pods in input order. */
+static int make_outcomes(struct tg_sim *sim)
+{
+    struct tg_simdata *d = &sim->data;
+    uint32_t ours = tg_intern(sim->policy.scheduler_name);
+    sim->out = calloc(d->npods + 1, sizeof *sim->out);
+    if (!sim->out)
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < d->npods; i++) {
+        const struct tg_pod *p = d->pods[i].pod;
+        if (p->node || p->sched != ours || tg_pod_terminal(p) || p->deleting)
+            continue;
+        char key[512];
+        tg_gang_key_of(p, key, sizeof key);
+        struct tg_grec *g = tg_gangs_get(&sim->engine.gangs, key);
+        uint64_t k;
+        struct outcome *o;
+        if (tg_hmap_get(&sim->out_idx, key, strlen(key), &k)) {
+            o = &sim->out[k];
+        } else {
+            o = &sim->out[sim->nout];
+            if (!(o->key = strdup(key)) ||
+                tg_hmap_put(&sim->out_idx, o->key, strlen(o->key), sim->nout))
+                return TG_ENOMEM;
+            sim->nout++;
+            o->grouped = p->group != 0;
+            o->status = TG_GANG_UNSCHEDULABLE;
+            o->priority = g ? g->priority : p->priority;
+            o->created_ms = g ? g->created_ms : p->created_ms;
+            o->min = g ? tg_grec_min(g) : 1;
+            o->pods = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->pods);
+            o->node = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->node);
+            if (!o->pods || !o->node)
+                return TG_ENOMEM;
+        }
+        o->pods[o->npods++] = p;
+    }
+    return 0;
+}
+
+static struct outcome *outcome_of(struct tg_sim *sim, const char *key)
+{
+    uint64_t k;
+    return tg_hmap_get(&sim->out_idx, key, strlen(key), &k) ? &sim->out[k] : NULL;
+}
+
+/* Carries out a preemption at once: the victims are gone. */
+static int evict(struct tg_sim *sim, struct outcome *o, const struct tg_preemption *pl)
+{
+    struct preempted *np = realloc(o->pre, (o->npre + pl->nvictims + 1) * sizeof *np);
+    if (!np)
+        return TG_ENOMEM;
+    o->pre = np;
+    for (uint32_t i = 0; i < pl->nvictims; i++) {
+        const struct tg_victim *v = &pl->victims[i];
+        struct preempted *x = &o->pre[o->npre++];
+        memset(x, 0, sizeof *x);
+        uint32_t n = v->gang ? v->gang->nmembers : 1;
+        if ((v->gang && !(x->group = strdup(v->gang->key))) ||
+            !(x->pods = calloc(n + 1, sizeof *x->pods)))
+            return TG_ENOMEM;
+        for (uint32_t k = 0; k < n; k++)
+            if (!(x->pods[x->npods++] = strdup(v->gang ? v->gang->members[k]->key : v->pod->key)))
+                return TG_ENOMEM;
+        sim->sum.victim_pods += n;
+    }
+    sim->sum.preemptions++;
+    /* remove them after the names are taken: a gang record may go with its last pod */
+    for (uint32_t i = o->npre - pl->nvictims; i < o->npre; i++)
+        for (uint32_t k = 0; k < o->pre[i].npods; k++)
+            tg_engine_bound_gone(&sim->engine, o->pre[i].pods[k]);
+    return 0;
+}
+
+static int record(struct tg_sim *sim, const struct tg_decision *dc)
+{
+    struct outcome *o = outcome_of(sim, dc->gang->key);
+    if (!o)
+        return 0;
+    const struct tg_cluster *c = &sim->engine.sched.cluster;
+    if (dc->kind == TG_D_PREEMPT && evict(sim, o, &dc->preemption))
+        return TG_ENOMEM;
+    if (dc->kind != TG_D_PLACE)
+        return set_text(&o->reason, dc->reason);
+    o->status = TG_GANG_SCHEDULED;
+    const struct tg_policy *p = &sim->engine.sched.policy;
+    snprintf(o->level, sizeof o->level, "%s",
+             dc->result.level ? p->levels[dc->result.level - 1].name : "cluster");
+    char path[512];
+    tg_tree_path(&c->tree, dc->result.domain, path, sizeof path);
+    if (set_text(&o->domain, path) || set_text(&o->reason, ""))
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < dc->view.npods; i++) {
+        if (dc->result.slot[i] == TG_NONE)
+            continue;
+        for (uint32_t k = 0; k < o->npods; k++)
+            if (o->pods[k] == dc->view.pods[i])
+                o->node[k] = c->nodes[dc->result.slot[i]].name;
+    }
+    return 0;
+}
+
+static int outcome_cmp(const void *a, const void *b)
+{
+    const struct outcome *x = a, *y = b;
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    if (x->created_ms != y->created_ms)
+        return x->created_ms < y->created_ms ? -1 : 1;
+    return strcmp(x->key, y->key);
 }
 
 int tg_sim_run(struct tg_sim *sim)
 {
     double t0 = now_ms();
-    int rc = build_gangs(sim);
+    struct tg_simdata *d = &sim->data;
+    for (uint32_t i = 0; i < d->npods; i++)
+        if (d->pods[i].pod->created_ms > sim->now)
+            sim->now = d->pods[i].pod->created_ms;
+    sim->now += 1000;
+    struct tg_clock clk = {fixed_clock, sim};
+    int rc = tg_engine_init(&sim->engine, &sim->policy, &clk);
     if (rc)
         return rc;
-    struct tg_sim_summary *s = &sim->sum;
-    s->nodes = sim->sched.cluster.nready;
-    s->gangs = sim->ngangs;
-    for (uint32_t i = 0; i < sim->ngangs; i++) {
-        struct gang_rec *gr = &sim->gangs[i];
-        struct tg_gang *g = &gr->g;
-        uint32_t min = g->pg ? (uint32_t)g->pg->min_member : 1;
-        if (gr->grouped && !g->pg) {
-            gr->r.slot = malloc((g->npods + 1) * sizeof *gr->r.slot);
-            if (!gr->r.slot)
-                return TG_ENOMEM;
-            for (uint32_t k = 0; k < g->npods; k++)
-                gr->r.slot[k] = TG_NONE;
-            gr->r.status = TG_GANG_INVALID;
-            snprintf(gr->r.reason, sizeof gr->r.reason,
-                     "PodGroup %s does not exist (pods labelled %s=%s wait for it)", gr->key,
-                     TG_LABEL_POD_GROUP, strchr(gr->key, '/') + 1);
-        } else if (g->npods + g->nbound < min) {
-            gr->r.slot = malloc((g->npods + 1) * sizeof *gr->r.slot);
-            if (!gr->r.slot)
-                return TG_ENOMEM;
-            for (uint32_t k = 0; k < g->npods; k++)
-                gr->r.slot[k] = TG_NONE;
-            gr->r.status = TG_GANG_UNSCHEDULABLE;
-            snprintf(gr->r.reason, sizeof gr->r.reason,
-                     "waiting for members: %u pending + %u bound < minMember %u", g->npods,
-                     g->nbound, min);
-        } else if ((rc = tg_sched_gang(&sim->sched, g, &gr->r))) {
+    sim->engine_up = 1;
+    if ((rc = feed(sim)) || (rc = make_outcomes(sim)))
+        return rc;
+    /* every gang once in queue order; a preemptor again when its victims are gone */
+    uint64_t budget = 4ull * sim->nout + 64;
+    while (budget--) {
+        struct tg_decision dc;
+        if ((rc = tg_engine_next(&sim->engine, &dc))) {
+            tg_decision_free(&dc);
             return rc;
         }
-        s->scheduled += gr->r.status == TG_GANG_SCHEDULED;
-        s->unschedulable += gr->r.status == TG_GANG_UNSCHEDULABLE;
-        s->invalid += gr->r.status == TG_GANG_INVALID;
-        s->pods_placed += gr->r.status == TG_GANG_SCHEDULED ? gr->r.nplaced : 0;
-        s->pods_pending += g->npods - (gr->r.status == TG_GANG_SCHEDULED ? gr->r.nplaced : 0);
+        if (dc.kind == TG_D_NONE) {
+            tg_decision_free(&dc);
+            break;
+        }
+        rc = record(sim, &dc);
+        if (!rc && dc.kind == TG_D_PLACE)
+            tg_engine_bind_done(&sim->engine, dc.gang, 1, 0);
+        tg_decision_free(&dc);
+        if (rc)
+            return rc;
     }
+    struct tg_sim_summary *s = &sim->sum;
+    s->nodes = sim->engine.sched.cluster.nready;
+    s->gangs = sim->nout;
+    for (uint32_t i = 0; i < sim->nout; i++) {
+        struct outcome *o = &sim->out[i];
+        uint32_t placed = 0;
+        for (uint32_t k = 0; k < o->npods; k++)
+            placed += o->node[k] != 0;
+        s->scheduled += o->status == TG_GANG_SCHEDULED;
+        s->unschedulable += o->status != TG_GANG_SCHEDULED;
+        s->pods_placed += placed;
+        s->pods_pending += o->npods - placed;
+    }
+    s->warnings = d->warnings;
+    s->errors = d->errors;
+    s->load_ms = d->load_ms;
+    qsort(sim->out, sim->nout, sizeof *sim->out, outcome_cmp);
     s->schedule_ms = now_ms() - t0;
     return 0;
 }
 
-/* ---- output ------------------------------------------------------------- */
+/* ---- output ------------------------------------------------------------------------- */
 
 static const char *status_name(uint8_t st)
 {
     return st == TG_GANG_SCHEDULED ? "Scheduled" : "Unschedulable";
 }
 
-static const char *level_name(const struct tg_sim *sim, const struct gang_rec *gr)
+static void json_str_or_null(struct tg_sb *o, const char *s)
 {
-    if (gr->r.status != TG_GANG_SCHEDULED)
-        return NULL;
-    return gr->r.level ? sim->sched.policy.levels[gr->r.level - 1].name : "cluster";
+    if (s)
+        tg_sb_json_str(o, s);
+    else
+        tg_sb_puts(o, "null");
 }
 
 void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
 {
-    const struct tg_cluster *c = &sim->sched.cluster;
     tg_sb_puts(o, "{\"gangs\":[");
-    for (uint32_t i = 0; i < sim->ngangs; i++) {
-        const struct gang_rec *gr = &sim->gangs[i];
-        tg_sb_puts(o, i ? ",\n{" : "\n{");
-        tg_sb_puts(o, "\"podGroup\":");
-        if (gr->grouped)
-            tg_sb_json_str(o, gr->key);
-        else
-            tg_sb_puts(o, "null");
+    for (uint32_t i = 0; i < sim->nout; i++) {
+        const struct outcome *g = &sim->out[i];
+        int ok = g->status == TG_GANG_SCHEDULED;
+        tg_sb_puts(o, i ? ",\n{\"podGroup\":" : "\n{\"podGroup\":");
+        json_str_or_null(o, g->grouped ? g->key : NULL);
         tg_sb_puts(o, ",\"status\":");
-        tg_sb_json_str(o, status_name(gr->r.status));
-        tg_sb_printf(o, ",\"priority\":%d,\"minMember\":%d", gr->g.priority,
-                     gr->g.pg ? gr->g.pg->min_member : 1);
-        const char *lvl = level_name(sim, gr);
-        tg_sb_puts(o, ",\"level\":");
-        if (lvl)
-            tg_sb_json_str(o, lvl);
-        else
-            tg_sb_puts(o, "null");
+        tg_sb_json_str(o, status_name(g->status));
+        tg_sb_printf(o, ",\"priority\":%d,\"minMember\":%u,\"level\":", g->priority, g->min);
+        json_str_or_null(o, ok ? g->level : NULL);
         tg_sb_puts(o, ",\"domain\":");
-        if (gr->r.status == TG_GANG_SCHEDULED) {
-            char path[512];
-            tg_sb_json_str(o, tg_tree_path(&c->tree, gr->r.domain, path, sizeof path));
-        } else {
-            tg_sb_puts(o, "null");
-        }
+        json_str_or_null(o, ok ? g->domain : NULL);
         tg_sb_puts(o, ",\"reason\":");
-        tg_sb_json_str(o, gr->r.reason);
+        tg_sb_json_str(o, g->reason ? g->reason : "");
         tg_sb_puts(o, ",\"pods\":[");
-        for (uint32_t k = 0; k < gr->g.npods; k++) {
+        for (uint32_t k = 0; k < g->npods; k++) {
             tg_sb_puts(o, k ? ",{\"pod\":" : "{\"pod\":");
-            tg_sb_json_str(o, gr->g.pods[k]->key);
+            tg_sb_json_str(o, g->pods[k]->key);
             tg_sb_puts(o, ",\"node\":");
-            uint32_t slot = gr->r.slot ? gr->r.slot[k] : TG_NONE;
-            if (slot != TG_NONE && gr->r.status == TG_GANG_SCHEDULED)
-                tg_sb_json_str(o, tg_str(c->nodes[slot].name));
-            else
-                tg_sb_puts(o, "null");
+            json_str_or_null(o, ok && g->node[k] ? tg_str(g->node[k]) : NULL);
             tg_sb_putc(o, '}');
+        }
+        tg_sb_puts(o, "],\"preempts\":[");
+        for (uint32_t k = 0; k < g->npre; k++) {
+            tg_sb_puts(o, k ? ",{\"podGroup\":" : "{\"podGroup\":");
+            json_str_or_null(o, g->pre[k].group);
+            tg_sb_puts(o, ",\"pods\":[");
+            for (uint32_t j = 0; j < g->pre[k].npods; j++) {
+                if (j)
+                    tg_sb_putc(o, ',');
+                tg_sb_json_str(o, g->pre[k].pods[j]);
+            }
+            tg_sb_puts(o, "]}");
         }
         tg_sb_puts(o, "]}");
     }
     const struct tg_sim_summary *s = &sim->sum;
     tg_sb_printf(o, "\n],\"summary\":{\"nodes\":%u,\"boundPods\":%u,\"gangs\":%u,\"scheduled\":%u,"
                     "\"unschedulable\":%u,\"podsPlaced\":%u,\"podsPending\":%u,"
+                    "\"preemptions\":%u,\"victimPods\":%u,"
                     "\"skippedObjects\":%u,\"loadMs\":%.1f,\"scheduleMs\":%.1f}}\n",
-                 s->nodes, s->bound_pods, s->gangs, s->scheduled, s->unschedulable + s->invalid,
-                 s->pods_placed, s->pods_pending, s->warnings, s->load_ms, s->schedule_ms);
+                 s->nodes, s->bound_pods, s->gangs, s->scheduled, s->unschedulable,
+                 s->pods_placed, s->pods_pending, s->preemptions, s->victim_pods, s->warnings,
+                 s->load_ms, s->schedule_ms);
 }
 
 void tg_sim_table(const struct tg_sim *sim, int show_pods, struct tg_sb *o)
 {
-    const struct tg_cluster *c = &sim->sched.cluster;
     int wname = 5, wdom = 6;
-    char path[512];
-    for (uint32_t i = 0; i < sim->ngangs; i++) {
-        const struct gang_rec *gr = &sim->gangs[i];
-        int l = (int)strlen(gr->key) + (gr->grouped ? 0 : 2);
+    for (uint32_t i = 0; i < sim->nout; i++) {
+        const struct outcome *g = &sim->out[i];
+        int l = (int)strlen(g->key) + (g->grouped ? 0 : 2);
         if (l > wname)
             wname = l;
-        if (gr->r.status == TG_GANG_SCHEDULED) {
-            l = (int)strlen(tg_tree_path(&c->tree, gr->r.domain, path, sizeof path));
-            if (l > wdom)
-                wdom = l;
-        }
+        if (g->status == TG_GANG_SCHEDULED && g->domain && (l = (int)strlen(g->domain)) > wdom)
+            wdom = l;
     }
     if (wname > 48)
         wname = 48;
@@ -570,32 +412,40 @@ void tg_sim_table(const struct tg_sim *sim, int show_pods, struct tg_sb *o)
         wdom = 40;
     tg_sb_printf(o, "%-*s  %-8s  %-13s  %-13s  %-*s  %s\n", wname, "GANG", "PLACED", "STATUS",
                  "LEVEL", wdom, "DOMAIN", "REASON");
-    for (uint32_t i = 0; i < sim->ngangs; i++) {
-        const struct gang_rec *gr = &sim->gangs[i];
-        char name[340], placed[32];
-        snprintf(name, sizeof name, gr->grouped ? "%s" : "(%s)", gr->key);
-        uint32_t np = gr->r.status == TG_GANG_SCHEDULED ? gr->r.nplaced : 0;
-        snprintf(placed, sizeof placed, "%u/%u", np, gr->g.npods);
-        const char *lvl = level_name(sim, gr);
-        const char *dom = gr->r.status == TG_GANG_SCHEDULED
-                              ? tg_tree_path(&c->tree, gr->r.domain, path, sizeof path)
-                              : "-";
+    for (uint32_t i = 0; i < sim->nout; i++) {
+        const struct outcome *g = &sim->out[i];
+        int ok = g->status == TG_GANG_SCHEDULED;
+        char name[600], placed[32];
+        snprintf(name, sizeof name, g->grouped ? "%s" : "(%s)", g->key);
+        uint32_t np = 0;
+        for (uint32_t k = 0; ok && k < g->npods; k++)
+            np += g->node[k] != 0;
+        snprintf(placed, sizeof placed, "%u/%u", np, g->npods);
+        const char *dom = ok && g->domain ? g->domain : "-";
         tg_sb_printf(o, "%-*s  %-8s  %-13s  %-13s  %-*s  %s\n", wname, name, placed,
-                     status_name(gr->r.status), lvl ? lvl : "-", wdom, *dom ? dom : "(all)",
-                     gr->r.reason[0] ? gr->r.reason : "-");
-        for (uint32_t k = 0; show_pods && k < gr->g.npods; k++) {
-            uint32_t slot = gr->r.slot ? gr->r.slot[k] : TG_NONE;
-            tg_sb_printf(o, "    %-40s -> %s\n", gr->g.pods[k]->key,
-                         slot != TG_NONE && gr->r.status == TG_GANG_SCHEDULED
-                             ? tg_str(c->nodes[slot].name)
-                             : "(pending)");
+                     status_name(g->status), ok ? g->level : "-", wdom, *dom ? dom : "(all)",
+                     g->reason && g->reason[0] ? g->reason : "-");
+        for (uint32_t k = 0; k < g->npre; k++) {
+            const struct preempted *x = &g->pre[k];
+            tg_sb_printf(o, "    preempts %s%s%s (%u pod%s)", x->group ? "" : "pod ",
+                         x->group ? x->group : x->pods[0], x->group ? "" : "", x->npods,
+                         x->npods == 1 ? "" : "s");
+            for (uint32_t j = 0; x->group && j < x->npods && j < 4; j++)
+                tg_sb_printf(o, "%s%s", j ? ", " : ": ", x->pods[j]);
+            tg_sb_puts(o, x->group && x->npods > 4 ? ", ...\n" : "\n");
         }
+        for (uint32_t k = 0; show_pods && k < g->npods; k++)
+            tg_sb_printf(o, "    %-40s -> %s\n", g->pods[k]->key,
+                         ok && g->node[k] ? tg_str(g->node[k]) : "(pending)");
     }
     const struct tg_sim_summary *s = &sim->sum;
     tg_sb_printf(o, "\n%u gangs: %u scheduled, %u unschedulable; %u pods placed, %u pending; "
-                    "%u nodes, %u bound pods; %u objects skipped\n",
-                 s->gangs, s->scheduled, s->unschedulable + s->invalid, s->pods_placed,
-                 s->pods_pending, s->nodes, s->bound_pods, s->warnings);
+                    "%u nodes, %u bound pods; ",
+                 s->gangs, s->scheduled, s->unschedulable, s->pods_placed, s->pods_pending,
+                 s->nodes, s->bound_pods);
+    if (s->preemptions)
+        tg_sb_printf(o, "%u preemption(s) evicting %u pod(s); ", s->preemptions, s->victim_pods);
+    tg_sb_printf(o, "%u objects skipped\n", s->warnings);
 }
 
 /* ---- the command -------------------------------------------------------- */
@@ -622,63 +472,6 @@ static void usage(FILE *f)
         "\n"
         "exit status: 0 when every file was read (unschedulable gangs included), 1 when a\n"
         "file or the policy cannot be read, 2 on a usage error.\n");
-}
-
-static int load_path(struct tg_sim *sim, const char *path, struct tg_sb *err);
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int load_dir(struct tg_sim *sim, const char *dir, struct tg_sb *err)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        tg_sb_printf(err, "%s: cannot open directory", dir);
-        return TG_EIO;
-    }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    int rc = 0;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (e->d_name[0] == '.' || !((l > 5 && !strcmp(e->d_name + l - 5, ".yaml")) ||
-                                     (l > 4 && !strcmp(e->d_name + l - 4, ".yml"))))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) {
-                rc = TG_ENOMEM;
-                break;
-            }
-            names = nn;
-        }
-        if (asprintf(&names[n], "%s/%s", dir, e->d_name) < 0) {
-            rc = TG_ENOMEM;
-            break;
-        }
-        n++;
-    }
-    closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
-    for (size_t i = 0; i < n; i++) {
-        if (!rc)
-            rc = load_path(sim, names[i], err);
-        free(names[i]);
-    }
-    free(names);
-    return rc;
-}
-
-static int load_path(struct tg_sim *sim, const char *path, struct tg_sb *err)
-{
-    struct stat st;
-    if (strcmp(path, "-") && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return load_dir(sim, path, err);
-    return tg_sim_load_file(sim, path, err);
 }
 
 int tg_cmd_simulate(int argc, char **argv)
@@ -742,7 +535,7 @@ int tg_cmd_simulate(int argc, char **argv)
         goto done;
     tg_sim_quiet(sim, quiet);
     for (int i = 0; i < nfiles; i++) {
-        int lrc = load_path(sim, files[i], &err);
+        int lrc = tg_sim_load_file(sim, files[i], &err);
         if (lrc) {
             fprintf(stderr, "topogang simulate: %s\n",
                     err.len ? tg_sb_str(&err) : tg_strerror(lrc));

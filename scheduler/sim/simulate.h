@@ -1,9 +1,11 @@
-/* `topogang simulate`: the scheduling core on Kubernetes YAML files.
+/* `topogang simulate`: the scheduling engine on Kubernetes YAML files.
  *
- * Nodes, Pods, PodGroups (and PriorityClasses) are read from multi-document
- * YAML or `kind: List`; pods with spec.nodeName are usage; pending pods with
- * the policy's schedulerName are gathered into gangs and placed in queue
- * order (priority, then creation time) with the same code as the daemon. */
+ * Objects are read by load.h; pods with spec.nodeName are usage (whoever
+ * scheduled them); pending pods with the policy's schedulerName are
+ * gathered into gangs by the engine and tried in queue order (priority,
+ * then creation time) with exactly the daemon's code: placement, and where a
+ * gang does not fit, preemption of lower-priority gangs (carried out at
+ * once: the victims are removed and the gang placed where they were). */
 #ifndef TG_SIM_SIMULATE_H
 #define TG_SIM_SIMULATE_H
 
@@ -21,6 +23,7 @@ int tg_cmd_simulate(int argc, char **argv);
 struct tg_sim_summary {
     uint32_t nodes, bound_pods, gangs, scheduled, unschedulable, invalid;
     uint32_t pods_placed, pods_pending;
+    uint32_t preemptions, victim_pods;
     uint32_t warnings, errors;          /* objects skipped, problems reported */
     double load_ms, schedule_ms;
 };
@@ -40,7 +43,6 @@ int tg_sim_run(struct tg_sim *sim);
 void tg_sim_table(const struct tg_sim *sim, int show_pods, struct tg_sb *out);
 void tg_sim_json(const struct tg_sim *sim, struct tg_sb *out);
 const struct tg_sim_summary *tg_sim_summary(const struct tg_sim *sim);
-struct tg_sched *tg_sim_sched(struct tg_sim *sim);
 /* Silences object warnings on stderr (tests, benchmarks). */
 void tg_sim_quiet(struct tg_sim *sim, int quiet);
 

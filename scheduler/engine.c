@@ -1,0 +1,854 @@
+/* The scheduling flow; see engine.h. */
+#include "scheduler/engine.h"
+#include "model/quantity.h"
+#include "util/err.h"
+#include "util/intern.h"
+#include "util/strbuf.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE TG_NONE
+enum { NO_THRASH_MS = 600000, RESERVE_DOMAINS = 32, RESERVE_MAX_FINISH = 512 };
+
+struct evicted {
+    char *victim;                       /* owned: the map key */
+    char *by;                           /* preemptor gang key, owned */
+    int64_t until_ms;
+};
+
+static struct tg_grec *grec_of(struct tg_qent *q)
+{
+    return (struct tg_grec *)((char *)q - offsetof(struct tg_grec, q));
+}
+
+int64_t tg_engine_now(const struct tg_engine *e)
+{
+    return e->clock.now_ms(e->clock.ud);
+}
+
+/* ---- nominations -------------------------------------------------------------------- */
+
+static void noms_remove(struct tg_engine *e, struct tg_grec *g)
+{
+    for (uint32_t i = 0; i < e->nnoms; i++)
+        if (e->noms[i] == g) {
+            e->noms[i] = e->noms[--e->nnoms];
+            return;
+        }
+}
+
+/* Deletes g's room-holding records (its nomination stays unless drop). */
+static void phantoms_remove(struct tg_engine *e, struct tg_grec *g)
+{
+    const struct tg_nomination *n = g->q.nom;
+    for (uint32_t i = 0; n && i < n->npods; i++) {
+        struct tg_usage *u = tg_cluster_usage(&e->sched.cluster, n->pods[i]);
+        if (u && u->kind == TG_USAGE_NOMINATED)
+            tg_cluster_pod_delete(&e->sched.cluster, n->pods[i]);
+    }
+}
+
+/* Holds room again for g's unplaced members on the slots of its nomination. */
+static void phantoms_restore(struct tg_engine *e, struct tg_grec *g)
+{
+    const struct tg_nomination *n = g->q.nom;
+    if (!n)
+        return;
+    struct tg_hmap at = {0};
+    for (uint32_t i = 0; i < n->npods; i++)
+        if (tg_hmap_put(&at, n->pods[i], strlen(n->pods[i]), n->slots[i]))
+            break;
+    for (uint32_t i = 0; i < g->npending; i++) {
+        struct tg_pod *p = g->pending[i];
+        uint64_t slot;
+        if (!p->node && !tg_cluster_usage(&e->sched.cluster, p->key) &&
+            tg_hmap_get(&at, p->key, strlen(p->key), &slot))
+            tg_cluster_nominate(&e->sched.cluster, p, (uint32_t)slot);
+    }
+    tg_hmap_free(&at);
+}
+
+static void nomination_drop(struct tg_engine *e, struct tg_grec *g)
+{
+    if (!g->q.nom)
+        return;
+    phantoms_remove(e, g);
+    tg_queue_nomination_clear(&g->q);
+    noms_remove(e, g);
+}
+
+/* Hides (hide != 0) or shows the room held by nominations of gangs of lower
+ * priority than prio: a gang that outranks them may take it. */
+static void lower_noms_hide(struct tg_engine *e, const struct tg_grec *self, int32_t prio, int hide)
+{
+    for (uint32_t i = 0; i < e->nnoms; i++) {
+        struct tg_grec *n = e->noms[i];
+        if (n == self || n->priority >= prio || !n->q.nom)
+            continue;
+        for (uint32_t k = 0; k < n->q.nom->npods; k++) {
+            struct tg_usage *u = tg_cluster_usage(&e->sched.cluster, n->q.nom->pods[k]);
+            if (u && u->kind == TG_USAGE_NOMINATED)
+                tg_cluster_usage_hide(&e->sched.cluster, u, hide);
+        }
+    }
+}
+
+static int overlap(const struct tg_tree *t, uint32_t a, uint32_t b)
+{
+    if (a >= t->ndom || b >= t->ndom)
+        return 0;
+    uint32_t la = t->dom[a].level, lb = t->dom[b].level;
+    return la <= lb ? tg_tree_ancestor(t, b, la) == a : tg_tree_ancestor(t, a, lb) == b;
+}
+
+/* g took domain d: nominations of lower priority there lose their room and
+ * plan again. */
+static void lower_noms_displaced(struct tg_engine *e, const struct tg_grec *g, uint32_t d)
+{
+    for (uint32_t i = 0; i < e->nnoms;) {
+        struct tg_grec *n = e->noms[i];
+        if (n != g && n->priority < g->priority && n->q.nom &&
+            overlap(&e->sched.cluster.tree, n->q.nom->domain, d)) {
+            nomination_drop(e, n); /* removes n from noms: do not advance */
+            e->stats.nominations_dropped++;
+            tg_queue_add(&e->queue, &n->q);
+            continue;
+        }
+        i++;
+    }
+}
+
+/* ---- membership and the queue ---------------------------------------------------- */
+
+static void on_gang_freed(void *ud, struct tg_grec *g)
+{
+    struct tg_engine *e = ud;
+    noms_remove(e, g);
+    if (e->gang_freed)
+        e->gang_freed(e->ud, g);
+}
+
+static int64_t timeout_ms(const struct tg_engine *e, const struct tg_grec *g)
+{
+    int64_t s = g->pg && g->pg->timeout_s ? g->pg->timeout_s : e->sched.policy.gang_timeout_s;
+    return s * 1000;
+}
+
+/* Puts g where its members say: queued when it has members to place. */
+static void requeue(struct tg_engine *e, struct tg_grec *g)
+{
+    tg_queue_update(&e->queue, &g->q, g->priority, g->created_ms);
+    if (g->q.state == TG_Q_INFLIGHT)
+        return;
+    if (tg_grec_unplaced(g) == 0 && !g->q.nom) {
+        tg_queue_remove(&e->queue, &g->q);
+        tg_gangs_release(&e->gangs, g);
+        return;
+    }
+    if (!g->timed_out && g->q.deadline_ms == INT64_MAX && g->q.state == TG_Q_OUT)
+        tg_queue_set_deadline(&e->queue, &g->q, g->first_seen_ms + timeout_ms(e, g));
+    tg_queue_add(&e->queue, &g->q);
+}
+
+int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct tg_clock *clock)
+{
+    memset(e, 0, sizeof *e);
+    e->clock = *clock;
+    int rc = tg_sched_init(&e->sched, p);
+    if (rc)
+        return rc;
+    if ((rc = tg_gangs_init(&e->gangs, &e->sched.cluster))) {
+        tg_sched_free(&e->sched);
+        return rc;
+    }
+    e->gangs.freed = on_gang_freed;
+    e->gangs.ud = e;
+    tg_queue_init(&e->queue, &e->clock);
+    return 0;
+}
+
+void tg_engine_free(struct tg_engine *e)
+{
+    /* gang records first: their queue entries point into the queue's heaps */
+    tg_gangs_free(&e->gangs);
+    tg_queue_free(&e->queue);
+    tg_sched_free(&e->sched);
+    free(e->noms);
+    free(e->pdbs);
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&e->evicted_by, &pos))) {
+        struct evicted *v = (struct evicted *)(uintptr_t)s->val;
+        free(v->victim);
+        free(v->by);
+        free(v);
+    }
+    tg_hmap_free(&e->evicted_by);
+    memset(e, 0, sizeof *e);
+}
+
+void tg_engine_wake(struct tg_engine *e)
+{
+    tg_queue_wake(&e->queue);
+}
+
+int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p)
+{
+    /* nominated domains are tree ids: a new tree makes them meaningless */
+    int same = p->nlevels == e->sched.policy.nlevels;
+    for (uint32_t i = 0; same && i < p->nlevels; i++)
+        same = p->levels[i].label_id == e->sched.policy.levels[i].label_id;
+    if (!same) {
+        while (e->nnoms) {
+            struct tg_grec *g = e->noms[0];
+            nomination_drop(e, g);
+            tg_queue_add(&e->queue, &g->q);
+        }
+        while (e->queue.nresv)
+            tg_queue_unreserve(&e->queue, e->queue.resv[0].owner);
+    }
+    int rc = tg_sched_set_policy(&e->sched, p);
+    tg_queue_wake(&e->queue);
+    return rc;
+}
+
+/* ---- objects in --------------------------------------------------------------------- */
+
+static int same_rq(const struct tg_rq *a, uint32_t na, const struct tg_rq *b, uint32_t nb)
+{
+    return na == nb && (!na || !memcmp(a, b, na * sizeof *a));
+}
+
+/* Can the change from old to n make room or open a node? */
+static int node_helps(const struct tg_node_obj *old, const struct tg_node_obj *n)
+{
+    if (!old)
+        return 1;
+    if (n->ready != old->ready || n->unschedulable != old->unschedulable)
+        return n->ready > old->ready || n->unschedulable < old->unschedulable;
+    if (!same_rq(old->alloc, old->nalloc, n->alloc, n->nalloc))
+        return 1;
+    if (old->ntaints != n->ntaints ||
+        (n->ntaints && memcmp(old->taints, n->taints, n->ntaints * sizeof *n->taints)))
+        return 1;
+    if (old->nlabels != n->nlabels ||
+        (n->nlabels && memcmp(old->labels, n->labels, n->nlabels * sizeof *n->labels)))
+        return 1;
+    if ((old->topology == NULL) != (n->topology == NULL) ||
+        (n->topology && strcmp(old->topology, n->topology)))
+        return 1;
+    return 0;
+}
+
+int tg_engine_node_set(struct tg_engine *e, struct tg_node_obj *obj)
+{
+    struct tg_cluster *c = &e->sched.cluster;
+    uint32_t slot = tg_cluster_slot(c, obj->name, 0);
+    int helps = node_helps(slot != NONE ? c->nodes[slot].obj : NULL, obj);
+    int rc = tg_cluster_node_set(c, obj);
+    if (!rc && helps)
+        tg_queue_wake(&e->queue);
+    return rc;
+}
+
+void tg_engine_node_remove(struct tg_engine *e, uint32_t name)
+{
+    tg_cluster_node_remove(&e->sched.cluster, name);
+}
+
+int tg_engine_pending_set(struct tg_engine *e, struct tg_pod *p)
+{
+    if (p->node || tg_pod_terminal(p) || p->deleting) {
+        tg_engine_pending_gone(e, p);
+        return 0;
+    }
+    struct tg_grec *g;
+    uint32_t before = 0;
+    char key[512];
+    struct tg_grec *old = tg_gangs_get(&e->gangs, tg_gang_key_of(p, key, sizeof key));
+    if (old)
+        before = old->npending;
+    int rc = tg_gangs_pending_set(&e->gangs, p, tg_engine_now(e), &g);
+    if (rc)
+        return rc;
+    if (g->npending != before || g->q.state == TG_Q_OUT)
+        requeue(e, g);
+    else
+        tg_queue_update(&e->queue, &g->q, g->priority, g->created_ms);
+    return 0;
+}
+
+void tg_engine_pending_gone(struct tg_engine *e, const struct tg_pod *p)
+{
+    struct tg_grec *g = tg_gangs_pending_delete(&e->gangs, p);
+    if (g)
+        requeue(e, g);
+}
+
+int tg_engine_bound_set(struct tg_engine *e, const struct tg_pod *p)
+{
+    struct tg_cluster *c = &e->sched.cluster;
+    struct tg_usage *u = tg_cluster_usage(c, p->key);
+    int held = u && u->kind != TG_USAGE_NOMINATED;
+    int rc = tg_cluster_pod_update(c, p);
+    u = tg_cluster_usage(c, p->key);
+    if (held && !(u && u->kind != TG_USAGE_NOMINATED))
+        tg_queue_wake(&e->queue); /* finished: its room is free */
+    return rc;
+}
+
+void tg_engine_bound_gone(struct tg_engine *e, const char *key)
+{
+    struct tg_usage *u = tg_cluster_usage(&e->sched.cluster, key);
+    if (!u || u->kind == TG_USAGE_NOMINATED)
+        return;
+    tg_cluster_pod_delete(&e->sched.cluster, key);
+    tg_queue_wake(&e->queue);
+}
+
+void tg_engine_forget(struct tg_engine *e, const char *key)
+{
+    struct tg_usage *u = tg_cluster_usage(&e->sched.cluster, key);
+    if (u && u->kind == TG_USAGE_ASSUMED)
+        tg_cluster_pod_delete(&e->sched.cluster, key);
+}
+
+void tg_engine_podgroup_set(struct tg_engine *e, const struct tg_podgroup *pg)
+{
+    struct tg_grec *g = tg_gangs_podgroup_set(&e->gangs, pg);
+    if (g)
+        requeue(e, g);
+}
+
+void tg_engine_podgroup_delete(struct tg_engine *e, const char *key)
+{
+    struct tg_grec *g = tg_gangs_podgroup_delete(&e->gangs, key);
+    if (g)
+        requeue(e, g);
+}
+
+static void requeue_all(struct tg_engine *e)
+{
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&e->gangs.by_key, &pos))) {
+        struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
+        tg_queue_update(&e->queue, &g->q, g->priority, g->created_ms);
+    }
+}
+
+int tg_engine_pclass_set(struct tg_engine *e, uint32_t name, const struct tg_pclass *pc)
+{
+    int rc = tg_gangs_pclass_set(&e->gangs, name, pc);
+    requeue_all(e);
+    return rc;
+}
+
+void tg_engine_pclass_delete(struct tg_engine *e, uint32_t name)
+{
+    tg_gangs_pclass_delete(&e->gangs, name);
+    requeue_all(e);
+}
+
+int tg_engine_pdb_set(struct tg_engine *e, const struct tg_pdb *pdb)
+{
+    for (uint32_t i = 0; i < e->npdbs; i++)
+        if (!strcmp(e->pdbs[i]->key, pdb->key)) {
+            e->pdbs[i] = pdb;
+            return 0;
+        }
+    if (e->npdbs == e->cappdbs) {
+        uint32_t nc = e->cappdbs ? e->cappdbs * 2 : 16;
+        const struct tg_pdb **nv = realloc(e->pdbs, nc * sizeof *nv);
+        if (!nv)
+            return TG_ENOMEM;
+        e->pdbs = nv;
+        e->cappdbs = nc;
+    }
+    e->pdbs[e->npdbs++] = pdb;
+    return 0;
+}
+
+void tg_engine_pdb_delete(struct tg_engine *e, const char *key)
+{
+    for (uint32_t i = 0; i < e->npdbs; i++)
+        if (!strcmp(e->pdbs[i]->key, key)) {
+            e->pdbs[i] = e->pdbs[--e->npdbs];
+            return;
+        }
+}
+
+/* ---- no thrash -------------------------------------------------------------------------- */
+
+static const char *evicted_by(struct tg_engine *e, const char *key)
+{
+    uint64_t v;
+    if (!tg_hmap_get(&e->evicted_by, key, strlen(key), &v))
+        return NULL;
+    struct evicted *x = (struct evicted *)(uintptr_t)v;
+    if (x->until_ms > tg_engine_now(e))
+        return x->by;
+    tg_hmap_del(&e->evicted_by, x->victim, strlen(x->victim));
+    free(x->victim);
+    free(x->by);
+    free(x);
+    return NULL;
+}
+
+static void note_evicted(struct tg_engine *e, const char *victim, const char *by)
+{
+    uint64_t v;
+    struct evicted *x;
+    if (tg_hmap_get(&e->evicted_by, victim, strlen(victim), &v)) {
+        x = (struct evicted *)(uintptr_t)v;
+        char *nb = strdup(by);
+        if (!nb)
+            return;
+        free(x->by);
+        x->by = nb;
+    } else {
+        if (!(x = calloc(1, sizeof *x)) || !(x->victim = strdup(victim)) || !(x->by = strdup(by)) ||
+            tg_hmap_put(&e->evicted_by, x->victim, strlen(x->victim), (uint64_t)(uintptr_t)x)) {
+            if (x) {
+                free(x->victim);
+                free(x->by);
+            }
+            free(x);
+            return;
+        }
+    }
+    x->until_ms = tg_engine_now(e) + NO_THRASH_MS;
+}
+
+/* ---- reservations -------------------------------------------------------------------------- */
+
+/* Blocks for g: domains reserved for other gangs of priority >= g's. */
+static void set_blocks(struct tg_engine *e, const struct tg_grec *g)
+{
+    struct tg_sched *s = &e->sched;
+    s->nblocks = 0;
+    for (uint32_t i = 0; i < e->queue.nresv && s->nblocks < TG_MAX_BLOCKS; i++) {
+        const struct tg_reservation *r = &e->queue.resv[i];
+        if (r->owner == &g->q || g->priority > r->prio)
+            continue;
+        s->blocks[s->nblocks++] = (struct tg_block){r->domain, tg_intern(r->owner->key)};
+    }
+}
+
+/* The first extended resource g asks for (else cpu): what "free" counts. */
+static uint32_t main_resource(const struct tg_gang *v)
+{
+    const struct tg_pod *p = v->npods ? v->pods[0] : NULL;
+    for (uint8_t i = 0; p && i < p->nreq; i++)
+        if (p->req[i].res >= TG_RES_NFIXED)
+            return p->req[i].res;
+    return TG_RES_CPU;
+}
+
+static void domain_room(const struct tg_cluster *c, uint32_t d, uint32_t res, int64_t *freev,
+                        int64_t *total, uint32_t *pods)
+{
+    const struct tg_tree *t = &c->tree;
+    *freev = *total = 0;
+    *pods = 0;
+    uint32_t stack[64 * TG_MAX_LEVELS], n = 0;
+    stack[n++] = d;
+    while (n) {
+        const struct tg_domain *dd = &t->dom[stack[--n]];
+        for (uint32_t i = 0; i < dd->nchild; i++) {
+            if (dd->level != t->nlevels) {
+                if (n < sizeof stack / sizeof stack[0])
+                    stack[n++] = dd->child[i];
+                continue;
+            }
+            uint32_t slot = dd->child[i];
+            if (!c->nodes[slot].obj)
+                continue;
+            int64_t a = tg_alloc(c, slot, res), u = tg_used(c, slot, res);
+            *total += a;
+            *freev += a > u ? a - u : 0;
+            *pods += c->nodes[slot].npods;
+        }
+    }
+}
+
+/* Where g misses the least among the domains that would hold it empty. */
+static int choose_reserve(struct tg_engine *e, const struct tg_gang *v, uint32_t *dom, uint32_t *finish)
+{
+    struct tg_cluster *c = &e->sched.cluster;
+    int required, preferred;
+    char err[256];
+    *dom = NONE;
+    *finish = 0;
+    if (tg_gang_levels(&e->sched.policy, v->pg, &required, &preferred, err, sizeof err))
+        return 0;
+    struct tg_whatif *w;
+    int rc = tg_whatif_begin(&e->sched, v, &w);
+    if (rc)
+        return rc;
+    struct tg_usage **all = malloc((c->usage.len + 1) * sizeof *all);
+    uint32_t nall = 0, doms[RESERVE_DOMAINS], nd = 0;
+    if (!all) {
+        tg_whatif_end(&w);
+        return TG_ENOMEM;
+    }
+    uint32_t pos = 0;
+    const struct tg_hslot *hs;
+    while ((hs = tg_hmap_next(&c->usage, &pos))) {
+        struct tg_usage *u = (struct tg_usage *)(uintptr_t)hs->val;
+        if (!u->hidden) {
+            all[nall++] = u;
+            tg_whatif_hide(w, u, 1);
+        }
+    }
+    for (int lvl = preferred; lvl >= required && !nd; lvl--)
+        nd = tg_whatif_domains(w, (uint32_t)lvl, doms, RESERVE_DOMAINS);
+    for (uint32_t i = 0; i < nall; i++)
+        tg_whatif_hide(w, all[i], 0);
+    uint64_t besth = 0;
+    for (uint32_t i = 0; i < nd; i++) {
+        uint64_t h = tg_whatif_holds(w, doms[i]);
+        if (*dom == NONE || h > besth) {
+            *dom = doms[i];
+            besth = h;
+        }
+    }
+    if (*dom != NONE) {
+        /* pods that must finish: the biggest holders first, until it fits */
+        uint32_t nin = 0;
+        int ok = 0;
+        for (uint32_t i = 0; i < nall; i++)
+            if (overlap(&c->tree, c->tree.leaf[all[i]->slot], *dom))
+                all[nin++] = all[i];
+        for (uint32_t i = 1; i < nin; i++) { /* insertion sort by requests, biggest first */
+            struct tg_usage *x = all[i];
+            int64_t kx = 0;
+            for (uint8_t r = 0; r < x->nreq; r++)
+                kx += x->req[r].res >= TG_RES_NFIXED ? x->req[r].val << 20 : x->req[r].val >> 10;
+            uint32_t j = i;
+            for (; j > 0; j--) {
+                int64_t ky = 0;
+                for (uint8_t r = 0; r < all[j - 1]->nreq; r++)
+                    ky += all[j - 1]->req[r].res >= TG_RES_NFIXED ? all[j - 1]->req[r].val << 20
+                                                                 : all[j - 1]->req[r].val >> 10;
+                if (ky >= kx)
+                    break;
+                all[j] = all[j - 1];
+            }
+            all[j] = x;
+        }
+        uint32_t k = 0;
+        while (!rc && k < nin && k < RESERVE_MAX_FINISH) {
+            if ((rc = tg_whatif_fits(w, *dom, &ok, NULL)) || ok)
+                break;
+            tg_whatif_hide(w, all[k++], 1);
+        }
+        for (uint32_t i = 0; i < k; i++)
+            tg_whatif_hide(w, all[i], 0);
+        *finish = k;
+    }
+    free(all);
+    tg_whatif_end(&w);
+    return rc;
+}
+
+/* Reserves a domain for g if it is the starving head; fills d->reason. */
+static int maybe_reserve(struct tg_engine *e, struct tg_grec *g, const struct tg_gang *v,
+                         struct tg_decision *d)
+{
+    const struct tg_policy *p = &e->sched.policy;
+    int64_t now = tg_engine_now(e);
+    if (!p->reserve_after_s || now - g->first_seen_ms < p->reserve_after_s * 1000 ||
+        g->timed_out || tg_queue_head(&e->queue) != &g->q)
+        return 0;
+    const struct tg_reservation *r = tg_queue_reservation(&e->queue, &g->q);
+    uint32_t dom = r ? r->domain : NONE, finish = 0;
+    int rc;
+    if (!r) {
+        if ((rc = choose_reserve(e, v, &dom, &finish)) || dom == NONE)
+            return rc;
+        if (tg_queue_reserve(&e->queue, &g->q, dom))
+            return 0; /* full: the earlier reservations stand */
+        e->stats.reservations++;
+        d->reservation_new = 1;
+    }
+    d->reserved = 1;
+    uint32_t res = main_resource(v), pods;
+    int64_t fr, total;
+    domain_room(&e->sched.cluster, dom, res, &fr, &total, &pods);
+    char path[512], q1[32], q2[32];
+    tg_tree_path(&e->sched.cluster.tree, dom, path, sizeof path);
+    size_t l = strlen(d->reason);
+    snprintf(d->reason + l, sizeof d->reason - l,
+             "; reserving %s for %s: %s of %s %s free, waiting for %s%u pod(s) to finish",
+             path, g->key, tg_quantity_format(fr, tg_res_is_milli(res), q1, sizeof q1),
+             tg_quantity_format(total, tg_res_is_milli(res), q2, sizeof q2), tg_res_name(res),
+             finish >= RESERVE_MAX_FINISH ? "more than " : "", r ? pods : finish);
+    return 0;
+}
+
+/* ---- the flow ------------------------------------------------------------------------------ */
+
+void tg_decision_free(struct tg_decision *d)
+{
+    free(d->view.pods);
+    tg_result_free(&d->result);
+    tg_preemption_free(&d->preemption);
+    memset(d, 0, sizeof *d);
+}
+
+int64_t tg_engine_next_due(const struct tg_engine *e)
+{
+    return tg_queue_next_due(&e->queue);
+}
+
+const struct tg_reservation *tg_engine_reservation(const struct tg_engine *e,
+                                                   const struct tg_grec *g)
+{
+    return tg_queue_reservation(&e->queue, &g->q);
+}
+
+static int victims_remaining(struct tg_engine *e, const struct tg_nomination *n)
+{
+    for (uint32_t i = 0; i < n->nvictims; i++)
+        if (tg_cluster_usage(&e->sched.cluster, n->victims[i]))
+            return 1;
+    return 0;
+}
+
+/* Records the preemption in g's nomination and holds its room. */
+static int nominate(struct tg_engine *e, struct tg_grec *g, const struct tg_gang *v,
+                    const struct tg_preemption *pl)
+{
+    struct tg_nomination *n = calloc(1, sizeof *n);
+    uint32_t nvp = 0;
+    for (uint32_t i = 0; i < pl->nvictims; i++)
+        nvp += pl->victims[i].npods;
+    if (!n || !(n->pods = calloc(v->npods + 1, sizeof *n->pods)) ||
+        !(n->slots = calloc(v->npods + 1, sizeof *n->slots)) ||
+        !(n->victims = calloc(nvp + 1, sizeof *n->victims)))
+        goto fail;
+    n->domain = pl->domain;
+    n->since_ms = tg_engine_now(e);
+    for (uint32_t i = 0; i < v->npods; i++) {
+        if (pl->slots[i] == NONE)
+            continue;
+        if (!(n->pods[n->npods] = strdup(v->pods[i]->key)))
+            goto fail;
+        n->slots[n->npods++] = pl->slots[i];
+    }
+    for (uint32_t i = 0; i < pl->nvictims; i++) {
+        const struct tg_victim *vi = &pl->victims[i];
+        uint32_t k = vi->gang ? vi->gang->nmembers : 1;
+        for (uint32_t j = 0; j < k; j++) {
+            const struct tg_usage *u = vi->gang ? vi->gang->members[j] : vi->pod;
+            if (!(n->victims[n->nvictims] = strdup(u->key)))
+                goto fail;
+            n->nvictims++;
+        }
+        if (vi->gang)
+            note_evicted(e, vi->gang->key, g->key);
+    }
+    if (!g->q.nom) {
+        if (e->nnoms == e->capnoms) {
+            uint32_t nc = e->capnoms ? e->capnoms * 2 : 8;
+            struct tg_grec **nv = realloc(e->noms, nc * sizeof *nv);
+            if (!nv)
+                goto fail;
+            e->noms = nv;
+            e->capnoms = nc;
+        }
+        e->noms[e->nnoms++] = g;
+    }
+    tg_queue_nominate(&e->queue, &g->q, n);
+    for (uint32_t i = 0; i < v->npods; i++)
+        if (pl->slots[i] != NONE)
+            tg_cluster_nominate(&e->sched.cluster, v->pods[i], pl->slots[i]);
+    return 0;
+fail:
+    tg_nomination_free(&n);
+    return TG_ENOMEM;
+}
+
+/* Builds the placement view of g into d. */
+static int view(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
+{
+    free(d->view.pods);
+    struct tg_pod **pods = malloc((g->npending + 1) * sizeof *pods);
+    if (!pods)
+        return TG_ENOMEM;
+    tg_grec_view(g, &e->sched.cluster, pods, &d->view);
+    return 0;
+}
+
+/* One placement attempt of g (within its nomination's domain when it has
+ * one). Leaves d->result; 1 when placed. */
+static int attempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d, int *placed)
+{
+    *placed = 0;
+    tg_result_free(&d->result);
+    if (g->q.nom)
+        d->view.within = g->q.nom->domain;
+    int rc = tg_sched_gang(&e->sched, &d->view, &d->result);
+    if (!rc && d->result.status == TG_GANG_SCHEDULED)
+        *placed = 1;
+    return rc;
+}
+
+/* Decides for one popped gang. */
+static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
+{
+    struct tg_queue *q = &e->queue;
+    int64_t now = tg_engine_now(e);
+    uint32_t min = tg_grec_min(g);
+    d->gang = g;
+    e->stats.attempts++;
+    if (!g->timed_out && g->nmembers < min && now - g->first_seen_ms >= timeout_ms(e, g)) {
+        g->timed_out = 1;
+        d->timed_out = 1;
+        e->stats.timeouts++;
+        tg_queue_unreserve(q, &g->q);
+    }
+    if (g->group && !g->pg) {
+        d->kind = TG_D_INVALID;
+        snprintf(d->reason, sizeof d->reason, "PodGroup %s does not exist (pods labelled %s=%s wait for it)",
+                 g->key, TG_LABEL_POD_GROUP, tg_str(g->group));
+        return tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
+    }
+    int rq, pf;
+    char err[512];
+    if (tg_gang_levels(&e->sched.policy, g->pg, &rq, &pf, err, sizeof err)) {
+        d->kind = TG_D_INVALID;
+        snprintf(d->reason, sizeof d->reason, "PodGroup %s: %s", g->key, err);
+        return tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
+    }
+    uint32_t unplaced = tg_grec_unplaced(g);
+    if (unplaced + g->nmembers < min) {
+        d->kind = TG_D_WAITING;
+        snprintf(d->reason, sizeof d->reason,
+                 "waiting for members: %u pending + %u bound < minMember %u", unplaced,
+                 g->nmembers, min);
+        return tg_queue_done(q, &g->q, TG_QDONE_PARKED);
+    }
+
+    int rc, placed = 0;
+    phantoms_remove(e, g);
+    set_blocks(e, g);
+    lower_noms_hide(e, g, g->priority, 1);
+    if ((rc = view(e, g, d)))
+        goto out;
+    if ((rc = attempt(e, g, d, &placed)))
+        goto out;
+    if (!placed && g->q.nom) {
+        if (victims_remaining(e, g->q.nom)) {
+            d->kind = TG_D_NOMINATED;
+            snprintf(d->reason, sizeof d->reason, "waiting for %u preempted pod(s) to leave; %s",
+                     g->q.nom->nvictims, d->result.reason);
+            lower_noms_hide(e, g, g->priority, 0);
+            phantoms_restore(e, g);
+            e->sched.nblocks = 0;
+            return tg_queue_done(q, &g->q, TG_QDONE_WAITING);
+        }
+        /* the victims are gone and it still does not fit there: from scratch */
+        nomination_drop(e, g);
+        d->view.within = NONE;
+        if ((rc = attempt(e, g, d, &placed)))
+            goto out;
+    }
+    if (placed) {
+        d->kind = TG_D_PLACE;
+        d->must = tg_gang_must(&d->view);
+        lower_noms_displaced(e, g, d->result.domain);
+        nomination_drop(e, g);
+        tg_queue_unreserve(q, &g->q);
+        tg_queue_set_deadline(q, &g->q, INT64_MAX);
+        g->timed_out = 0;
+        e->stats.placed++;
+        rc = tg_queue_done(q, &g->q, TG_QDONE_PLACED);
+        goto out;
+    }
+    snprintf(d->reason, sizeof d->reason, "%s", d->result.reason);
+    /* preemption */
+    const struct tg_policy *p = &e->sched.policy;
+    if (p->preemption && !g->preempt_never) {
+        struct tg_pdbs pdbs = {e->pdbs, e->npdbs};
+        struct tg_preempt_in in = {.gang = &d->view, .priority = g->priority,
+                                   .exclude = evicted_by(e, g->key), .pdbs = &pdbs,
+                                   .now_ms = now, .evict_bare = p->evict_bare_pods};
+        if ((rc = tg_preempt_plan(&e->sched, &e->gangs, &in, &d->preemption)))
+            goto out;
+        if (d->preemption.domain != NONE) {
+            lower_noms_displaced(e, g, d->preemption.domain);
+            if ((rc = nominate(e, g, &d->view, &d->preemption)))
+                goto out;
+            d->kind = d->preemption.nvictims ? TG_D_PREEMPT : TG_D_NOMINATED;
+            snprintf(d->reason, sizeof d->reason, "%s%s", d->preemption.nvictims ? "preempting in " : "waiting for Terminating pods in ",
+                     d->preemption.reason);
+            if (d->preemption.nvictims) {
+                e->stats.preemptions++;
+                for (uint32_t i = 0; i < d->preemption.nvictims; i++) {
+                    e->stats.victim_gangs += d->preemption.victims[i].gang != NULL;
+                    e->stats.victim_pods += d->preemption.victims[i].npods;
+                }
+            }
+            rc = tg_queue_done(q, &g->q, TG_QDONE_WAITING);
+            goto out;
+        }
+        if (d->preemption.reason[0]) {
+            size_t l = strlen(d->reason);
+            snprintf(d->reason + l, sizeof d->reason - l, "; %s", d->preemption.reason);
+        }
+    }
+    d->kind = TG_D_UNSCHEDULABLE;
+    e->stats.unschedulable++;
+    if ((rc = maybe_reserve(e, g, &d->view, d)))
+        goto out;
+    rc = tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
+out:
+    lower_noms_hide(e, g, g->priority, 0);
+    e->sched.nblocks = 0;
+    if (rc && g->q.state == TG_Q_INFLIGHT)
+        tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
+    return rc;
+}
+
+int tg_engine_next(struct tg_engine *e, struct tg_decision *d)
+{
+    memset(d, 0, sizeof *d);
+    d->result.domain = NONE;
+    d->preemption.domain = NONE;
+    for (;;) {
+        struct tg_qent *qe = tg_queue_pop(&e->queue);
+        if (!qe)
+            return 0;
+        struct tg_grec *g = grec_of(qe);
+        if (tg_grec_unplaced(g) == 0) {
+            /* nothing left to place: it leaves the queue (and may go) */
+            nomination_drop(e, g);
+            tg_queue_done(&e->queue, qe, TG_QDONE_PLACED);
+            tg_queue_set_deadline(&e->queue, qe, INT64_MAX);
+            tg_gangs_release(&e->gangs, g);
+            continue;
+        }
+        return decide(e, g, d);
+    }
+}
+
+void tg_engine_bind_done(struct tg_engine *e, struct tg_grec *g, int ok, int some_failed)
+{
+    if (ok && !some_failed) {
+        if (tg_grec_unplaced(g))
+            requeue(e, g); /* members beyond minMember that did not fit yet */
+        else
+            tg_gangs_release(&e->gangs, g);
+        return;
+    }
+    /* a backoff, as for an unschedulable attempt */
+    if (tg_grec_unplaced(g))
+        tg_queue_backoff(&e->queue, &g->q);
+    else
+        tg_gangs_release(&e->gangs, g);
+}

@@ -1,0 +1,139 @@
+/* The scheduling flow, one copy for the daemon and for `simulate` (snapshot
+ * and replay):
+ *
+ *   object events -> model (cluster, tree) + gang assembly (gang.h)
+ *                 -> queue (queue.h): which gang next
+ *                 -> cycle: place (cycle.h), else preempt (preempt.h), else
+ *                    reserve -> a decision for the embedder to carry out.
+ *
+ * The engine does no I/O and reads no clock of its own: the daemon feeds it
+ * informer events and runs it on wall time, binding what it decides through
+ * the API; the simulator feeds it YAML objects (and, in a replay, arrivals
+ * and completions on a virtual clock) and carries decisions out at once.
+ *
+ * Nominations: a gang that preempts holds its room (nominated records in the
+ * model) while its victims terminate; gangs of lower priority see that room
+ * as taken, gangs of higher priority may take it (the nomination is then
+ * dropped and the preemptor plans again). When the victims are gone it is
+ * placed inside the domain it chose; if it no longer fits there, it starts
+ * over from scratch, never binding part of itself.
+ *
+ * Reservations: the head gang (first in queue order) that has waited
+ * gang.reserveAfterSeconds and can neither be placed nor preempt gets a
+ * domain where it misses the least; no gang of lower or equal priority is
+ * placed into it while the reservation lasts (it ends when the gang is
+ * placed, goes away or times out), so the domain drains while others
+ * backfill elsewhere. */
+#ifndef TG_SCHEDULER_ENGINE_H
+#define TG_SCHEDULER_ENGINE_H
+
+#include <stdint.h>
+
+#include "scheduler/cycle.h"
+#include "scheduler/gang.h"
+#include "scheduler/preempt.h"
+#include "scheduler/queue.h"
+
+enum tg_dkind {
+    TG_D_NONE,                          /* nothing due now (see tg_engine_next_due) */
+    TG_D_PLACE,                         /* bind view.pods[i] to result.slot[i] (assumed now) */
+    TG_D_PREEMPT,                       /* evict preemption.victims; the gang holds its room */
+    TG_D_NOMINATED,                     /* still waiting for its victims to leave */
+    TG_D_UNSCHEDULABLE,                 /* no room, and preemption cannot help */
+    TG_D_WAITING,                       /* fewer members than minMember so far */
+    TG_D_INVALID,                       /* its PodGroup is missing or names no level */
+};
+
+struct tg_decision {
+    uint8_t kind;                       /* enum tg_dkind */
+    uint8_t timed_out;                  /* passed its scheduleTimeoutSeconds just now */
+    uint8_t reserved;                   /* UNSCHEDULABLE: holds a reservation (reason says) */
+    uint8_t reservation_new;            /* ... made in this decision */
+    struct tg_grec *gang;
+    struct tg_gang view;                /* PLACE: the members placed (view.pods) */
+    struct tg_result result;            /* PLACE: slots, level, domain */
+    uint32_t must;                      /* PLACE: binds needed to reach minMember */
+    struct tg_preemption preemption;    /* PREEMPT (and NOMINATED: the domain) */
+    char reason[2048];                  /* for people: status, Events, simulate */
+};
+
+struct tg_engine_stats {
+    uint64_t attempts, placed, unschedulable, preemptions, victim_gangs, victim_pods,
+             reservations, nominations_dropped, timeouts;
+};
+
+struct tg_engine {
+    struct tg_sched sched;              /* the model and the policy */
+    struct tg_gangs gangs;
+    struct tg_queue queue;
+    struct tg_clock clock;
+    struct tg_engine_stats stats;
+    struct tg_grec **noms;              /* gangs holding a nomination */
+    uint32_t nnoms, capnoms;
+    const struct tg_pdb **pdbs;         /* the caller's objects */
+    uint32_t npdbs, cappdbs;
+    struct tg_hmap evicted_by;          /* victim gang key -> struct tg__evicted (no thrash) */
+    /* The embedder's hooks: a gang record is about to be freed. */
+    void (*gang_freed)(void *ud, struct tg_grec *g);
+    void *ud;
+};
+
+/* Initialises e with a policy (copied) on a clock (copied). Returns 0 or
+ * TG_ENOMEM; free with tg_engine_free. */
+int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct tg_clock *clock);
+void tg_engine_free(struct tg_engine *e);
+/* A new policy: levels rebuilt when they changed, every waiting gang woken. */
+int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p);
+int64_t tg_engine_now(const struct tg_engine *e);
+
+/* ---- objects in ------------------------------------------------------------- */
+
+/* A Node object (taken, also on failure). Wakes waiting gangs when the node
+ * is new or changed in a way that can make room (not for a heartbeat). */
+int tg_engine_node_set(struct tg_engine *e, struct tg_node_obj *obj);
+void tg_engine_node_remove(struct tg_engine *e, uint32_t name);
+/* A pending pod of this scheduler was added or changed (p stays the
+ * caller's; pass every update). A bound, terminal or deleting pod is taken
+ * as gone from the pending set. */
+int tg_engine_pending_set(struct tg_engine *e, struct tg_pod *p);
+/* A pod left the pending set (bound, deleted, terminal); its usage, if any,
+ * is the bound stream's business. */
+void tg_engine_pending_gone(struct tg_engine *e, const struct tg_pod *p);
+/* A bound pod of any scheduler was added or changed / deleted. */
+int tg_engine_bound_set(struct tg_engine *e, const struct tg_pod *p);
+void tg_engine_bound_gone(struct tg_engine *e, const char *key);
+/* PodGroups (kept by pointer until replaced or deleted). */
+void tg_engine_podgroup_set(struct tg_engine *e, const struct tg_podgroup *pg);
+void tg_engine_podgroup_delete(struct tg_engine *e, const char *key);
+/* PriorityClasses by interned name. */
+int tg_engine_pclass_set(struct tg_engine *e, uint32_t name, const struct tg_pclass *pc);
+void tg_engine_pclass_delete(struct tg_engine *e, uint32_t name);
+/* PodDisruptionBudgets (kept by pointer until replaced or deleted). */
+int tg_engine_pdb_set(struct tg_engine *e, const struct tg_pdb *pdb);
+void tg_engine_pdb_delete(struct tg_engine *e, const char *key);
+
+/* ---- the flow ------------------------------------------------------------------ */
+
+/* Tries the next due gang and says what to do. d->kind is TG_D_NONE when
+ * nothing is due. Returns 0 or TG_ENOMEM (the gang is requeued with backoff).
+ * Free d with tg_decision_free before the next call. */
+int tg_engine_next(struct tg_engine *e, struct tg_decision *d);
+void tg_decision_free(struct tg_decision *d);
+/* The clock time at which tg_engine_next may have work (INT64_MAX: none). */
+int64_t tg_engine_next_due(const struct tg_engine *e);
+
+/* A bind of an assumed pod failed, or an assumption expired: forget it. */
+void tg_engine_forget(struct tg_engine *e, const char *key);
+/* The binds of a PLACE decision for g are over: ok != 0 when minMember was
+ * reached (members still unplaced are tried again after a backoff when some
+ * failed); ok == 0 when the gang was rolled back (backoff). */
+void tg_engine_bind_done(struct tg_engine *e, struct tg_grec *g, int ok, int some_failed);
+/* Every gang waiting for a cluster change is tried again (the embedder
+ * calls this for changes the engine cannot see). */
+void tg_engine_wake(struct tg_engine *e);
+
+/* The reservation g holds (NULL: none), and the domain's path. */
+const struct tg_reservation *tg_engine_reservation(const struct tg_engine *e,
+                                                   const struct tg_grec *g);
+
+#endif

@@ -1,0 +1,596 @@
+/* Topology-first gang preemption; see preempt.h.
+ *
+ * 1. Units: every placed pod is sorted into its unit (its gang, or itself),
+ *    and each unit is judged eligible or not once; PodDisruptionBudgets
+ *    count their healthy pods on the way.
+ * 2. Candidate domains: in one what-if session on the preemptor, every
+ *    eligible unit (and every Terminating pod) is hidden; the domains whose
+ *    counts then hold the gang are the candidates (a packed domain is not
+ *    filtered out before its victims are searched: KAI #1591).
+ * 3. Per candidate domain: the units with a pod inside it are hidden, the
+ *    placement dry run must succeed (else the domain is skipped with its
+ *    numbers), then units are reprieved most important first while the
+ *    gang still fits; with few units, branch and bound then proves the
+ *    cheapest set or finds it. Each step hides or shows one unit, so only
+ *    that unit's nodes are recounted.
+ * 4. The cheapest (domain, set) wins. */
+#include "scheduler/preempt.h"
+#include "model/quantity.h"
+#include "util/arena.h"
+#include "util/err.h"
+#include "util/intern.h"
+#include "util/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE TG_NONE
+enum { MAX_DOMAINS = 32, EXACT_MAX_UNITS = 20, EXACT_BUDGET = 3000, MAX_SKIPS = 3 };
+
+struct unit {
+    uint64_t id;                        /* the gang or pod pointer: the map key */
+    struct tg_grec *gang;
+    struct tg_usage *pod;
+    struct tg_usage **recs;             /* records to hide */
+    uint32_t nrecs;
+    int32_t prio;
+    int64_t ext, age_s;
+    uint32_t *pdbhits;                  /* per PDB: this unit's pods it selects (NULL: none) */
+    uint8_t eligible;
+    uint8_t hidden;
+    uint32_t stamp;                     /* domain being collected */
+};
+
+struct plan {
+    struct tg_sched *s;
+    struct tg_gangs *gs;
+    const struct tg_preempt_in *in;
+    struct tg_arena a;
+    struct tg_hmap byid;                /* unit id (8 bytes) -> struct unit * */
+    struct unit **units;                /* eligible units */
+    uint32_t nunits, capunits;
+    struct tg_usage **leaving;          /* Terminating records */
+    uint32_t nleaving, capleaving;
+    int32_t *allowed;                   /* per PDB */
+    uint32_t *healthy;
+    struct tg_whatif *w;
+    uint32_t stamp;
+    uint32_t checks;
+    /* best so far */
+    struct unit **best;
+    uint32_t nbest;
+    struct tg_pcost bestcost;
+    uint32_t bestdom;
+    int bestlevel;
+    uint8_t bestexact;
+    struct tg_sb skips;
+    uint32_t nskips;
+};
+
+int tg_pcost_cmp(const struct tg_pcost *a, const struct tg_pcost *b)
+{
+#define CMP(f) if (a->f != b->f) return a->f < b->f ? -1 : 1
+    CMP(pdb);
+    CMP(maxprio);
+    CMP(ext);
+    CMP(pods);
+    CMP(age_s);
+#undef CMP
+    return 0;
+}
+
+static int64_t ext_of(const struct tg_usage *u)
+{
+    int64_t e = 0;
+    for (uint8_t i = 0; i < u->nreq; i++)
+        if (u->req[i].res >= TG_RES_NFIXED)
+            e += u->req[i].val;
+    return e;
+}
+
+static int grow(void **v, uint32_t *cap, uint32_t n, size_t sz)
+{
+    if (n < *cap)
+        return 0;
+    uint32_t nc = *cap ? *cap * 2 : 64;
+    void *nv = realloc(*v, nc * sz);
+    if (!nv)
+        return TG_ENOMEM;
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
+/* ---- 1. units ------------------------------------------------------------------- */
+
+static int pdb_index_hits(struct plan *x, const struct tg_usage *u, uint32_t *hits)
+{
+    const struct tg_pdbs *p = x->in->pdbs;
+    int any = 0;
+    for (uint32_t j = 0; p && j < p->n; j++) {
+        const struct tg_pdb *b = p->v[j];
+        if (b->ns == u->ns && b->has_selector && tg_labelsel_match(&b->sel, u->labels, u->nlabels)) {
+            if (hits)
+                hits[j]++;
+            any = 1;
+        }
+    }
+    return any;
+}
+
+/* Builds the unit of a gang or a lone pod. */
+static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage *u)
+{
+    struct unit *un = tg_arena_calloc(&x->a, 1, sizeof *un);
+    if (!un)
+        return NULL;
+    un->gang = g;
+    un->pod = g ? NULL : u;
+    un->id = g ? (uint64_t)(uintptr_t)g : (uint64_t)(uintptr_t)u;
+    un->recs = g ? g->members : &un->pod;
+    un->nrecs = g ? g->nmembers : 1;
+    un->prio = g ? g->priority : tg_gangs_usage_priority(x->gs, u);
+    const struct tg_preempt_in *in = x->in;
+    int ok = un->prio < in->priority && !(g && in->exclude && !strcmp(g->key, in->exclude));
+    uint32_t npdb = in->pdbs ? in->pdbs->n : 0;
+    for (uint32_t i = 0; i < un->nrecs; i++) {
+        const struct tg_usage *r = un->recs[i];
+        if (r->kind != TG_USAGE_BOUND)
+            ok = 0; /* a gang being bound is not a victim */
+        if (!r->owner_kind && !in->evict_bare)
+            ok = 0;
+        un->ext += ext_of(r);
+        if (r->created_ms && r->created_ms < in->now_ms)
+            un->age_s += (in->now_ms - r->created_ms) / 1000;
+        if (npdb && pdb_index_hits(x, r, NULL)) {
+            if (!un->pdbhits && !(un->pdbhits = tg_arena_calloc(&x->a, npdb, sizeof *un->pdbhits)))
+                return NULL;
+            pdb_index_hits(x, r, un->pdbhits);
+        }
+    }
+    un->eligible = (uint8_t)ok;
+    if (tg_hmap_put(&x->byid, (const char *)&un->id, sizeof un->id, (uint64_t)(uintptr_t)un))
+        return NULL;
+    if (ok) {
+        if (grow((void **)&x->units, &x->capunits, x->nunits, sizeof *x->units))
+            return NULL;
+        x->units[x->nunits++] = un;
+    }
+    return un;
+}
+
+static struct unit *unit_of(struct plan *x, struct tg_usage *u)
+{
+    struct tg_grec *g = tg_gangs_of_usage(x->gs, u);
+    if (g && u->gpos == UINT32_MAX)
+        g = NULL; /* not a member (out of memory when it came): on its own */
+    uint64_t id = g ? (uint64_t)(uintptr_t)g : (uint64_t)(uintptr_t)u, v;
+    if (tg_hmap_get(&x->byid, (const char *)&id, sizeof id, &v))
+        return (struct unit *)(uintptr_t)v;
+    return make_unit(x, g, u);
+}
+
+static int collect_units(struct plan *x)
+{
+    const struct tg_cluster *c = &x->s->cluster;
+    uint32_t npdb = x->in->pdbs ? x->in->pdbs->n : 0;
+    if (npdb && (!(x->healthy = tg_arena_calloc(&x->a, npdb, sizeof *x->healthy)) ||
+                 !(x->allowed = tg_arena_calloc(&x->a, npdb, sizeof *x->allowed))))
+        return TG_ENOMEM;
+    uint32_t pos = 0;
+    const struct tg_hslot *hs;
+    while ((hs = tg_hmap_next(&c->usage, &pos))) {
+        struct tg_usage *u = (struct tg_usage *)(uintptr_t)hs->val;
+        if (u->kind == TG_USAGE_NOMINATED || u->hidden)
+            continue;
+        if (u->deleting) {
+            if (grow((void **)&x->leaving, &x->capleaving, x->nleaving, sizeof *x->leaving))
+                return TG_ENOMEM;
+            x->leaving[x->nleaving++] = u;
+            continue;
+        }
+        if (npdb && u->kind == TG_USAGE_BOUND)
+            pdb_index_hits(x, u, x->healthy);
+        if (!unit_of(x, u))
+            return TG_ENOMEM;
+    }
+    for (uint32_t j = 0; j < npdb; j++)
+        x->allowed[j] = tg_pdb_allowed(x->in->pdbs->v[j], x->healthy[j]);
+    return 0;
+}
+
+static void hide_unit(struct plan *x, struct unit *un, int hide)
+{
+    if (un->hidden == !!hide)
+        return;
+    un->hidden = (uint8_t)!!hide;
+    for (uint32_t i = 0; i < un->nrecs; i++)
+        if (!un->recs[i]->deleting) /* Terminating ones are hidden throughout */
+            tg_whatif_hide(x->w, un->recs[i], hide);
+}
+
+static void hide_leaving(struct plan *x, int hide)
+{
+    for (uint32_t i = 0; i < x->nleaving; i++)
+        tg_whatif_hide(x->w, x->leaving[i], hide);
+}
+
+/* ---- cost -------------------------------------------------------------------------- */
+
+static void cost_of(const struct plan *x, struct unit *const *set, uint32_t n, struct tg_pcost *c)
+{
+    memset(c, 0, sizeof *c);
+    c->maxprio = INT32_MIN;
+    uint32_t npdb = x->in->pdbs ? x->in->pdbs->n : 0;
+    for (uint32_t j = 0; j < npdb; j++) {
+        int64_t m = 0;
+        for (uint32_t i = 0; i < n; i++)
+            m += set[i]->pdbhits ? set[i]->pdbhits[j] : 0;
+        if (m > x->allowed[j])
+            c->pdb += (uint32_t)(m - x->allowed[j]);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (set[i]->prio > c->maxprio)
+            c->maxprio = set[i]->prio;
+        c->ext += set[i]->ext;
+        c->pods += set[i]->nrecs;
+        c->age_s += set[i]->age_s;
+    }
+}
+
+/* Most important to keep first: the reprieve order. */
+static int keep_first(const void *pa, const void *pb)
+{
+    const struct unit *a = *(struct unit *const *)pa, *b = *(struct unit *const *)pb;
+    int va = a->pdbhits != NULL, vb = b->pdbhits != NULL;
+    if (va != vb)
+        return va ? -1 : 1;
+    if (a->prio != b->prio)
+        return a->prio > b->prio ? -1 : 1;
+    if (a->ext != b->ext)
+        return a->ext > b->ext ? -1 : 1;
+    if (a->nrecs != b->nrecs)
+        return a->nrecs > b->nrecs ? -1 : 1;
+    if (a->age_s != b->age_s)
+        return a->age_s > b->age_s ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* ---- 3. one domain -------------------------------------------------------------------- */
+
+static int fits(struct plan *x, uint32_t d, int *ok)
+{
+    x->checks++;
+    return tg_whatif_fits(x->w, d, ok, NULL);
+}
+
+/* Eligible units with a pod under d, into *out (arena). */
+static int units_in(struct plan *x, uint32_t d, struct unit ***out, uint32_t *n)
+{
+    const struct tg_cluster *c = &x->s->cluster;
+    const struct tg_tree *t = &c->tree;
+    uint32_t cap = 64, k = 0, ns = 0;
+    struct unit **v = tg_arena_alloc(&x->a, cap * sizeof *v);
+    uint32_t *stack = tg_arena_alloc(&x->a, (t->ndom + 1) * sizeof *stack);
+    if (!v || !stack)
+        return TG_ENOMEM;
+    x->stamp++;
+    stack[ns++] = d;
+    while (ns) {
+        const struct tg_domain *dd = &t->dom[stack[--ns]];
+        for (uint32_t i = 0; i < dd->nchild; i++) {
+            if (dd->level != t->nlevels) {
+                stack[ns++] = dd->child[i];
+                continue;
+            }
+            for (struct tg_usage *u = c->nodes[dd->child[i]].pods; u; u = u->nnext) {
+                if (u->kind == TG_USAGE_NOMINATED || u->deleting)
+                    continue;
+                struct tg_grec *g = tg_gangs_of_usage(x->gs, u);
+                if (g && u->gpos == UINT32_MAX)
+                    g = NULL;
+                uint64_t id = g ? (uint64_t)(uintptr_t)g : (uint64_t)(uintptr_t)u, val;
+                if (!tg_hmap_get(&x->byid, (const char *)&id, sizeof id, &val))
+                    continue;
+                struct unit *un = (struct unit *)(uintptr_t)val;
+                if (!un->eligible || un->stamp == x->stamp)
+                    continue;
+                un->stamp = x->stamp;
+                if (k == cap) {
+                    struct unit **nv = tg_arena_alloc(&x->a, 2 * cap * sizeof *nv);
+                    if (!nv)
+                        return TG_ENOMEM;
+                    memcpy(nv, v, k * sizeof *v);
+                    v = nv;
+                    cap *= 2;
+                }
+                v[k++] = un;
+            }
+        }
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+struct bb {
+    struct plan *x;
+    uint32_t d;
+    struct unit **cand;
+    uint32_t ncand;
+    struct unit **inc;                  /* included (victims) */
+    uint32_t ninc;
+    struct unit **best;
+    uint32_t nbest;
+    struct tg_pcost bestcost;
+    uint32_t budget;
+    int rc;
+};
+
+/* Invariant on entry: hidden = inc u cand[i..]. */
+static void bb_search(struct bb *b, uint32_t i)
+{
+    if (b->rc || !b->budget)
+        return;
+    struct tg_pcost c;
+    cost_of(b->x, b->inc, b->ninc, &c);
+    if (tg_pcost_cmp(&c, &b->bestcost) >= 0)
+        return;
+    int ok;
+    b->budget--;
+    if ((b->rc = fits(b->x, b->d, &ok)) || !ok)
+        return;
+    if (i == b->ncand) {
+        memcpy(b->best, b->inc, b->ninc * sizeof *b->inc);
+        b->nbest = b->ninc;
+        b->bestcost = c;
+        return;
+    }
+    struct unit *u = b->cand[i];
+    hide_unit(b->x, u, 0); /* keep it */
+    bb_search(b, i + 1);
+    hide_unit(b->x, u, 1); /* evict it */
+    b->inc[b->ninc++] = u;
+    bb_search(b, i + 1);
+    b->ninc--;
+}
+
+/* Cheapest victims in domain d at level lvl; updates x->best. */
+static int try_domain(struct plan *x, uint32_t d, int lvl)
+{
+    struct tg_arena_mark m = tg_arena_mark(&x->a);
+    struct unit **cand;
+    uint32_t n;
+    int rc = units_in(x, d, &cand, &n), ok = 0;
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < n; i++)
+        hide_unit(x, cand[i], 1);
+    if ((rc = fits(x, d, &ok)))
+        goto out;
+    if (!ok) {
+        if (x->nskips++ < MAX_SKIPS) {
+            char path[512];
+            const struct tg_policy *p = &x->s->policy;
+            tg_sb_printf(&x->skips, "; %s %s holds %llu of %u even with its %u lower-priority unit(s) gone",
+                         lvl ? p->levels[lvl - 1].name : "cluster",
+                         tg_tree_path(&x->s->cluster.tree, d, path, sizeof path),
+                         (unsigned long long)tg_whatif_holds(x->w, d), tg_gang_must(x->in->gang), n);
+        }
+        goto out;
+    }
+    /* greedy reprieve, most important first */
+    qsort(cand, n, sizeof *cand, keep_first);
+    struct unit **vict = tg_arena_alloc(&x->a, (n + 1) * sizeof *vict);
+    if (!vict) {
+        rc = TG_ENOMEM;
+        goto out;
+    }
+    uint32_t nv = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        hide_unit(x, cand[i], 0);
+        if ((rc = fits(x, d, &ok)))
+            goto out;
+        if (!ok) {
+            hide_unit(x, cand[i], 1);
+            vict[nv++] = cand[i];
+        }
+    }
+    struct tg_pcost cost;
+    cost_of(x, vict, nv, &cost);
+    uint8_t exact = nv == 0;
+    if (nv && n <= EXACT_MAX_UNITS) {
+        /* branch and bound over the units, heaviest first */
+        struct bb b = {.x = x, .d = d, .cand = cand, .ncand = n, .bestcost = cost,
+                       .budget = EXACT_BUDGET};
+        b.inc = tg_arena_alloc(&x->a, (n + 1) * sizeof *b.inc);
+        b.best = tg_arena_alloc(&x->a, (n + 1) * sizeof *b.best);
+        if (!b.inc || !b.best) {
+            rc = TG_ENOMEM;
+            goto out;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            hide_unit(x, cand[i], 1);
+        bb_search(&b, 0);
+        if ((rc = b.rc))
+            goto out;
+        if (b.nbest || tg_pcost_cmp(&b.bestcost, &cost) < 0) {
+            memcpy(vict, b.best, b.nbest * sizeof *vict);
+            nv = b.nbest;
+            cost = b.bestcost;
+        }
+        exact = b.budget > 0;
+    }
+    int better = !x->best && x->bestdom == NONE;
+    if (!better) {
+        int k = tg_pcost_cmp(&cost, &x->bestcost);
+        better = k < 0 || (k == 0 && lvl > x->bestlevel);
+    }
+    if (better) {
+        free(x->best);
+        x->best = malloc((nv + 1) * sizeof *x->best);
+        if (!x->best) {
+            rc = TG_ENOMEM;
+            goto out;
+        }
+        memcpy(x->best, vict, nv * sizeof *vict);
+        x->nbest = nv;
+        x->bestcost = cost;
+        x->bestdom = d;
+        x->bestlevel = lvl;
+        x->bestexact = exact;
+    }
+out:
+    for (uint32_t i = 0; i < n; i++)
+        hide_unit(x, cand[i], 0);
+    tg_arena_release(&x->a, m);
+    return rc;
+}
+
+/* ---- the plan ---------------------------------------------------------------------------- */
+
+static void plan_free(struct plan *x)
+{
+    tg_whatif_end(&x->w);
+    tg_hmap_free(&x->byid);
+    free(x->units);
+    free(x->leaving);
+    free(x->best);
+    tg_sb_free(&x->skips);
+    tg_arena_free(&x->a);
+}
+
+/* The slots of the gang with the chosen victims gone, and the victim list. */
+static int finish(struct plan *x, struct tg_preemption *out)
+{
+    const struct tg_gang *g = x->in->gang;
+    out->domain = x->bestdom;
+    out->level = x->bestlevel;
+    out->cost = x->bestcost;
+    out->exact = x->bestexact;
+    out->slots = malloc((g->npods + 1) * sizeof *out->slots);
+    out->victims = calloc(x->nbest + 1, sizeof *out->victims);
+    if (!out->slots || !out->victims)
+        return TG_ENOMEM;
+    hide_leaving(x, 1);
+    for (uint32_t i = 0; i < x->nbest; i++)
+        hide_unit(x, x->best[i], 1);
+    int ok = 0;
+    int rc = tg_whatif_fits(x->w, x->bestdom, &ok, out->slots);
+    for (uint32_t i = 0; i < x->nbest; i++)
+        hide_unit(x, x->best[i], 0);
+    hide_leaving(x, 0);
+    if (rc)
+        return rc;
+    if (!ok) { /* cannot happen: the search checked this set */
+        snprintf(out->reason, sizeof out->reason, "preemption: the chosen set no longer fits");
+        out->domain = NONE;
+        return 0;
+    }
+    for (uint32_t i = 0; i < x->nbest; i++) {
+        struct unit *u = x->best[i];
+        out->victims[i] = (struct tg_victim){u->gang, u->pod, u->prio, u->nrecs, u->ext};
+    }
+    out->nvictims = x->nbest;
+    char path[512];
+    const struct tg_policy *p = &x->s->policy;
+    snprintf(out->reason, sizeof out->reason,
+             "%s %s: evicting %u unit(s) of priority <= %d (%u pods, %lld extended resources)%s",
+             x->bestlevel ? p->levels[x->bestlevel - 1].name : "cluster",
+             tg_tree_path(&x->s->cluster.tree, x->bestdom, path, sizeof path), x->nbest,
+             x->bestcost.maxprio, x->bestcost.pods, (long long)x->bestcost.ext,
+             x->bestcost.pdb ? "; violates a PodDisruptionBudget" : "");
+    return 0;
+}
+
+int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_preempt_in *in,
+                    struct tg_preemption *out)
+{
+    memset(out, 0, sizeof *out);
+    out->domain = NONE;
+    struct plan x = {.s = s, .gs = gs, .in = in, .bestdom = NONE};
+    const struct tg_gang *g = in->gang;
+    int required, preferred, rc;
+    char err[256];
+    if (tg_gang_levels(&s->policy, g->pg, &required, &preferred, err, sizeof err)) {
+        snprintf(out->reason, sizeof out->reason, "%s", err);
+        return 0;
+    }
+    if ((rc = collect_units(&x)) || (rc = tg_whatif_begin(s, g, &x.w)))
+        goto done;
+    /* 2. candidate domains: counts with every eligible unit gone */
+    hide_leaving(&x, 1);
+    for (uint32_t i = 0; i < x.nunits; i++)
+        hide_unit(&x, x.units[i], 1);
+    uint32_t doms[2][MAX_DOMAINS], ndoms[2] = {0, 0};
+    int lv[2] = {required, preferred > required ? preferred : -1};
+    for (int k = 0; k < 2; k++)
+        if (lv[k] >= 0)
+            ndoms[k] = tg_whatif_domains(x.w, (uint32_t)lv[k], doms[k], MAX_DOMAINS);
+    if (!ndoms[0] && !x.nunits) {
+        snprintf(out->reason, sizeof out->reason,
+                 "preemption cannot help: no gang or pod of lower priority to evict");
+    } else if (!ndoms[0]) {
+        uint64_t h;
+        char path[512];
+        const struct tg_policy *p = &s->policy;
+        uint32_t best = tg_whatif_best(x.w, (uint32_t)required, &h);
+        snprintf(out->reason, sizeof out->reason,
+                 "preemption cannot help: even with all %u lower-priority unit(s) gone, the best "
+                 "%s%s%s holds %llu of %u", x.nunits,
+                 required ? p->levels[required - 1].name : "cluster", required ? " " : "",
+                 required && best != NONE ? tg_tree_path(&s->cluster.tree, best, path, sizeof path) : "",
+                 (unsigned long long)h, tg_gang_must(g));
+    }
+    for (uint32_t i = 0; i < x.nunits; i++)
+        hide_unit(&x, x.units[i], 0);
+    if (!ndoms[0])
+        goto done_leaving;
+    /* 3. the cheapest set per domain, tighter level first */
+    for (int k = 1; k >= 0; k--)
+        for (uint32_t i = 0; i < ndoms[k] && !rc; i++) {
+            out->domains_tried++;
+            rc = try_domain(&x, doms[k][i], lv[k]);
+        }
+    if (rc)
+        goto done_leaving;
+    hide_leaving(&x, 0);
+    if (x.bestdom == NONE) {
+        snprintf(out->reason, sizeof out->reason, "preemption cannot help%s",
+                 x.skips.len ? tg_sb_str(&x.skips) : "");
+        goto done;
+    }
+    rc = finish(&x, out);
+    goto done;
+done_leaving:
+    hide_leaving(&x, 0);
+done:
+    out->fit_checks = x.checks;
+    plan_free(&x);
+    return rc;
+}
+
+void tg_preemption_free(struct tg_preemption *p)
+{
+    free(p->victims);
+    free(p->slots);
+    p->victims = NULL;
+    p->slots = NULL;
+    p->nvictims = 0;
+}
+
+void tg_preemption_describe(const struct tg_preemption *p, char *buf, size_t n)
+{
+    struct tg_sb b = {0};
+    for (uint32_t i = 0; i < p->nvictims && b.len < n; i++) {
+        const struct tg_victim *v = &p->victims[i];
+        if (v->gang)
+            tg_sb_printf(&b, "%s%s (%u pod%s)", i ? ", " : "", v->gang->key, v->npods,
+                         v->npods == 1 ? "" : "s");
+        else
+            tg_sb_printf(&b, "%s%s", i ? ", " : "", v->pod->key);
+    }
+    snprintf(buf, n, "%s", b.len ? tg_sb_str(&b) : "");
+    tg_sb_free(&b);
+}

@@ -1,0 +1,85 @@
+/* Preemption, topology first: which lower-priority gangs to evict so that a
+ * gang that does not fit gets one domain of its required level.
+ *
+ * Rules (README "Preemption"):
+ *   - only units of strictly lower priority are victims; a unit is a whole
+ *     gang (every placed member, wherever it is) or one pod of no gang;
+ *   - never a unit with a pod that has no controller owner unless
+ *     preemption.evictBarePods; never a gang in the middle of its binds;
+ *     never the gang named `exclude` (the one that evicted the preemptor:
+ *     no thrash); Terminating pods are leaving anyway and cost nothing;
+ *   - for each candidate domain (the required level, and the preferred
+ *     level when it differs; a domain qualifies when the gang's counts cover
+ *     it with every eligible unit gone), the cheapest set of units whose
+ *     eviction lets the same placement code put the gang inside it: cost in
+ *     order PodDisruptionBudget violations, then the highest victim priority,
+ *     then extended resources (GPUs) evicted, then pods evicted, then the
+ *     work lost (sum of the victims' ages); found greedily (kube-scheduler's
+ *     reprieve, most important unit first) and then exactly by branch and
+ *     bound where the domain has few candidate units;
+ *   - the cheapest domain wins; equal costs go to the tighter level. */
+#ifndef TG_SCHEDULER_PREEMPT_H
+#define TG_SCHEDULER_PREEMPT_H
+
+#include <stdint.h>
+
+#include "scheduler/cycle.h"
+#include "scheduler/gang.h"
+
+/* The cost of a victim set, compared field by field. */
+struct tg_pcost {
+    uint32_t pdb;                       /* PodDisruptionBudget violations */
+    int32_t maxprio;                    /* highest victim priority */
+    int64_t ext;                        /* extended resources evicted (GPUs ...) */
+    uint32_t pods;
+    int64_t age_s;                      /* sum of victims' ages, seconds */
+};
+
+int tg_pcost_cmp(const struct tg_pcost *a, const struct tg_pcost *b);
+
+/* One unit evicted whole. */
+struct tg_victim {
+    struct tg_grec *gang;               /* the gang, or NULL for a pod of no gang */
+    struct tg_usage *pod;               /* gang == NULL: the pod */
+    int32_t priority;
+    uint32_t npods;
+    int64_t ext;
+};
+
+struct tg_pdbs {
+    const struct tg_pdb **v;            /* the caller's objects */
+    uint32_t n;
+};
+
+struct tg_preempt_in {
+    const struct tg_gang *gang;         /* the preemptor's placement view */
+    int32_t priority;
+    const char *exclude;                /* a gang key never to evict, or NULL */
+    const struct tg_pdbs *pdbs;         /* may be NULL */
+    int64_t now_ms;                     /* the clock, for ages */
+    int evict_bare;                     /* policy preemption.evictBarePods */
+};
+
+struct tg_preemption {
+    uint32_t nvictims;                  /* 0: no set found; reason says why */
+    struct tg_victim *victims;          /* malloc'ed */
+    uint32_t domain;                    /* tree domain freed */
+    int level;
+    uint32_t *slots;                    /* per gang->pods[i]: its node once the victims are gone */
+    struct tg_pcost cost;
+    uint32_t domains_tried;             /* domains evaluated */
+    uint32_t fit_checks;                /* placement dry runs made */
+    uint8_t exact;                      /* the set was proven cheapest in its domain */
+    char reason[1024];
+};
+
+/* Plans a preemption for in->gang (which did not fit). The model is as
+ * before on return. Returns 0 or TG_ENOMEM; free out with
+ * tg_preemption_free. */
+int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_preempt_in *in,
+                    struct tg_preemption *out);
+void tg_preemption_free(struct tg_preemption *p);
+/* Pods a victim set evicts, for messages: "ml/a (8 pods), ml/b-0". */
+void tg_preemption_describe(const struct tg_preemption *p, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,544 @@
+/* Preemption in the scheduling core, through `simulate` (which carries a
+ * preemption out at once and reports it in "preempts"):
+ *   - cases: the cheapest rack is freed and only it; strictly lower
+ *     priority; whole gangs; preemptionPolicy Never; pods without a
+ *     controller; PodDisruptionBudgets preferred; no preemption when even
+ *     evicting everything cannot help; a gang that outranks a nomination
+ *     takes its room;
+ *   - a property test on random small clusters against brute force: every
+ *     subset of the eligible units is tried; the set chosen must be whole
+ *     units of strictly lower priority with a pod in the chosen rack, free
+ *     enough room, and cost no more than the cheapest subset of any rack. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *POLICY =
+    "topology:\n  levels:\n"
+    "    - {name: rack, nodeLabel: topogang.io/rack}\n"
+    "    - {name: node, nodeLabel: kubernetes.io/hostname}\n"
+    "placement: {defaultPreferred: rack}\n";
+
+/* A bound pod of gang `group` (NULL: none) with a controller unless bare. */
+static void bound(char **y, const char *name, const char *group, const char *node, int gpus,
+                  int bare, const char *created, const char *labels)
+{
+    tu_cat(y, "---\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
+              "  creationTimestamp: '%s'\n", name, created ? created : "2026-01-01T00:00:00Z");
+    tu_cat(y, "  labels: {%s%s%s%s}\n", group ? "topogang.io/pod-group: " : "", group ? group : "",
+           group && labels ? ", " : "", labels ? labels : "");
+    if (!bare)
+        tu_cat(y, "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: %s, uid: u-%s, "
+                  "controller: true}]\n", group ? group : name, name);
+    tu_cat(y, "spec:\n  nodeName: %s\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+              "    resources: {requests: {nvidia.com/gpu: %d}}\nstatus: {phase: Running}\n",
+           node, gpus);
+}
+
+static void group(char **y, const char *name, int min, int prio, const char *topo)
+{
+    tu_cat(y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+              "metadata: {name: %s, namespace: ml, creationTimestamp: '2026-01-01T00:00:00Z'}\n"
+              "spec: {minMember: %d, priority: %d%s%s}\n", name, min, prio, topo ? ", " : "",
+           topo ? topo : "");
+}
+
+/* n pending pods of a gang, each asking g GPUs. */
+static void gang(char **y, const char *name, int n, int g)
+{
+    for (int i = 0; i < n; i++) {
+        char pod[64], req[48];
+        snprintf(pod, sizeof pod, "%s-%d", name, i);
+        snprintf(req, sizeof req, "nvidia.com/gpu: %d", g);
+        tu_pod(y, pod, name, req, NULL);
+    }
+}
+
+/* Two racks of 4 nodes x 8 GPUs. */
+static void two_racks(char **y)
+{
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 4; i++) {
+            char n[16], rk[8];
+            snprintf(n, sizeof n, "r%d-n%d", r, i);
+            snprintf(rk, sizeof rk, "r%d", r);
+            tu_node(y, n, "", rk, 8, NULL);
+        }
+}
+
+static const cJSON *preempts(const cJSON *g)
+{
+    return cJSON_GetObjectItemCaseSensitive(g, "preempts");
+}
+
+/* Names of the podGroups preempted, sorted, comma separated. */
+static const char *victim_groups(const cJSON *g, char *buf, size_t n)
+{
+    const char *v[32];
+    int k = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, preempts(g)) v[k++] = tu_str(p, "podGroup") ? tu_str(p, "podGroup") : "(pod)";
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+            const char *t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    buf[0] = 0;
+    for (int i = 0; i < k; i++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? "," : "", v[i]);
+    return buf;
+}
+
+/* Rack r0: two low gangs (priority 10), 2 nodes each. Rack r1: a low gang
+ * and a medium one (priority 50). A rack-required gang of priority 100 for
+ * 4 nodes frees r0: the highest victim priority is lower there. */
+static void test_cheapest_rack(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    two_racks(&y);
+    group(&y, "low-a", 2, 10, NULL);
+    group(&y, "low-b", 2, 10, NULL);
+    group(&y, "low-c", 2, 10, NULL);
+    group(&y, "mid", 2, 50, NULL);
+    bound(&y, "low-a-0", "low-a", "r0-n0", 8, 0, NULL, NULL);
+    bound(&y, "low-a-1", "low-a", "r0-n1", 8, 0, NULL, NULL);
+    bound(&y, "low-b-0", "low-b", "r0-n2", 8, 0, NULL, NULL);
+    bound(&y, "low-b-1", "low-b", "r0-n3", 8, 0, NULL, NULL);
+    bound(&y, "low-c-0", "low-c", "r1-n0", 8, 0, NULL, NULL);
+    bound(&y, "low-c-1", "low-c", "r1-n1", 8, 0, NULL, NULL);
+    bound(&y, "mid-0", "mid", "r1-n2", 8, 0, NULL, NULL);
+    bound(&y, "mid-1", "mid", "r1-n3", 8, 0, NULL, NULL);
+    group(&y, "big", 4, 100, "topology: {required: rack}");
+    gang(&y, "big", 4, 8);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/big");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_str(g, "domain"), "r0");
+    char buf[256];
+    assert_string_equal(victim_groups(g, buf, sizeof buf), "ml/low-a,ml/low-b");
+    /* whole gangs: both members of each listed */
+    const cJSON *p;
+    cJSON_ArrayForEach(p, preempts(g)) assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(p, "pods")), 2);
+    for (int i = 0; i < 4; i++) {
+        char pod[32];
+        snprintf(pod, sizeof pod, "ml/big-%d", i);
+        assert_non_null(strstr(tu_node_of(res, pod), "r0-"));
+    }
+    const cJSON *sum = cJSON_GetObjectItem(res, "summary");
+    assert_int_equal(cJSON_GetObjectItem(sum, "preemptions")->valueint, 1);
+    assert_int_equal(cJSON_GetObjectItem(sum, "victimPods")->valueint, 4);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Fewer GPUs evicted wins at equal priority: r0 holds one 4-node gang that
+ * uses 8 GPUs per node (32), r1 two half-gangs of 4 GPUs a node on each node
+ * (gang x: 2 pods, gang y: 2 pods) with room for 4 more per node; the
+ * preemptor needs 4 x 8 GPUs... r1 needs both x and y gone (32 GPUs) but
+ * a preemptor of 4 x 4 GPUs needs only one of them (16 GPUs). */
+static void test_fewest_gpus(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    two_racks(&y);
+    group(&y, "wide", 4, 10, NULL);
+    for (int i = 0; i < 4; i++) {
+        char n[16], node[16];
+        snprintf(n, sizeof n, "wide-%d", i);
+        snprintf(node, sizeof node, "r0-n%d", i);
+        bound(&y, n, "wide", node, 8, 0, NULL, NULL);
+    }
+    group(&y, "x", 4, 10, NULL);
+    group(&y, "z", 4, 10, NULL);
+    for (int i = 0; i < 4; i++) {
+        char n[16], node[16];
+        snprintf(node, sizeof node, "r1-n%d", i);
+        snprintf(n, sizeof n, "x-%d", i);
+        bound(&y, n, "x", node, 4, 0, NULL, NULL);
+        snprintf(n, sizeof n, "z-%d", i);
+        bound(&y, n, "z", node, 4, 0, NULL, NULL);
+    }
+    group(&y, "hi", 4, 100, "topology: {required: rack}");
+    gang(&y, "hi", 4, 4);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/hi");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_str(g, "domain"), "r1");
+    assert_int_equal(cJSON_GetArraySize(preempts(g)), 1);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Same priority is never a victim; PriorityClass preemptionPolicy Never
+ * forbids preempting; pods with no controller are safe by default. */
+static void test_who_may_be_evicted(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 4; c++) {
+        char *y = NULL;
+        two_racks(&y);
+        tu_cat(&y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                   "metadata: {name: polite}\nvalue: 100\npreemptionPolicy: Never\n");
+        int prio = c == 0 ? 100 : 10;
+        group(&y, "low", 8, prio, NULL);
+        for (int i = 0; i < 8; i++) {
+            char n[16], node[16];
+            snprintf(n, sizeof n, "low-%d", i);
+            snprintf(node, sizeof node, "r%d-n%d", i / 4, i % 4);
+            bound(&y, n, c == 2 ? NULL : "low", node, 8, c == 2, NULL, NULL);
+        }
+        if (c == 1)
+            tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+                       "metadata: {name: hi, namespace: ml}\n"
+                       "spec: {minMember: 2, priorityClassName: polite, topology: {required: rack}}\n");
+        else
+            group(&y, "hi", 2, 100, "topology: {required: rack}");
+        gang(&y, "hi", 2, 8);
+        const char *pol = c == 3 ? "topology:\n  levels:\n"
+                                   "    - {name: rack, nodeLabel: topogang.io/rack}\n"
+                                   "    - {name: node, nodeLabel: kubernetes.io/hostname}\n"
+                                   "preemption: {enabled: false}\n"
+                                 : POLICY;
+        cJSON *res = tu_simulate(pol, y);
+        const cJSON *g = tu_gang(res, "ml/hi");
+        assert_string_equal(tu_str(g, "status"), "Unschedulable");
+        assert_int_equal(cJSON_GetArraySize(preempts(g)), 0);
+        if (c == 0)
+            assert_non_null(strstr(tu_str(g, "reason"), "no gang or pod of lower priority"));
+        cJSON_Delete(res);
+        free(y);
+    }
+    /* bare pods may go when the policy says so */
+    char *y = NULL;
+    two_racks(&y);
+    for (int i = 0; i < 8; i++) {
+        char n[16], node[16];
+        snprintf(n, sizeof n, "lone-%d", i);
+        snprintf(node, sizeof node, "r%d-n%d", i / 4, i % 4);
+        bound(&y, n, NULL, node, 8, 1, NULL, NULL);
+    }
+    group(&y, "hi", 2, 100, "topology: {required: rack}");
+    gang(&y, "hi", 2, 8);
+    cJSON *res = tu_simulate("topology:\n  levels:\n"
+                             "    - {name: rack, nodeLabel: topogang.io/rack}\n"
+                             "    - {name: node, nodeLabel: kubernetes.io/hostname}\n"
+                             "preemption: {evictBarePods: true}\n", y);
+    const cJSON *g = tu_gang(res, "ml/hi");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(preempts(g)), 2);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, preempts(g)) assert_true(cJSON_IsNull(cJSON_GetObjectItem(p, "podGroup")));
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* A budget that would be violated in r0 sends the preemptor to r1 although
+ * r1 costs more GPUs. */
+static void test_pdb_preferred(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    two_racks(&y);
+    group(&y, "guarded", 2, 10, NULL);
+    bound(&y, "guarded-0", "guarded", "r0-n0", 4, 0, NULL, "app: db");
+    bound(&y, "guarded-1", "guarded", "r0-n1", 4, 0, NULL, "app: db");
+    group(&y, "open", 4, 10, NULL);
+    for (int i = 0; i < 4; i++) {
+        char n[16], node[16];
+        snprintf(n, sizeof n, "open-%d", i);
+        snprintf(node, sizeof node, "r1-n%d", i);
+        bound(&y, n, "open", node, 8, 0, NULL, NULL);
+    }
+    tu_cat(&y, "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\n"
+               "metadata: {name: db, namespace: ml}\nspec: {minAvailable: 2, selector: {matchLabels: {app: db}}}\n");
+    /* r0 has 4 + 4 + 8 + 8 = 24 free: 4 x 8 GPUs does not fit without guarded */
+    bound(&y, "filler-0", NULL, "r0-n2", 8, 1, NULL, NULL);
+    group(&y, "hi", 2, 100, "topology: {required: rack}");
+    gang(&y, "hi", 3, 8);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/hi");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_str(g, "domain"), "r1");
+    char buf[128];
+    assert_string_equal(victim_groups(g, buf, sizeof buf), "ml/open");
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Nothing of lower priority could make room: no victims, said once. */
+static void test_cannot_help(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    two_racks(&y);
+    group(&y, "low", 1, 10, NULL);
+    bound(&y, "low-0", "low", "r0-n0", 8, 0, NULL, NULL);
+    group(&y, "huge", 5, 100, "topology: {required: rack}");
+    gang(&y, "huge", 5, 8);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/huge");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_int_equal(cJSON_GetArraySize(preempts(g)), 0);
+    assert_non_null(strstr(tu_str(g, "reason"), "preemption cannot help: even with all 1"));
+    assert_non_null(strstr(tu_str(g, "reason"), "holds 4 of 5"));
+    /* the low gang is still there: bound pods untouched */
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* ---- property test ---------------------------------------------------------------- */
+
+enum { MAXN = 10, MAXU = 10, MAXP = 24 };
+
+struct mpod {
+    int node, gpus, unit;
+};
+
+struct munit {
+    int prio, bare, npods, in_rack[4];
+    int64_t created;
+};
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static int rnd(int n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (int)(rng % (uint64_t)n);
+}
+
+struct cost {
+    int maxprio;
+    long gpus, pods, age;
+};
+
+static int cost_cmp(const struct cost *a, const struct cost *b)
+{
+    if (a->maxprio != b->maxprio)
+        return a->maxprio < b->maxprio ? -1 : 1;
+    if (a->gpus != b->gpus)
+        return a->gpus < b->gpus ? -1 : 1;
+    if (a->pods != b->pods)
+        return a->pods < b->pods ? -1 : 1;
+    if (a->age != b->age)
+        return a->age < b->age ? -1 : 1;
+    return 0;
+}
+
+static int trials_preempted, trials_fit_free, trials_impossible;
+
+static void preempt_trial(int t)
+{
+    int nracks = 1 + rnd(3), nn = 0, rack_of[MAXN], cap[MAXN];
+    char *y = NULL;
+    for (int r = 0; r < nracks; r++) {
+        int k = 1 + rnd(4);
+        for (int i = 0; i < k && nn < MAXN; i++, nn++) {
+            char n[16], rk[8];
+            snprintf(n, sizeof n, "n%d", nn);
+            snprintf(rk, sizeof rk, "r%d", r);
+            rack_of[nn] = r;
+            cap[nn] = 8;
+            tu_node(&y, n, "", rk, 8, NULL);
+        }
+    }
+    struct munit u[MAXU];
+    struct mpod p[MAXP];
+    int nu = 1 + rnd(MAXU), np = 0, used[MAXN] = {0};
+    for (int i = 0; i < nu; i++) {
+        memset(&u[i], 0, sizeof u[i]);
+        u[i].prio = rnd(4) * 10;
+        u[i].bare = rnd(6) == 0;
+        u[i].created = 1000 + rnd(50) * 60; /* minutes apart: ages differ */
+        int k = 1 + rnd(3);
+        char gname[16];
+        snprintf(gname, sizeof gname, "u%d", i);
+        if (!u[i].bare)
+            group(&y, gname, k, u[i].prio, NULL);
+        for (int j = 0; j < k && np < MAXP; j++) {
+            int g = (int[]){1, 2, 4, 8}[rnd(4)], node = rnd(nn);
+            if (used[node] + g > cap[node])
+                continue;
+            used[node] += g;
+            p[np] = (struct mpod){node, g, i};
+            char pn[24], nodename[16], created[40];
+            snprintf(pn, sizeof pn, "u%d-%d", i, j);
+            snprintf(nodename, sizeof nodename, "n%d", node);
+            time_t ts = (time_t)(1767225600 + u[i].created);
+            strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&ts));
+            if (u[i].bare) /* a lone pod with a priority of its own */
+                tu_cat(&y, "---\nkind: Pod\nmetadata: {name: %s, namespace: ml, creationTimestamp: '%s'}\n"
+                           "spec: {nodeName: %s, priority: %d, containers: [{resources: {requests: "
+                           "{nvidia.com/gpu: %d}}}]}\n", pn, created, nodename, u[i].prio, g);
+            else
+                bound(&y, pn, gname, nodename, g, 0, created, NULL);
+            u[i].npods++;
+            u[i].in_rack[rack_of[node]]++;
+            np++;
+            if (u[i].bare)
+                break; /* one pod each */
+        }
+    }
+    int want = 1 + rnd(4), gg = (int[]){2, 4, 8}[rnd(3)], prio = 25;
+    group(&y, "pre", want, prio, "topology: {required: rack}");
+    gang(&y, "pre", want, gg);
+    cJSON *res = tu_simulate(POLICY, y);
+    /* the engine's clock in simulate: the newest creation + 1 s */
+    int64_t newest = 0;
+    for (int i = 0; i < nu; i++)
+        if (u[i].npods && u[i].created > newest)
+            newest = u[i].created;
+    int64_t now = newest + 1;
+    /* brute force: every subset of eligible units, per rack */
+    int elig[MAXU], ne = 0;
+    for (int i = 0; i < nu; i++)
+        if (u[i].npods && u[i].prio < prio && !u[i].bare)
+            elig[ne++] = i;
+    struct cost best[4];
+    int feasible[4] = {0};
+    for (int r = 0; r < nracks; r++) {
+        for (int mask = 0; mask < (1 << ne); mask++) {
+            int gone[MAXU] = {0}, touches = 1;
+            for (int b = 0; b < ne; b++)
+                if (mask >> b & 1) {
+                    gone[elig[b]] = 1;
+                    touches &= u[elig[b]].in_rack[r] > 0;
+                }
+            if (!touches)
+                continue; /* a unit with no pod in the rack never helps it */
+            int fits = 0;
+            for (int n = 0; n < nn; n++) {
+                if (rack_of[n] != r)
+                    continue;
+                int free_ = cap[n];
+                for (int k = 0; k < np; k++)
+                    if (p[k].node == n && !gone[p[k].unit])
+                        free_ -= p[k].gpus;
+                fits += free_ / gg;
+            }
+            if (fits < want)
+                continue;
+            struct cost c = {mask ? 0 : -2147483647 - 1, 0, 0, 0};
+            for (int k = 0; k < np; k++)
+                if (gone[p[k].unit]) {
+                    c.gpus += p[k].gpus;
+                    c.pods++;
+                    c.age += (long)(now - u[p[k].unit].created);
+                }
+            for (int b = 0; b < ne; b++)
+                if ((mask >> b & 1) && u[elig[b]].prio > c.maxprio)
+                    c.maxprio = u[elig[b]].prio;
+            if (!feasible[r] || cost_cmp(&c, &best[r]) < 0)
+                best[r] = c;
+            feasible[r] = 1;
+        }
+    }
+    int any = 0, cheapest = -1;
+    for (int r = 0; r < nracks; r++)
+        if (feasible[r]) {
+            any = 1;
+            if (cheapest < 0 || cost_cmp(&best[r], &best[cheapest]) < 0)
+                cheapest = r;
+        }
+    const cJSON *g = tu_gang(res, "ml/pre");
+    int scheduled = !strcmp(tu_str(g, "status"), "Scheduled");
+    if (scheduled != any)
+        print_error("trial %d: scheduled=%d, brute force feasible=%d\n%s\n", t, scheduled, any, y);
+    assert_int_equal(scheduled, any);
+    if (!scheduled) {
+        trials_impossible++;
+        assert_int_equal(cJSON_GetArraySize(preempts(g)), 0);
+    } else {
+        if (cJSON_GetArraySize(preempts(g)))
+            trials_preempted++;
+        else
+            trials_fit_free++;
+        const char *dom = tu_str(g, "domain");
+        int r = dom[1] - '0';
+        /* victims: whole units, strictly lower priority, with a pod in the rack */
+        int gone[MAXU] = {0};
+        const cJSON *v, *pod;
+        cJSON_ArrayForEach(v, preempts(g))
+        {
+            int ui = -1, k = 0;
+            cJSON_ArrayForEach(pod, cJSON_GetObjectItem(v, "pods"))
+            {
+                int a, b;
+                assert_int_equal(sscanf(pod->valuestring, "ml/u%d-%d", &a, &b), 2);
+                assert_true(ui < 0 || ui == a);
+                ui = a;
+                k++;
+            }
+            assert_true(ui >= 0);
+            assert_int_equal(k, u[ui].npods);
+            assert_true(u[ui].prio < prio);
+            assert_false(u[ui].bare);
+            assert_true(u[ui].in_rack[r] > 0);
+            gone[ui] = 1;
+        }
+        struct cost c = {cJSON_GetArraySize(preempts(g)) ? 0 : -2147483647 - 1, 0, 0, 0};
+        for (int k = 0; k < np; k++)
+            if (gone[p[k].unit]) {
+                c.gpus += p[k].gpus;
+                c.pods++;
+                c.age += (long)(now - u[p[k].unit].created);
+                if (u[p[k].unit].prio > c.maxprio)
+                    c.maxprio = u[p[k].unit].prio;
+            }
+        if (cost_cmp(&c, &best[cheapest]) != 0)
+            print_error("trial %d: cost (%d,%ld,%ld,%ld) in r%d, cheapest (%d,%ld,%ld,%ld) in r%d\n%s\n",
+                        t, c.maxprio, c.gpus, c.pods, c.age, r, best[cheapest].maxprio,
+                        best[cheapest].gpus, best[cheapest].pods, best[cheapest].age, cheapest, y);
+        assert_int_equal(cost_cmp(&c, &best[cheapest]), 0);
+        /* the placement fits once the victims are gone */
+        int load[MAXN];
+        for (int n = 0; n < nn; n++)
+            load[n] = 0;
+        for (int k = 0; k < np; k++)
+            if (!gone[p[k].unit])
+                load[p[k].node] += p[k].gpus;
+        for (int i = 0; i < want; i++) {
+            char pn[24];
+            snprintf(pn, sizeof pn, "ml/pre-%d", i);
+            const char *node = tu_node_of(res, pn);
+            assert_non_null(node);
+            int n = atoi(node + 1);
+            assert_int_equal(rack_of[n], r);
+            load[n] += gg;
+            assert_true(load[n] <= cap[n]);
+        }
+    }
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_property_cheapest(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 400; t++)
+        preempt_trial(t);
+    /* the trials must exercise every branch, not only the easy one */
+    print_message("%d trials preempted, %d fit without it, %d impossible\n", trials_preempted,
+                  trials_fit_free, trials_impossible);
+    assert_true(trials_preempted > 100);
+    assert_true(trials_impossible > 10);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cheapest_rack),
+        cmocka_unit_test(test_fewest_gpus),
+        cmocka_unit_test(test_who_may_be_evicted),
+        cmocka_unit_test(test_pdb_preferred),
+        cmocka_unit_test(test_cannot_help),
+        cmocka_unit_test(test_property_cheapest),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
