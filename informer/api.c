@@ -3,6 +3,7 @@
 #include "informer/api.h"
 
 #include <cJSON.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,14 @@ int tg_api_lease_update(struct tg_client *c, const char *ns, const char *name,
     return api_send(c, "PUT", &p, &b, NULL, 1, cb, ud);
 }
 
+/* A number within int32, else 0: converting 1e300 to int32_t is undefined. */
+static int32_t int32_or_zero(const cJSON *v)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= INT32_MIN && v->valuedouble <= INT32_MAX))
+        return 0;
+    return (int32_t)v->valuedouble;
+}
+
 int tg_lease_decode(const char *body, size_t len, struct tg_lease *l)
 {
     memset(l, 0, sizeof *l);
@@ -218,9 +227,9 @@ int tg_lease_decode(const char *body, size_t len, struct tg_lease *l)
     if (!rc && cJSON_IsString(v) && !(l->holder = strdup(v->valuestring)))
         rc = TG_ENOMEM;
     v = cJSON_GetObjectItemCaseSensitive(sp, "leaseDurationSeconds");
-    l->duration_s = cJSON_IsNumber(v) ? (int32_t)v->valuedouble : 0;
+    l->duration_s = int32_or_zero(v);
     v = cJSON_GetObjectItemCaseSensitive(sp, "leaseTransitions");
-    l->transitions = cJSON_IsNumber(v) ? (int32_t)v->valuedouble : 0;
+    l->transitions = int32_or_zero(v);
     v = cJSON_GetObjectItemCaseSensitive(sp, "acquireTime");
     if (cJSON_IsString(v))
         tg_parse_time(v->valuestring, &l->acquire_ms);
