@@ -275,8 +275,9 @@ static int usage_meta(struct tg_usage *u, const struct tg_pod *p)
 static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot, uint8_t kind)
 {
     struct tg_usage *old = tg_cluster_usage(c, p->key);
-    /* a phantom becoming real (or the reverse) is a new record for listeners */
-    if (old && same_req(old, p, slot) &&
+    /* a phantom becoming real (or the reverse), or a pod starting to
+     * terminate, is a new record for listeners */
+    if (old && same_req(old, p, slot) && old->deleting == p->deleting &&
         (old->kind == TG_USAGE_NOMINATED) == (kind == TG_USAGE_NOMINATED)) {
         if (kind < old->kind)
             old->kind = kind;

@@ -261,8 +261,8 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
 {
     struct tg_gangs *gs = ud;
     u->gpos = UINT32_MAX;
-    if (u->kind == TG_USAGE_NOMINATED)
-        return;
+    if (u->kind == TG_USAGE_NOMINATED || u->deleting)
+        return; /* a Terminating pod is leaving: its gang may already have new members */
     char key[512];
     usage_gang_key(u, key, sizeof key);
     struct tg_grec *g = u->group ? get_or_make(gs, key, u->ns, u->group) : tg_gangs_get(gs, key);

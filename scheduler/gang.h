@@ -10,9 +10,11 @@
  *     owns and keeps current (every add, update and delete of a pending pod
  *     goes through tg_gangs_pending_set / tg_gangs_pending_delete);
  *   - its placed members: the cluster model's usage records of kind bound or
- *     assumed (nominated phantoms are not members), followed through a
- *     cluster listener, so that bound pods of any scheduler form gangs too
- *     (they are the units preemption may evict);
+ *     assumed (nominated phantoms are not members, nor Terminating pods:
+ *     they are leaving, and their controller may already have created the
+ *     gang's new pods), followed through a cluster listener, so that bound
+ *     pods of any scheduler form gangs too (they are the units preemption
+ *     may evict);
  *   - its PodGroup, by key, when one exists.
  * A record lives while it has a pending or placed member.
  *
