@@ -13,6 +13,7 @@
 #include "util/yamljson.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -384,11 +385,36 @@ void tg_policy_level_labels(const struct tg_policy *p, uint32_t *out)
         out[i] = p->levels[i].label_id;
 }
 
+/* A string as a YAML scalar that reads back as the same string: plain when
+ * it is a word of letters, digits and ._/- starting with a letter (and not
+ * true/false/null), else double-quoted with escapes. */
+static void put_scalar(struct tg_sb *out, const char *s)
+{
+    static const char *const words[] = {"true", "false", "null", "True", "False", "Null",
+                                        "TRUE", "FALSE", "NULL"};
+    int plain = isalpha((unsigned char)s[0]);
+    for (const char *c = s; plain && *c; c++)
+        plain = isalnum((unsigned char)*c) || strchr("._/-", *c);
+    for (size_t i = 0; plain && i < sizeof words / sizeof words[0]; i++)
+        plain = strcmp(s, words[i]) != 0;
+    if (plain)
+        tg_sb_puts(out, s);
+    else
+        tg_sb_json_str(out, s);
+}
+
 void tg_policy_dump(const struct tg_policy *p, struct tg_sb *out)
 {
-    tg_sb_printf(out, "schedulerName: %s\ntopology:\n  levels:\n", p->scheduler_name);
-    for (uint32_t i = 0; i < p->nlevels; i++)
-        tg_sb_printf(out, "    - {name: %s, nodeLabel: %s}\n", p->levels[i].name, p->levels[i].label);
+    tg_sb_puts(out, "schedulerName: ");
+    put_scalar(out, p->scheduler_name);
+    tg_sb_puts(out, "\ntopology:\n  levels:\n");
+    for (uint32_t i = 0; i < p->nlevels; i++) {
+        tg_sb_puts(out, "    - {name: ");
+        put_scalar(out, p->levels[i].name);
+        tg_sb_puts(out, ", nodeLabel: ");
+        put_scalar(out, p->levels[i].label);
+        tg_sb_puts(out, "}\n");
+    }
     const char *section = "";
     for (size_t i = 0; i < NOPTS; i++) {
         const struct opt *o = &opts[i];
@@ -403,7 +429,11 @@ void tg_policy_dump(const struct tg_policy *p, struct tg_sb *out)
         }
         const char *base = (const char *)p + o->off;
         switch (o->type) {
-        case T_STR: tg_sb_printf(out, "  %s: \"%s\"\n", dot + 1, base); break;
+        case T_STR:
+            tg_sb_printf(out, "  %s: ", dot + 1);
+            tg_sb_json_str(out, base);
+            tg_sb_putc(out, '\n');
+            break;
         case T_INT: tg_sb_printf(out, "  %s: %lld\n", dot + 1, (long long)*(const int64_t *)base); break;
         case T_BOOL: tg_sb_printf(out, "  %s: %s\n", dot + 1, *(const int *)base ? "true" : "false"); break;
         case T_ENUM:

@@ -55,6 +55,41 @@ static void test_valid(void **state)
     tg_sb_free(&err);
 }
 
+/* Names, labels and strings YAML would read as something else (null, a bool,
+ * a number, a comment, a folded line) survive the dump: --print-config output
+ * loads back as the same policy (found by fuzzing). */
+static void test_dump_quotes(void **state)
+{
+    (void)state;
+    const char *y = "schedulerName: \"true\"\n"
+                    "topology:\n  levels:\n"
+                    "    - {name: \"a b: #c\", nodeLabel: \"~x\\ny\\\"z\"}\n"
+                    "    - {name: \"12\", nodeLabel: \"null\"}\n"
+                    "    - {name: plain-name, nodeLabel: example.com/rack}\n"
+                    "placement: {defaultPreferred: \"12\"}\n"
+                    "numa: {policyLabel: \"x\\\\y\\t\"}\n";
+    struct tg_policy p, q;
+    struct tg_sb err = {0}, d1 = {0}, d2 = {0};
+    assert_int_equal(tg_policy_parse(y, strlen(y), "cfg", &p, &err), 0);
+    assert_string_equal(p.levels[0].label, "~x\ny\"z");
+    tg_policy_dump(&p, &d1);
+    assert_non_null(strstr(tg_sb_str(&d1), "{name: plain-name, nodeLabel: example.com/rack}"));
+    if (tg_policy_parse(d1.s, d1.len, "dump", &q, &err))
+        print_error("%s\n%s", tg_sb_str(&d1), tg_sb_str(&err));
+    assert_int_equal(tg_policy_parse(d1.s, d1.len, "dump", &q, &err), 0);
+    tg_policy_dump(&q, &d2);
+    assert_string_equal(tg_sb_str(&d1), tg_sb_str(&d2));
+    assert_string_equal(q.scheduler_name, "true");
+    assert_string_equal(q.levels[0].name, "a b: #c");
+    assert_string_equal(q.levels[0].label, "~x\ny\"z");
+    assert_string_equal(q.levels[1].name, "12");
+    assert_string_equal(q.levels[1].label, "null");
+    assert_string_equal(q.numa_label, "x\\y\t");
+    tg_sb_free(&d1);
+    tg_sb_free(&d2);
+    tg_sb_free(&err);
+}
+
 static void expect_error(const char *yaml, const char *needle)
 {
     struct tg_policy p;
@@ -104,6 +139,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_dump_quotes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
