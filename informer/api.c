@@ -69,6 +69,17 @@ int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char
     return api_send(c, "PATCH", &p, &b, "application/merge-patch+json", 1, cb, ud);
 }
 
+int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *name,
+                            const char *status_json, tg_done_fn cb, void *ud)
+{
+    if (bad_name(ns) || bad_name(name) || !status_json)
+        return TG_EINVAL;
+    struct tg_sb p = {0}, b = {0};
+    tg_sb_printf(&p, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
+    tg_sb_printf(&b, "{\"status\":%s}", status_json);
+    return api_send(c, "PATCH", &p, &b, "application/strategic-merge-patch+json", 1, cb, ud);
+}
+
 void tg_format_microtime(int64_t ms, char *buf, size_t len)
 {
     time_t s = (time_t)(ms / 1000);

@@ -1,7 +1,8 @@
 /* The writes the scheduler makes, as plain functions over tg_client:
- * Binding (pods/NAME/binding), PodGroup status merge patch, Event
- * (events.k8s.io/v1), Lease get/create/update (coordination.k8s.io/v1), pod
- * delete. Each queues one request (writes go through the client's qps/burst
+ * Binding (pods/NAME/binding), PodGroup status merge patch, pod status
+ * strategic merge patch (preemption: the DisruptionTarget condition, the
+ * preemptor's nominatedNodeName), Event (events.k8s.io/v1), Lease
+ * get/create/update (coordination.k8s.io/v1), pod delete. Each queues one request (writes go through the client's qps/burst
  * limiter) and reports through cb exactly once; see struct tg_resp for the
  * error mapping (TG_ECONFLICT on a stale Lease resourceVersion, TG_EEXIST when
  * creating what exists, TG_ENOENT for a missing pod). They return 0, or
@@ -23,6 +24,13 @@ int tg_api_bind(struct tg_client *c, const char *ns, const char *name, const cha
  * status_json is a JSON object text, e.g. {"phase":"Scheduled","scheduled":16}. */
 int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char *name,
                                  const char *status_json, tg_done_fn cb, void *ud);
+
+/* Strategic-merge-patches the /status subresource of a pod with
+ * {"status": status_json}: conditions merge by type (others stay), scalar
+ * fields replace. E.g. {"nominatedNodeName":"n1"}, or
+ * {"conditions":[{"type":"DisruptionTarget","status":"True",...}]}. */
+int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *name,
+                            const char *status_json, tg_done_fn cb, void *ud);
 
 struct tg_event_spec {
     const char *ns;                      /* the event's namespace (the regarding object's) */

@@ -43,6 +43,9 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
         [TG_INF_PODGROUPS] = {.kind = &tg_kind_podgroup,
                               .path = "/apis/topogang.io/v1alpha1/podgroups"},
         [TG_INF_CONFIG] = {.kind = &tg_kind_configmap},
+        [TG_INF_PRIOCLASSES] = {.kind = &tg_kind_prioclass,
+                                .path = "/apis/scheduling.k8s.io/v1/priorityclasses"},
+        [TG_INF_PDBS] = {.kind = &tg_kind_pdb, .path = "/apis/policy/v1/poddisruptionbudgets"},
     };
     if (o->config_name) {
         snprintf(cm_path, sizeof cm_path, "/api/v1/namespaces/%s/configmaps",
@@ -53,7 +56,8 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
     }
     int rc = 0;
     for (int i = 0; i < TG_INF_N; i++) {
-        if (!ro[i].path || (i == TG_INF_PODGROUPS && o->no_podgroups))
+        if (!ro[i].path || (i == TG_INF_PODGROUPS && o->no_podgroups) ||
+            ((i == TG_INF_PRIOCLASSES || i == TG_INF_PDBS) && o->no_preemption_kinds))
             continue;
         ro[i].h = o->h[i];
         ro[i].h.on_synced = NULL;

@@ -7,6 +7,10 @@
  *                 spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed
  *   podgroups     topogang.io/v1alpha1 podgroups, all namespaces (tg_kind_podgroup)
  *   config        the policy ConfigMap <ns>/<name>            (tg_kind_configmap)
+ *   prioclasses   scheduling.k8s.io/v1 PriorityClasses:       (tg_kind_prioclass)
+ *                 value, preemptionPolicy, globalDefault
+ *   pdbs          policy/v1 PodDisruptionBudgets, all         (tg_kind_pdb)
+ *                 namespaces (preemption prefers sets that violate none)
  * A pod moving from pending to bound is deleted from pods_pending and added
  * to pods_bound (the two streams are not ordered with each other).
  * Config keys: schedulerName, the ConfigMap's namespace/name. */
@@ -18,12 +22,13 @@
 #include "informer/reflector.h"
 
 enum tg_inf_kind { TG_INF_NODES, TG_INF_PODS_PENDING, TG_INF_PODS_BOUND, TG_INF_PODGROUPS,
-                   TG_INF_CONFIG, TG_INF_N };
+                   TG_INF_CONFIG, TG_INF_PRIOCLASSES, TG_INF_PDBS, TG_INF_N };
 
 struct tg_informer_opts {
     const char *scheduler_name;          /* default "topogang" */
     const char *config_ns, *config_name; /* NULL name: no ConfigMap watch */
     int no_podgroups;                    /* skip PodGroups (CRD not installed) */
+    int no_preemption_kinds;             /* skip PriorityClasses and PodDisruptionBudgets */
     int page_size;                       /* 0: 500 */
     struct tg_handlers h[TG_INF_N];      /* per collection; on_synced unused there */
     void (*on_synced)(void *ud);         /* once, when every collection has listed */

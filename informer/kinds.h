@@ -1,6 +1,6 @@
 /* The object kinds the scheduler caches, as struct tg_kind descriptors over
- * the compact structs of model/objects.h, plus a small ConfigMap struct for
- * the policy ConfigMap. */
+ * the compact structs of model/objects.h, plus small structs of its own for
+ * the policy ConfigMap and PriorityClasses. */
 #ifndef TG_INFORMER_KINDS_H
 #define TG_INFORMER_KINDS_H
 
@@ -19,10 +19,22 @@ struct tg_configmap {
 /* Value of data[k], or NULL. */
 const char *tg_configmap_get(const struct tg_configmap *cm, const char *k);
 
+/* A scheduling.k8s.io/v1 PriorityClass: what queue order and preemption
+ * need of it. */
+struct tg_prioclass {
+    char *name;              /* metadata.name (the key), owned */
+    char *uid, *rv;          /* owned, may be NULL */
+    int32_t value;
+    uint8_t never;           /* preemptionPolicy: Never */
+    uint8_t global_default;  /* globalDefault: true */
+};
+
 extern const struct tg_kind tg_kind_node;        /* struct tg_node_obj, key = name */
 extern const struct tg_kind tg_kind_pod;         /* struct tg_pod, requests only */
 extern const struct tg_kind tg_kind_pod_spec;    /* struct tg_pod with TG_DECODE_SPEC */
 extern const struct tg_kind tg_kind_podgroup;    /* struct tg_podgroup */
 extern const struct tg_kind tg_kind_configmap;   /* struct tg_configmap */
+extern const struct tg_kind tg_kind_prioclass;   /* struct tg_prioclass, key = name */
+extern const struct tg_kind tg_kind_pdb;         /* struct tg_pdb (model/objects.h) */
 
 #endif

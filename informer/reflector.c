@@ -88,20 +88,30 @@ static int rv_equal(const struct tg_reflector *r, const void *a, const void *b)
     return x && y && strcmp(x, y) == 0;
 }
 
-/* Upserts obj (owned by the call) and delivers add/update. */
-static int upsert(struct tg_reflector *r, void *obj)
+/* Upserts obj (owned by the call) and delivers add/update. An object whose
+ * resourceVersion is unchanged (a relist) is dropped and the stored one kept:
+ * handlers may hold on to the objects they were given (see reflector.h). */
+static int upsert(struct tg_reflector *r, void *obj, void **stored)
 {
-    void *old;
+    void *old = tg_store_get(&r->store, r->o.kind->key(obj));
+    if (old && rv_equal(r, old, obj)) {
+        r->o.kind->free(obj);
+        if (stored)
+            *stored = old;
+        return 0;
+    }
     int rc = tg_store_put(&r->store, obj, &old);
     if (rc) {
         r->o.kind->free(obj);
         return rc;
     }
+    if (stored)
+        *stored = obj;
     if (!old) {
         r->st.adds++;
         if (r->o.h.on_add)
             r->o.h.on_add(r->o.h.ud, obj);
-    } else if (!rv_equal(r, old, obj)) {
+    } else {
         r->st.updates++;
         if (r->o.h.on_update)
             r->o.h.on_update(r->o.h.ud, old, obj);
@@ -191,11 +201,10 @@ static int on_list_item(void *ud, const char *json, size_t len)
         r->st.decode_errors++;
         return 0;
     }
-    const char *k = r->o.kind->key(obj);
-    if ((rc = upsert(r, obj)) != 0)
+    void *sobj = NULL;
+    if ((rc = upsert(r, obj, &sobj)) != 0)
         return rc;
     /* The stored object's key bytes stay put until the next list ends. */
-    void *sobj = tg_store_get(&r->store, k);
     const char *sk = sobj ? r->o.kind->key(sobj) : NULL;
     if (sk && tg_hmap_put(&r->seen, sk, strlen(sk), 1) != 0)
         return TG_ENOMEM;
@@ -338,7 +347,7 @@ static int on_line(void *ud, const char *line, size_t len)
             remove_key(r, r->o.kind->key(o));
             r->o.kind->free(o);
         } else {
-            rc = upsert(r, o);
+            rc = upsert(r, o, NULL);
         }
     } else {
         r->st.parse_errors++;

@@ -12,7 +12,10 @@
  *   jittered exponential backoff (backoff_min_ms doubling to backoff_max_ms,
  *   each wait drawn uniformly from [d/2, d]).
  * Handlers run on the loop; the objects they get are owned by the store and
- * valid only during the call. */
+ * stay valid until the handler call that replaces them (on_update, as `old`)
+ * or deletes them (on_delete) returns, so a handler may keep pointers to them
+ * (the scheduling engine keeps pending pods, PodGroups and budgets so). An
+ * object relisted with the same resourceVersion is not replaced. */
 #ifndef TG_INFORMER_REFLECTOR_H
 #define TG_INFORMER_REFLECTOR_H
 

@@ -21,7 +21,8 @@ static const char usage[] =
     "usage: topogang watch [--kubeconfig FILE] [--context NAME] [options]\n"
     "\n"
     "List and watch what the scheduler caches (Nodes, this scheduler's pending Pods,\n"
-    "bound Pods, PodGroups, the policy ConfigMap) and print one line per change.\n"
+    "bound Pods, PodGroups, the policy ConfigMap, PriorityClasses,\n"
+    "PodDisruptionBudgets) and print one line per change.\n"
     "\n"
     "  --kubeconfig FILE    kubeconfig (default $KUBECONFIG, then ~/.kube/config;\n"
     "                       in a pod without either: the service account)\n"
@@ -39,7 +40,7 @@ static const char usage[] =
     "Exit status: 0 on SIGINT/SIGTERM or --once, 1 on a configuration error.\n";
 
 static const char *const names[TG_INF_N] = {"nodes", "pods-pending", "pods-bound", "podgroups",
-                                            "config"};
+                                            "config", "priorityclasses", "pdbs"};
 
 struct wctx {
     uv_loop_t *loop;
@@ -82,6 +83,18 @@ static void print_obj(int kind, const char *ev, const void *o)
         const struct tg_podgroup *g = o;
         printf("%s podgroups %s minMember=%d rv=%s\n", ev, g->key, g->min_member,
                g->rv ? g->rv : "");
+        break;
+    }
+    case TG_INF_PRIOCLASSES: {
+        const struct tg_prioclass *pc = o;
+        printf("%s priorityclasses %s value=%d never=%d default=%d rv=%s\n", ev, pc->name,
+               pc->value, pc->never, pc->global_default, pc->rv ? pc->rv : "");
+        break;
+    }
+    case TG_INF_PDBS: {
+        const struct tg_pdb *b = o;
+        printf("%s pdbs %s allowed=%d rv=%s\n", ev, b->key, b->disruptions_allowed,
+               b->rv ? b->rv : "");
         break;
     }
     default: {

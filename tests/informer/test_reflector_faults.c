@@ -125,18 +125,27 @@ static void server_stop(struct server *sv)
 struct seen {
     int adds, updates, deletes;
     char deleted[8][64];
+    const void *p1, *p3;                /* the objects last handed over for these keys */
 };
 
+static void keep(struct seen *s, const void *o)
+{
+    const char *k = ((const struct tg_pod *)o)->key;
+    if (!strcmp(k, "ns/p1"))
+        s->p1 = o;
+    if (!strcmp(k, "ns/p3"))
+        s->p3 = o;
+}
 static void h_add(void *ud, const void *o)
 {
-    (void)o;
     ((struct seen *)ud)->adds++;
+    keep(ud, o);
 }
 static void h_update(void *ud, const void *old, const void *o)
 {
     (void)old;
-    (void)o;
     ((struct seen *)ud)->updates++;
+    keep(ud, o);
 }
 static void h_delete(void *ud, const void *o)
 {
@@ -253,6 +262,9 @@ static void faults_restart_and_relist(void **s)
     assert_null(tg_store_get(store, "ns/px"));  /* after the garbage: never applied */
     assert_non_null(tg_store_get_uid(store, "u-p4"));
     assert_string_equal(((const struct tg_pod *)tg_store_get(store, "ns/p1"))->rv, "12");
+    /* relisted unchanged: the objects the handlers were given are still the stored ones */
+    assert_ptr_equal(tg_store_get(store, "ns/p1"), seen.p1);
+    assert_ptr_equal(tg_store_get(store, "ns/p3"), seen.p3);
     /* p0,p1,p2 listed, p3 watched, p4 relisted; p1 modified once; p0, p2 deleted */
     assert_int_equal(seen.adds, 5);
     assert_int_equal(seen.updates, 1);

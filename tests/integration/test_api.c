@@ -1,5 +1,5 @@
 /* Integration: the client and the scheduler's writes against a real
- * kube-apiserver: Binding, PodGroup status patch, Event, Lease
+ * kube-apiserver: Binding, PodGroup status patch, pod status patch, Event, Lease
  * get/create/update with conflicts, pod delete; TLS with a wrong CA; client
  * certificate auth; bearer token file rotation; HTTP/2 and connection reuse;
  * `topogang watch` end to end. One control plane for the whole program. */
@@ -186,6 +186,49 @@ static void podgroup_status(void **s)
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"), "minMember")->valueint, 2);
     cJSON_Delete(j);
     CALL(x, tg_api_patch_podgroup_status(client, "api", "missing", "{}", on_res, &x));
+    assert_int_equal(x.err, TG_ENOENT);
+    free(x.body);
+}
+
+/* Preemption's writes: the DisruptionTarget condition merges by type with the
+ * pod's other conditions; nominatedNodeName is set on a pending pod. */
+static void pod_status(void **s)
+{
+    (void)s;
+    struct res x;
+    create_pod("victim", "n1");
+    create_pod("preemptor", NULL);
+    CALL(x, tg_api_patch_pod_status(client, "api", "victim",
+                                    "{\"conditions\":[{\"type\":\"Other\",\"status\":\"True\"}]}",
+                                    on_res, &x));
+    assert_int_equal(x.err, 0);
+    free(x.body);
+    CALL(x, tg_api_patch_pod_status(client, "api", "victim",
+                                    "{\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":"
+                                    "\"True\",\"reason\":\"PreemptionByScheduler\",\"message\":"
+                                    "\"topogang: preempted by api/preemptor\"}]}",
+                                    on_res, &x));
+    assert_int_equal(x.err, 0);
+    free(x.body);
+    cJSON *j = get_json("/api/v1/namespaces/api/pods/victim");
+    const cJSON *c, *conds = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "status"), "conditions");
+    int other = 0, dt = 0;
+    cJSON_ArrayForEach(c, conds) {
+        const char *t = jpath(c, "type", NULL, NULL);
+        other |= t && !strcmp(t, "Other");
+        dt |= t && !strcmp(t, "DisruptionTarget") &&
+              !strcmp(jpath(c, "reason", NULL, NULL), "PreemptionByScheduler");
+    }
+    assert_true(other && dt);
+    cJSON_Delete(j);
+    CALL(x, tg_api_patch_pod_status(client, "api", "preemptor", "{\"nominatedNodeName\":\"n1\"}",
+                                    on_res, &x));
+    assert_int_equal(x.err, 0);
+    free(x.body);
+    j = get_json("/api/v1/namespaces/api/pods/preemptor");
+    assert_string_equal(jpath(j, "status", "nominatedNodeName", NULL), "n1");
+    cJSON_Delete(j);
+    CALL(x, tg_api_patch_pod_status(client, "api", "missing", "{}", on_res, &x));
     assert_int_equal(x.err, TG_ENOENT);
     free(x.body);
 }
@@ -438,6 +481,7 @@ int main(void)
         cmocka_unit_test(binding),
         cmocka_unit_test(delete_pod),
         cmocka_unit_test(podgroup_status),
+        cmocka_unit_test(pod_status),
         cmocka_unit_test(event),
         cmocka_unit_test(lease),
         cmocka_unit_test(token_file_rotation),

@@ -29,7 +29,14 @@ static const char *const list_paths[TG_INF_N] = {
                           "%2Cstatus.phase%21%3DFailed",
     [TG_INF_PODGROUPS] = "/apis/topogang.io/v1alpha1/podgroups",
     [TG_INF_CONFIG] = "/api/v1/namespaces/kube-system/configmaps?fieldSelector=metadata.name%3Dtopogang-config",
+    [TG_INF_PRIOCLASSES] = "/apis/scheduling.k8s.io/v1/priorityclasses",
+    [TG_INF_PDBS] = "/apis/policy/v1/poddisruptionbudgets",
 };
+
+static int namespaced(int kind)
+{
+    return kind != TG_INF_NODES && kind != TG_INF_PRIOCLASSES;
+}
 
 static int synced(void *ud)
 {
@@ -57,7 +64,8 @@ static int setup(void **s)
     struct tg_informer_opts o = {.config_ns = "kube-system", .config_name = "topogang-config",
                                  .page_size = 250};
     static const struct tg_kind *kinds[TG_INF_N] = {&tg_kind_node, &tg_kind_pod_spec, &tg_kind_pod,
-                                                    &tg_kind_podgroup, &tg_kind_configmap};
+                                                    &tg_kind_podgroup, &tg_kind_configmap,
+                                                    &tg_kind_prioclass, &tg_kind_pdb};
     for (int i = 0; i < TG_INF_N; i++)
         o.h[i] = sh_handlers(&shadows[i], kinds[i]);
     if (tg_informer_start(client, &o, &inf) != 0)
@@ -97,7 +105,7 @@ static int converged(void *ud)
     cv->next_check = uv_now(&loop) + 500;
     for (int i = 0; i < TG_INF_N; i++) {
         const struct tg_store *st = tg_informer_store(inf, (enum tg_inf_kind)i);
-        if (!cache_equals_list(client, st, list_paths[i], i != TG_INF_NODES, cv->why, sizeof cv->why))
+        if (!cache_equals_list(client, st, list_paths[i], namespaced(i), cv->why, sizeof cv->why))
             return 0;
     }
     return 1;
