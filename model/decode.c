@@ -9,6 +9,7 @@
 #include "util/intern.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,9 +178,12 @@ int tg_parse_time(const char *s, int64_t *ms)
     if (*p == 'Z' || *p == 'z') {
         p++;
     } else if (*p == '+' || *p == '-') {
-        int hh, mm;
-        if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+        /* exactly "hh:mm": a shorter offset must not move p past the end */
+        const char *o = p + 1;
+        if (!isdigit((unsigned char)o[0]) || !isdigit((unsigned char)o[1]) || o[2] != ':' ||
+            !isdigit((unsigned char)o[3]) || !isdigit((unsigned char)o[4]))
             return TG_EPARSE;
+        int hh = (o[0] - '0') * 10 + (o[1] - '0'), mm = (o[3] - '0') * 10 + (o[4] - '0');
         off = (hh * 3600 + mm * 60) * (*p == '-' ? -1 : 1);
         p += 6;
     } else {

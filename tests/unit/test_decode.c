@@ -229,6 +229,17 @@ static void test_time(void **state)
     assert_int_equal(tg_parse_time("2026-11-20T09:00:00.250+01:00", &ms), 0);
     assert_true(ms == 1795161600250LL);
     assert_int_equal(tg_parse_time("yesterday", &ms), TG_EPARSE);
+    /* a short zone offset: p skipped 6 bytes past the end of the string (heap
+     * read overflow on a Lease's renewTime; found by fuzz/fuzz_lease) */
+    const char *shortoff[] = {"2023-11-14T21:01:02.333-3:3", "2023-11-14T21:01:02+1:30",
+                              "2023-11-14T21:01:02+01:3", "2023-11-14T21:01:02- 1:30"};
+    for (size_t i = 0; i < sizeof shortoff / sizeof *shortoff; i++) {
+        char *s = strdup(shortoff[i]); /* exact size: ASan sees a read past it */
+        assert_int_equal(tg_parse_time(s, &ms), TG_EPARSE);
+        free(s);
+    }
+    assert_int_equal(tg_parse_time("2023-11-14T21:01:02-03:30", &ms), 0);
+    assert_true(ms == 1699995662000LL + (3 * 3600 + 30 * 60) * 1000LL);
 }
 
 static void test_yaml_errors(void **state)
