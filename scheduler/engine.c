@@ -316,10 +316,24 @@ void tg_engine_forget(struct tg_engine *e, const char *key)
         tg_cluster_pod_delete(&e->sched.cluster, key);
 }
 
+/* The fields of a PodGroup that placement and the queue read. */
+static int pg_same_spec(const struct tg_podgroup *a, const struct tg_podgroup *b)
+{
+    return a->min_member == b->min_member && a->timeout_s == b->timeout_s &&
+           a->priority == b->priority && a->has_priority == b->has_priority &&
+           a->prio_class == b->prio_class && a->strategy == b->strategy &&
+           a->required == b->required && a->preferred == b->preferred &&
+           a->created_ms == b->created_ms;
+}
+
 void tg_engine_podgroup_set(struct tg_engine *e, const struct tg_podgroup *pg)
 {
+    /* a status-only update (the daemon's own status patches come back so)
+     * changes nothing the gang is waiting for: keep the pointer, no wake */
+    const struct tg_podgroup *old = tg_gangs_podgroup(&e->gangs, pg->key);
+    int same = old && pg_same_spec(old, pg);
     struct tg_grec *g = tg_gangs_podgroup_set(&e->gangs, pg);
-    if (g)
+    if (g && !same)
         requeue(e, g);
 }
 

@@ -102,7 +102,9 @@ void tg_engine_pending_gone(struct tg_engine *e, const struct tg_pod *p);
 /* A bound pod of any scheduler was added or changed / deleted. */
 int tg_engine_bound_set(struct tg_engine *e, const struct tg_pod *p);
 void tg_engine_bound_gone(struct tg_engine *e, const char *key);
-/* PodGroups (kept by pointer until replaced or deleted). */
+/* PodGroups (kept by pointer until replaced or deleted). An update that
+ * leaves the spec as it was (a status write) replaces the pointer and wakes
+ * nothing. */
 void tg_engine_podgroup_set(struct tg_engine *e, const struct tg_podgroup *pg);
 void tg_engine_podgroup_delete(struct tg_engine *e, const char *key);
 /* PriorityClasses by interned name. */
