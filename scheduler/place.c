@@ -40,6 +40,7 @@ struct set {
     uint32_t nmem;
     uint32_t next;                      /* next member to place */
     uint32_t *dcount;                   /* per domain */
+    uint32_t *delig;                    /* per domain: nodes with room for one member */
     int32_t *score;                     /* per slot, -1 unknown */
     uint64_t weight;
     struct hist hist;
@@ -116,12 +117,21 @@ static void propagate(struct pc *x, struct set *st, uint32_t slot, int64_t delta
         st->dcount[d] = (uint32_t)((int64_t)st->dcount[d] + delta);
 }
 
+static void propagate_elig(struct pc *x, struct set *st, uint32_t slot, int delta)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    for (uint32_t d = t->leaf[slot]; d != NONE; d = t->dom[d].parent)
+        st->delig[d] = (uint32_t)((int64_t)st->delig[d] + delta);
+}
+
 static void count_slot(struct pc *x, struct set *st, uint32_t slot)
 {
     uint32_t n = eval_slot(x, st, slot, &st->hist);
     st->sh.count[slot] = n;
-    if (n)
+    if (n) {
         propagate(x, st, slot, n);
+        propagate_elig(x, st, slot, +1);
+    }
 }
 
 /* Counts the set on every node, or only on those under g->within. */
@@ -157,6 +167,8 @@ static void recount(struct pc *x, uint32_t slot)
         uint32_t n = eval_slot(x, st, slot, NULL);
         if (n != st->sh.count[slot]) {
             propagate(x, st, slot, (int64_t)n - st->sh.count[slot]);
+            if (!n != !st->sh.count[slot])
+                propagate_elig(x, st, slot, n ? +1 : -1);
             st->sh.count[slot] = n;
         }
         st->score[slot] = -1;
@@ -358,12 +370,39 @@ static uint64_t holds(const struct pc *x, uint32_t d)
     return h;
 }
 
-/* Tries to place everything (at least `must`) inside domain d. */
+/* The order in which sets are placed inside d: the most constrained first
+ * (fewest nodes there with room for one member), then the largest. */
+static uint32_t *set_order(struct pc *x, uint32_t d)
+{
+    uint32_t *o = tg_arena_alloc(x->a, (x->nsets + 1) * sizeof *o);
+    if (!o)
+        return NULL;
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        uint32_t j = i;
+        for (; j > 0; j--) {
+            const struct set *a = &x->sets[o[j - 1]], *b = &x->sets[i];
+            if (a->delig[d] < b->delig[d] || (a->delig[d] == b->delig[d] && a->weight >= b->weight))
+                break;
+            o[j] = o[j - 1];
+        }
+        o[j] = i;
+    }
+    return o;
+}
+
+static int exact(struct pc *x, uint32_t d, uint32_t must, int *ok);
+
+/* Tries to place everything (at least `must`) inside domain d: the greedy
+ * fill first; when it fails although the counts say d might hold the gang
+ * (pod sets competing for the same nodes), an exact decision. */
 static int try_domain(struct pc *x, uint32_t d, uint32_t must, int *ok)
 {
     *ok = 0;
+    uint32_t *order = set_order(x, d);
+    if (!order)
+        return TG_ENOMEM;
     for (uint32_t i = 0; i < x->nsets; i++) {
-        struct set *st = &x->sets[i];
+        struct set *st = &x->sets[order[i]];
         uint32_t placed = 0;
         int rc = fill(x, st, d, st->nmem - st->next, &placed);
         if (rc)
@@ -374,7 +413,256 @@ static int try_domain(struct pc *x, uint32_t d, uint32_t must, int *ok)
         return 0;
     }
     rollback(x);
+    if (x->nsets > 1 && holds(x, d) >= must)
+        return exact(x, d, must, ok);
     return 0;
+}
+
+/* ---- exact placement of competing pod sets ---------------------------------------
+ * Sets with equal requests differ only in where they may go: a transportation
+ * problem, decided by max-flow (source -> set, capacity its size; set ->
+ * node, the set's count there; node -> sink, the node's count). Sets with
+ * unequal requests: a depth-first search over members and nodes with the
+ * model itself as the state, bounded by EXACT_STEPS assumptions. */
+enum { EXACT_STEPS = 20000 };
+
+static int same_requests(const struct pc *x)
+{
+    const struct tg_pod *a = x->sets[0].sh.pod;
+    for (uint32_t i = 1; i < x->nsets; i++) {
+        const struct tg_pod *b = x->sets[i].sh.pod;
+        if (a->nreq != b->nreq || (a->nreq && memcmp(a->req, b->req, a->nreq * sizeof *a->req)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Slots under d where some set could put a member, into *out (arena). */
+static int slots_under(struct pc *x, uint32_t d, uint32_t **out, uint32_t *n)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    uint32_t *stack = tg_arena_alloc(x->a, (t->ndom + 1) * sizeof *stack);
+    uint32_t *v = tg_arena_alloc(x->a, (x->s->cluster.nslots + 1) * sizeof *v), ns = 0, k = 0;
+    if (!stack || !v)
+        return TG_ENOMEM;
+    stack[ns++] = d;
+    while (ns) {
+        const struct tg_domain *dd = &t->dom[stack[--ns]];
+        for (uint32_t i = 0; i < dd->nchild; i++) {
+            if (dd->level != t->nlevels) {
+                stack[ns++] = dd->child[i];
+                continue;
+            }
+            for (uint32_t s2 = 0; s2 < x->nsets; s2++)
+                if (x->sets[s2].sh.count[dd->child[i]]) {
+                    v[k++] = dd->child[i];
+                    break;
+                }
+        }
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+struct flow {
+    uint32_t nv, ne;
+    uint32_t *head, *next, *to, *level, *it, *queue;
+    int64_t *cap;
+};
+
+static int flow_edge(struct flow *f, uint32_t a, uint32_t b, int64_t c)
+{
+    f->to[f->ne] = b; f->cap[f->ne] = c; f->next[f->ne] = f->head[a]; f->head[a] = f->ne++;
+    f->to[f->ne] = a; f->cap[f->ne] = 0; f->next[f->ne] = f->head[b]; f->head[b] = f->ne++;
+    return (int)(f->ne - 2);
+}
+
+static int flow_bfs(struct flow *f, uint32_t s, uint32_t t)
+{
+    for (uint32_t i = 0; i < f->nv; i++)
+        f->level[i] = UINT32_MAX;
+    uint32_t qh = 0, qt = 0;
+    f->level[s] = 0;
+    f->queue[qt++] = s;
+    while (qh < qt) {
+        uint32_t u = f->queue[qh++];
+        for (uint32_t e = f->head[u]; e != NONE; e = f->next[e])
+            if (f->cap[e] > 0 && f->level[f->to[e]] == UINT32_MAX) {
+                f->level[f->to[e]] = f->level[u] + 1;
+                f->queue[qt++] = f->to[e];
+            }
+    }
+    return f->level[t] != UINT32_MAX;
+}
+
+/* Blocking-flow augment along level edges, iteratively (no recursion):
+ * walks from s to t over f->it, then pushes the path's bottleneck. */
+static int64_t flow_augment(struct flow *f, uint32_t s, uint32_t t)
+{
+    int64_t total = 0;
+    uint32_t *path = f->queue; /* edges; the BFS queue is free now */
+    for (;;) {
+        uint32_t u = s, depth = 0;
+        while (u != t) {
+            uint32_t e = f->it[u];
+            while (e != NONE && !(f->cap[e] > 0 && f->level[f->to[e]] == f->level[u] + 1))
+                e = f->next[e];
+            f->it[u] = e;
+            if (e == NONE) { /* dead end: retreat */
+                if (u == s)
+                    return total;
+                f->level[u] = UINT32_MAX;
+                uint32_t back = path[--depth];
+                u = f->to[back ^ 1];
+                continue;
+            }
+            path[depth++] = e;
+            u = f->to[e];
+        }
+        int64_t b = INT64_MAX;
+        for (uint32_t i = 0; i < depth; i++)
+            if (f->cap[path[i]] < b)
+                b = f->cap[path[i]];
+        for (uint32_t i = 0; i < depth; i++) {
+            f->cap[path[i]] -= b;
+            f->cap[path[i] ^ 1] += b;
+        }
+        total += b;
+    }
+}
+
+static int exact_flow(struct pc *x, const uint32_t *slots, uint32_t m, uint32_t must, int *ok)
+{
+    uint32_t S = x->nsets + m, T = S + 1, nv = T + 1;
+    uint32_t maxe = 2 * (x->nsets + x->nsets * m + m) + 2;
+    struct flow f = {.nv = nv};
+    f.head = tg_arena_alloc(x->a, nv * sizeof *f.head);
+    f.level = tg_arena_alloc(x->a, nv * sizeof *f.level);
+    f.it = tg_arena_alloc(x->a, nv * sizeof *f.it);
+    f.queue = tg_arena_alloc(x->a, (nv + maxe) * sizeof *f.queue);
+    f.next = tg_arena_alloc(x->a, maxe * sizeof *f.next);
+    f.to = tg_arena_alloc(x->a, maxe * sizeof *f.to);
+    f.cap = tg_arena_alloc(x->a, maxe * sizeof *f.cap);
+    int *edge = tg_arena_alloc(x->a, ((size_t)x->nsets * m + 1) * sizeof *edge);
+    if (!f.head || !f.level || !f.it || !f.queue || !f.next || !f.to || !f.cap || !edge)
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < nv; i++)
+        f.head[i] = NONE;
+    for (uint32_t k = 0; k < x->nsets; k++)
+        flow_edge(&f, S, k, x->sets[k].nmem);
+    for (uint32_t j = 0; j < m; j++) {
+        int64_t cap = 0;
+        for (uint32_t k = 0; k < x->nsets; k++) {
+            int64_t c = x->sets[k].sh.count[slots[j]];
+            edge[(size_t)k * m + j] = c ? flow_edge(&f, k, x->nsets + j, c) : -1;
+            if (c > cap)
+                cap = c;
+        }
+        flow_edge(&f, x->nsets + j, T, cap);
+    }
+    int64_t total = 0;
+    while (flow_bfs(&f, S, T)) {
+        memcpy(f.it, f.head, nv * sizeof *f.it);
+        total += flow_augment(&f, S, T);
+    }
+    if (total < must)
+        return 0;
+    for (uint32_t k = 0; k < x->nsets; k++)
+        for (uint32_t j = 0; j < m; j++) {
+            int e = edge[(size_t)k * m + j];
+            int64_t fl = e >= 0 ? f.cap[e ^ 1] : 0; /* the reverse edge holds the flow */
+            for (int64_t i = 0; i < fl && x->sets[k].next < x->sets[k].nmem; i++)
+                if (x->sets[k].sh.count[slots[j]]) {
+                    int rc = assume_one(x, &x->sets[k], slots[j]);
+                    if (rc)
+                        return rc;
+                }
+        }
+    if (x->r->nplaced >= must) {
+        *ok = 1;
+        return 0;
+    }
+    rollback(x);
+    return 0;
+}
+
+/* Undoes the last member placed of st. */
+static void unassume_one(struct pc *x, struct set *st)
+{
+    uint32_t m = st->mem[--st->next];
+    uint32_t slot = x->r->slot[m];
+    tg_cluster_pod_delete(&x->s->cluster, x->g->pods[m]->key);
+    x->r->slot[m] = NONE;
+    x->r->nplaced--;
+    recount(x, slot);
+}
+
+struct search {
+    struct pc *x;
+    const uint32_t *slots, *order;
+    uint32_t m, must, total, skipped;
+    uint32_t steps;
+    int rc;
+};
+
+/* Places the remaining members of the sets in order, each on some node, or
+ * leaves one out while `must` can still be met. 1 when done. */
+static int search(struct search *q, uint32_t oi)
+{
+    struct pc *x = q->x;
+    while (oi < x->nsets && x->sets[q->order[oi]].next == x->sets[q->order[oi]].nmem)
+        oi++;
+    if (oi == x->nsets)
+        return x->r->nplaced >= q->must;
+    struct set *st = &x->sets[q->order[oi]];
+    for (uint32_t j = 0; j < q->m; j++) {
+        if (!st->sh.count[q->slots[j]])
+            continue;
+        if (++q->steps > EXACT_STEPS)
+            return 0;
+        if ((q->rc = assume_one(x, st, q->slots[j])))
+            return 0;
+        if (search(q, oi))
+            return 1;
+        unassume_one(x, st);
+        if (q->rc || q->steps > EXACT_STEPS)
+            return 0;
+    }
+    /* leave the rest of this set out, if minMember allows it */
+    uint32_t keep = st->nmem, rest = st->nmem - st->next;
+    if (q->total - q->skipped - rest >= q->must) {
+        q->skipped += rest;
+        st->nmem = st->next; /* pretend the set ends here */
+        int done = search(q, oi + 1);
+        st->nmem = keep;
+        q->skipped -= rest;
+        return done;
+    }
+    return 0;
+}
+
+static int exact(struct pc *x, uint32_t d, uint32_t must, int *ok)
+{
+    uint32_t *slots, m;
+    int rc = slots_under(x, d, &slots, &m);
+    if (rc || !m)
+        return rc;
+    if (same_requests(x))
+        return exact_flow(x, slots, m, must, ok);
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < x->nsets; k++)
+        total += x->sets[k].nmem;
+    struct search q = {.x = x, .slots = slots, .order = set_order(x, d), .m = m, .must = must,
+                       .total = total};
+    if (!q.order)
+        return TG_ENOMEM;
+    if (search(&q, 0) && !q.rc) {
+        *ok = 1;
+        return 0;
+    }
+    rollback(x);
+    return q.rc;
 }
 
 struct cand {
@@ -600,7 +888,8 @@ static int make_sets(struct pc *x)
         st->sh.count = tg_arena_calloc(a, nslots + 1, sizeof *st->sh.count);
         st->score = tg_arena_alloc(a, (nslots + 1) * sizeof *st->score);
         st->dcount = tg_arena_calloc(a, ndom + 1, sizeof *st->dcount);
-        if (!st->mem || !st->sh.count || !st->score || !st->dcount)
+        st->delig = tg_arena_calloc(a, ndom + 1, sizeof *st->delig);
+        if (!st->mem || !st->sh.count || !st->score || !st->dcount || !st->delig)
             return TG_ENOMEM;
         memset(st->score, 0xff, (nslots + 1) * sizeof *st->score);
         st->nmem = 0;

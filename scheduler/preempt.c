@@ -517,7 +517,14 @@ int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_pre
         snprintf(out->reason, sizeof out->reason, "%s", err);
         return 0;
     }
-    if ((rc = collect_units(&x)) || (rc = tg_whatif_begin(s, g, &x.w)))
+    if ((rc = collect_units(&x)))
+        goto done;
+    if (!x.nunits && !x.nleaving) {
+        snprintf(out->reason, sizeof out->reason,
+                 "preemption cannot help: no gang or pod of lower priority to evict");
+        goto done;
+    }
+    if ((rc = tg_whatif_begin(s, g, &x.w)))
         goto done;
     /* 2. candidate domains: counts with every eligible unit gone */
     hide_leaving(&x, 1);
