@@ -1,0 +1,390 @@
+/* The engine (scheduler/engine.h) driven event by event on a clock the test
+ * moves, with no apiserver: members arriving, nominations holding room while
+ * victims terminate, a higher priority taking that room, reservations for a
+ * starving head gang, timeouts, and which node changes wake waiting gangs. */
+#include "testutil.h"
+#include "config/policy.h"
+#include "scheduler/engine.h"
+#include "util/intern.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t now_ms;
+static int64_t clock_now(void *ud)
+{
+    (void)ud;
+    return now_ms;
+}
+
+struct world {
+    struct tg_engine e;
+    struct tg_pod *pods[256];
+    uint32_t npods;
+    struct tg_podgroup *pgs[32];
+    uint32_t npgs;
+};
+
+static void world_init(struct world *w, const char *policy)
+{
+    memset(w, 0, sizeof *w);
+    struct tg_policy p;
+    struct tg_sb err = {0};
+    tg_policy_default(&p);
+    const char *base = "topology:\n  levels:\n"
+                       "    - {name: rack, nodeLabel: topogang.io/rack}\n"
+                       "    - {name: node, nodeLabel: kubernetes.io/hostname}\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", base, policy ? policy : "");
+    assert_int_equal(tg_policy_parse(text, strlen(text), "policy", &p, &err), 0);
+    tg_sb_free(&err);
+    struct tg_clock clk = {clock_now, NULL};
+    now_ms = 1000000;
+    assert_int_equal(tg_engine_init(&w->e, &p, &clk), 0);
+}
+
+static void world_free(struct world *w)
+{
+    tg_engine_free(&w->e);
+    for (uint32_t i = 0; i < w->npods; i++)
+        tg_pod_free(&w->pods[i]);
+    for (uint32_t i = 0; i < w->npgs; i++)
+        tg_podgroup_free(&w->pgs[i]);
+}
+
+static cJSON *parse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static cJSON *parse(const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    cJSON *j = cJSON_Parse(buf);
+    assert_non_null(j);
+    return j;
+}
+
+static void node(struct world *w, const char *name, const char *rack, int gpus)
+{
+    cJSON *j = parse("{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":\"%s\","
+                     "\"topogang.io/rack\":\"%s\"}},\"status\":{\"allocatable\":{\"cpu\":\"64\","
+                     "\"memory\":\"512Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"}}}",
+                     name, name, rack, gpus);
+    struct tg_node_obj *n;
+    assert_int_equal(tg_node_decode(j, NULL, &n), 0);
+    cJSON_Delete(j);
+    assert_int_equal(tg_engine_node_set(&w->e, n), 0);
+}
+
+static void podgroup(struct world *w, const char *name, int min, int prio, const char *required,
+                     int timeout_s)
+{
+    cJSON *j = parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":%d,"
+                     "\"priority\":%d,\"scheduleTimeoutSeconds\":%d%s%s%s}}",
+                     name, min, prio, timeout_s, required ? ",\"topology\":{\"required\":\"" : "",
+                     required ? required : "", required ? "\"}" : "");
+    struct tg_podgroup *pg;
+    assert_int_equal(tg_podgroup_decode(j, NULL, &pg), 0);
+    cJSON_Delete(j);
+    w->pgs[w->npgs++] = pg;
+    tg_engine_podgroup_set(&w->e, pg);
+}
+
+/* A pod object (kept by the world); node NULL: pending. */
+static struct tg_pod *pod(struct world *w, const char *name, const char *group, int gpus,
+                          const char *node_name, int deleting)
+{
+    char labels[128] = "";
+    if (group)
+        snprintf(labels, sizeof labels, "\"labels\":{\"topogang.io/pod-group\":\"%s\"},", group);
+    cJSON *j = parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",%s%s"
+                     "\"ownerReferences\":[{\"kind\":\"Job\",\"name\":\"j\",\"controller\":true}],"
+                     "\"creationTimestamp\":\"2026-01-01T00:00:00Z\"},"
+                     "\"spec\":{\"schedulerName\":\"topogang\"%s%s%s,\"containers\":[{\"resources\":"
+                     "{\"requests\":{\"nvidia.com/gpu\":%d}}}]}}",
+                     name, labels, deleting ? "\"deletionTimestamp\":\"2026-01-01T00:00:01Z\"," : "",
+                     node_name ? ",\"nodeName\":\"" : "", node_name ? node_name : "",
+                     node_name ? "\"" : "", gpus);
+    struct tg_pod *p;
+    assert_int_equal(tg_pod_decode(j, TG_DECODE_SPEC, NULL, &p), 0);
+    cJSON_Delete(j);
+    w->pods[w->npods++] = p;
+    return p;
+}
+
+static void pending(struct world *w, const char *name, const char *group, int gpus)
+{
+    assert_int_equal(tg_engine_pending_set(&w->e, pod(w, name, group, gpus, NULL, 0)), 0);
+}
+
+static void bound(struct world *w, const char *name, const char *group, int gpus, const char *n)
+{
+    assert_int_equal(tg_engine_bound_set(&w->e, pod(w, name, group, gpus, n, 0)), 0);
+}
+
+/* The pod is Terminating: still on its node. */
+static void terminating(struct world *w, const char *name, const char *group, int gpus, const char *n)
+{
+    assert_int_equal(tg_engine_bound_set(&w->e, pod(w, name, group, gpus, n, 1)), 0);
+}
+
+static void gone(struct world *w, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof key, "ml/%s", name);
+    tg_engine_bound_gone(&w->e, key);
+}
+
+/* Takes the next decision; PLACE decisions are bound at once. Returns kind. */
+static int next(struct world *w, struct tg_decision *d)
+{
+    assert_int_equal(tg_engine_next(&w->e, d), 0);
+    if (d->kind == TG_D_PLACE) {
+        for (uint32_t i = 0; i < d->view.npods; i++) {
+            if (d->result.slot[i] == TG_NONE)
+                continue;
+            struct tg_pod *p = d->view.pods[i];
+            const char *nn = tg_str(w->e.sched.cluster.nodes[d->result.slot[i]].name);
+            struct tg_pod *b = pod(w, tg_pod_name(p), p->group ? tg_str(p->group) : NULL,
+                                   (int)p->req[0].val, nn, 0);
+            assert_int_equal(tg_engine_bound_set(&w->e, b), 0);
+            tg_engine_pending_gone(&w->e, p);
+        }
+        tg_engine_bind_done(&w->e, d->gang, 1, 0);
+    }
+    return d->kind;
+}
+
+static const char *node_of(struct world *w, const char *pod_name)
+{
+    char key[64];
+    snprintf(key, sizeof key, "ml/%s", pod_name);
+    const struct tg_usage *u = tg_cluster_usage(&w->e.sched.cluster, key);
+    return u ? tg_str(w->e.sched.cluster.nodes[u->slot].name) : NULL;
+}
+
+static void members_arrive(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NULL);
+    node(&w, "a0", "ra", 8);
+    node(&w, "a1", "ra", 8);
+    podgroup(&w, "g", 2, 0, "rack", 0);
+    pending(&w, "g-0", "g", 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_WAITING);
+    assert_non_null(strstr(d.reason, "1 pending + 0 bound < minMember 2"));
+    tg_decision_free(&d);
+    assert_int_equal(next(&w, &d), TG_D_NONE); /* parked until a member comes */
+    tg_decision_free(&d);
+    pending(&w, "g-1", "g", 8);
+    assert_int_equal(next(&w, &d), TG_D_PLACE);
+    assert_int_equal(d.result.nplaced, 2);
+    tg_decision_free(&d);
+    assert_int_equal(next(&w, &d), TG_D_NONE);
+    tg_decision_free(&d);
+    assert_int_equal(tg_queue_len(&w.e.queue), 0);
+    world_free(&w);
+}
+
+/* Rack ra is full of two low gangs; a high gang preempts them; while one is
+ * still Terminating a low newcomer must not take the room the other freed. */
+static void nomination_holds_room(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NULL);
+    node(&w, "a0", "ra", 8);
+    node(&w, "a1", "ra", 8);
+    podgroup(&w, "low1", 1, 10, NULL, 0);
+    podgroup(&w, "low2", 1, 10, NULL, 0);
+    bound(&w, "low1-0", "low1", 8, "a0");
+    bound(&w, "low2-0", "low2", 8, "a1");
+    podgroup(&w, "hi", 2, 100, "rack", 0);
+    pending(&w, "hi-0", "hi", 8);
+    pending(&w, "hi-1", "hi", 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_PREEMPT);
+    assert_int_equal(d.preemption.nvictims, 2);
+    assert_int_equal(w.e.stats.preemptions, 1);
+    tg_decision_free(&d);
+    /* the evictor marks them Terminating; one goes, one stays */
+    terminating(&w, "low1-0", "low1", 8, "a0");
+    terminating(&w, "low2-0", "low2", 8, "a1");
+    gone(&w, "low1-0");
+    assert_int_equal(next(&w, &d), TG_D_NOMINATED); /* one victim left */
+    tg_decision_free(&d);
+    podgroup(&w, "newcomer", 1, 5, NULL, 0);
+    pending(&w, "newcomer-0", "newcomer", 8);
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    assert_string_equal(d.gang->key, "ml/newcomer");
+    tg_decision_free(&d);
+    assert_null(node_of(&w, "newcomer-0"));
+    gone(&w, "low2-0");
+    assert_int_equal(next(&w, &d), TG_D_PLACE);
+    assert_string_equal(d.gang->key, "ml/hi");
+    tg_decision_free(&d);
+    assert_non_null(node_of(&w, "hi-0"));
+    assert_non_null(node_of(&w, "hi-1"));
+    world_free(&w);
+}
+
+/* A gang that outranks the nominated one takes its room; the nomination is
+ * dropped and its gang plans again. */
+static void higher_priority_takes_nominated_room(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NULL);
+    node(&w, "a0", "ra", 8);
+    podgroup(&w, "low", 1, 10, NULL, 0);
+    bound(&w, "low-0", "low", 8, "a0");
+    podgroup(&w, "mid", 1, 100, NULL, 0);
+    pending(&w, "mid-0", "mid", 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_PREEMPT);
+    tg_decision_free(&d);
+    terminating(&w, "low-0", "low", 8, "a0");
+    gone(&w, "low-0");
+    podgroup(&w, "top", 1, 1000, NULL, 0);
+    pending(&w, "top-0", "top", 8);
+    /* top is first in queue order, takes a0, displaces mid's nomination */
+    assert_int_equal(next(&w, &d), TG_D_PLACE);
+    assert_string_equal(d.gang->key, "ml/top");
+    tg_decision_free(&d);
+    assert_int_equal(w.e.stats.nominations_dropped, 1);
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    assert_string_equal(d.gang->key, "ml/mid");
+    assert_non_null(strstr(d.reason, "no gang or pod of lower priority"));
+    tg_decision_free(&d);
+    world_free(&w);
+}
+
+/* A big gang of the same priority as the small pods around it starves until
+ * its reservation keeps rack rb (where it misses the least) for it: a small
+ * pod that would fit best in rb goes to ra meanwhile, and when rb drains the
+ * big gang gets it. */
+static void reservation_lets_the_head_in(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, "gang: {reserveAfterSeconds: 10}\n");
+    node(&w, "a0", "ra", 8);
+    node(&w, "a1", "ra", 8);
+    node(&w, "b0", "rb", 8);
+    node(&w, "b1", "rb", 8);
+    bound(&w, "s-a0", NULL, 4, "a0");
+    bound(&w, "s-a1", NULL, 4, "a1");
+    bound(&w, "s-b0", NULL, 6, "b0");
+    podgroup(&w, "big", 2, 0, "rack", 0);
+    pending(&w, "big-0", "big", 8);
+    pending(&w, "big-1", "big", 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    assert_int_equal(d.reserved, 0); /* not waited long enough */
+    tg_decision_free(&d);
+    now_ms += 11000;
+    tg_engine_wake(&w.e);
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    assert_string_equal(d.gang->key, "ml/big");
+    assert_int_equal(d.reserved, 1);
+    assert_int_equal(d.reservation_new, 1);
+    assert_non_null(strstr(d.reason, "reserving rb for ml/big: 10 of 16 nvidia.com/gpu free, "
+                                     "waiting for 1 pod(s) to finish"));
+    tg_decision_free(&d);
+    /* best fit would be b0 (2 free): the reservation sends it to ra */
+    pending(&w, "small", NULL, 2);
+    assert_int_equal(next(&w, &d), TG_D_PLACE);
+    tg_decision_free(&d);
+    assert_int_equal(node_of(&w, "small")[0], 'a');
+    /* without a reservation it goes to b0: the same pod in a fresh world */
+    struct world w2;
+    world_init(&w2, "gang: {reserveAfterSeconds: 0}\n");
+    node(&w2, "a0", "ra", 8);
+    node(&w2, "a1", "ra", 8);
+    node(&w2, "b0", "rb", 8);
+    node(&w2, "b1", "rb", 8);
+    bound(&w2, "s-a0", NULL, 4, "a0");
+    bound(&w2, "s-a1", NULL, 4, "a1");
+    bound(&w2, "s-b0", NULL, 6, "b0");
+    pending(&w2, "small", NULL, 2);
+    assert_int_equal(next(&w2, &d), TG_D_PLACE);
+    tg_decision_free(&d);
+    assert_string_equal(node_of(&w2, "small"), "b0");
+    world_free(&w2);
+    /* rb drains: its small pod finishes */
+    gone(&w, "s-b0");
+    now_ms += 61000;
+    assert_int_equal(next(&w, &d), TG_D_PLACE);
+    assert_string_equal(d.gang->key, "ml/big");
+    tg_decision_free(&d);
+    assert_string_equal(node_of(&w, "big-0")[0] == 'b' ? "rb" : "ra", "rb");
+    assert_null(tg_engine_reservation(&w.e, tg_gangs_get(&w.e.gangs, "ml/big")));
+    world_free(&w);
+}
+
+static void timeout_reported_once(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NULL);
+    node(&w, "a0", "ra", 8);
+    podgroup(&w, "g", 2, 0, NULL, 5);
+    pending(&w, "g-0", "g", 8);
+    pending(&w, "g-1", "g", 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    assert_int_equal(d.timed_out, 0);
+    tg_decision_free(&d);
+    now_ms += 4000;
+    assert_int_equal(next(&w, &d), TG_D_NONE); /* backoff 1 s over, but no wake: unsched */
+    tg_decision_free(&d);
+    now_ms += 1000;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE); /* its deadline brings it back */
+    assert_int_equal(d.timed_out, 1);
+    tg_decision_free(&d);
+    assert_int_equal(w.e.stats.timeouts, 1);
+    now_ms += 100000;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE); /* the flush */
+    assert_int_equal(d.timed_out, 0);                   /* said once */
+    tg_decision_free(&d);
+    world_free(&w);
+}
+
+/* A node update that changes nothing a gang could use (a heartbeat) wakes
+ * nobody; a new node does. */
+static void heartbeat_wakes_nobody(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NULL);
+    node(&w, "a0", "ra", 8);
+    pending(&w, "p", NULL, 16);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    tg_decision_free(&d);
+    now_ms += 2000;
+    node(&w, "a0", "ra", 8); /* same object again */
+    assert_int_equal(next(&w, &d), TG_D_NONE);
+    tg_decision_free(&d);
+    node(&w, "big", "ra", 16);
+    assert_int_equal(next(&w, &d), TG_D_PLACE);
+    tg_decision_free(&d);
+    world_free(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(members_arrive),
+        cmocka_unit_test(nomination_holds_room),
+        cmocka_unit_test(higher_priority_takes_nominated_room),
+        cmocka_unit_test(reservation_lets_the_head_in),
+        cmocka_unit_test(timeout_reported_once),
+        cmocka_unit_test(heartbeat_wakes_nobody),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
