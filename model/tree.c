@@ -167,3 +167,20 @@ const char *tg_tree_path(const struct tg_tree *t, uint32_t d, char *buf, size_t 
     }
     return buf;
 }
+
+static uint32_t slots_rec(const struct tg_tree *t, uint32_t d, uint32_t *out, uint32_t n)
+{
+    const struct tg_domain *dd = &t->dom[d];
+    for (uint32_t i = 0; i < dd->nchild; i++) {
+        if (dd->level == t->nlevels)
+            out[n++] = dd->child[i];
+        else
+            n = slots_rec(t, dd->child[i], out, n);
+    }
+    return n;
+}
+
+uint32_t tg_tree_slots_under(const struct tg_tree *t, uint32_t d, uint32_t *out)
+{
+    return d < t->ndom ? slots_rec(t, d, out, 0) : 0;
+}

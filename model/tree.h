@@ -51,6 +51,9 @@ int tg_tree_insert(struct tg_tree *t, uint32_t slot, const struct tg_label *labe
 void tg_tree_remove(struct tg_tree *t, uint32_t slot);
 /* The ancestor of domain d at tree level lvl (d itself when at lvl). */
 uint32_t tg_tree_ancestor(const struct tg_tree *t, uint32_t d, uint32_t lvl);
+/* The node slots under domain d, into out (room for t->nslots); returns
+ * how many. Recursion depth is the number of levels. */
+uint32_t tg_tree_slots_under(const struct tg_tree *t, uint32_t d, uint32_t *out);
 /* "zone-a/block-1/rack-3" for a domain ("" for the root, "-" for an empty
  * label value). Returns buf. */
 const char *tg_tree_path(const struct tg_tree *t, uint32_t d, char *buf, size_t n);

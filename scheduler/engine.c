@@ -4,6 +4,7 @@
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/strbuf.h"
+#include "util/vec.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -374,14 +375,8 @@ int tg_engine_pdb_set(struct tg_engine *e, const struct tg_pdb *pdb)
             e->pdbs[i] = pdb;
             return 0;
         }
-    if (e->npdbs == e->cappdbs) {
-        uint32_t nc = e->cappdbs ? e->cappdbs * 2 : 16;
-        const struct tg_pdb **nv = realloc(e->pdbs, nc * sizeof *nv);
-        if (!nv)
-            return TG_ENOMEM;
-        e->pdbs = nv;
-        e->cappdbs = nc;
-    }
+    if (tg_grow((void **)&e->pdbs, &e->cappdbs, e->npdbs, sizeof *e->pdbs))
+        return TG_ENOMEM;
     e->pdbs[e->npdbs++] = pdb;
     return 0;
 }
@@ -462,31 +457,26 @@ static uint32_t main_resource(const struct tg_gang *v)
     return TG_RES_CPU;
 }
 
-static void domain_room(const struct tg_cluster *c, uint32_t d, uint32_t res, int64_t *freev,
-                        int64_t *total, uint32_t *pods)
+static int domain_room(const struct tg_cluster *c, uint32_t d, uint32_t res, int64_t *freev,
+                       int64_t *total, uint32_t *pods)
 {
-    const struct tg_tree *t = &c->tree;
     *freev = *total = 0;
     *pods = 0;
-    uint32_t stack[64 * TG_MAX_LEVELS], n = 0;
-    stack[n++] = d;
-    while (n) {
-        const struct tg_domain *dd = &t->dom[stack[--n]];
-        for (uint32_t i = 0; i < dd->nchild; i++) {
-            if (dd->level != t->nlevels) {
-                if (n < sizeof stack / sizeof stack[0])
-                    stack[n++] = dd->child[i];
-                continue;
-            }
-            uint32_t slot = dd->child[i];
-            if (!c->nodes[slot].obj)
-                continue;
-            int64_t a = tg_alloc(c, slot, res), u = tg_used(c, slot, res);
-            *total += a;
-            *freev += a > u ? a - u : 0;
-            *pods += c->nodes[slot].npods;
-        }
+    uint32_t *slots = malloc((c->tree.nslots + 1) * sizeof *slots);
+    if (!slots)
+        return TG_ENOMEM;
+    uint32_t n = tg_tree_slots_under(&c->tree, d, slots);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t slot = slots[i];
+        if (!c->nodes[slot].obj)
+            continue;
+        int64_t a = tg_alloc(c, slot, res), u = tg_used(c, slot, res);
+        *total += a;
+        *freev += a > u ? a - u : 0;
+        *pods += c->nodes[slot].npods;
     }
+    free(slots);
+    return 0;
 }
 
 /* Where g misses the least among the domains that would hold it empty. */
@@ -592,7 +582,8 @@ static int maybe_reserve(struct tg_engine *e, struct tg_grec *g, const struct tg
     d->reserved = 1;
     uint32_t res = main_resource(v), pods;
     int64_t fr, total;
-    domain_room(&e->sched.cluster, dom, res, &fr, &total, &pods);
+    if ((rc = domain_room(&e->sched.cluster, dom, res, &fr, &total, &pods)))
+        return rc;
     char path[512], q1[32], q2[32];
     tg_tree_path(&e->sched.cluster.tree, dom, path, sizeof path);
     size_t l = strlen(d->reason);
@@ -667,14 +658,8 @@ static int nominate(struct tg_engine *e, struct tg_grec *g, const struct tg_gang
             note_evicted(e, vi->gang->key, g->key);
     }
     if (!g->q.nom) {
-        if (e->nnoms == e->capnoms) {
-            uint32_t nc = e->capnoms ? e->capnoms * 2 : 8;
-            struct tg_grec **nv = realloc(e->noms, nc * sizeof *nv);
-            if (!nv)
-                goto fail;
-            e->noms = nv;
-            e->capnoms = nc;
-        }
+        if (tg_grow((void **)&e->noms, &e->capnoms, e->nnoms, sizeof *e->noms))
+            goto fail;
         e->noms[e->nnoms++] = g;
     }
     tg_queue_nominate(&e->queue, &g->q, n);

@@ -5,6 +5,7 @@
 #include "scheduler/gang.h"
 #include "util/err.h"
 #include "util/intern.h"
+#include "util/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,14 +239,8 @@ void tg_gangs_pclass_delete(struct tg_gangs *gs, uint32_t name)
 
 static int push_member(struct tg_grec *g, struct tg_usage *u)
 {
-    if (g->nmembers == g->capmembers) {
-        uint32_t nc = g->capmembers ? g->capmembers * 2 : 4;
-        struct tg_usage **nm = realloc(g->members, nc * sizeof *nm);
-        if (!nm)
-            return TG_ENOMEM;
-        g->members = nm;
-        g->capmembers = nc;
-    }
+    if (tg_grow((void **)&g->members, &g->capmembers, g->nmembers, sizeof *g->members))
+        return TG_ENOMEM;
     u->gpos = g->nmembers;
     g->members[g->nmembers++] = u;
     return 0;
@@ -353,14 +348,8 @@ int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, str
             return 0;
         }
     }
-    if (g->npending == g->cappending) {
-        uint32_t nc = g->cappending ? g->cappending * 2 : 4;
-        struct tg_pod **np = realloc(g->pending, nc * sizeof *np);
-        if (!np)
-            return TG_ENOMEM;
-        g->pending = np;
-        g->cappending = nc;
-    }
+    if (tg_grow((void **)&g->pending, &g->cappending, g->npending, sizeof *g->pending))
+        return TG_ENOMEM;
     struct pidx *x = malloc(sizeof *x);
     if (!x || !(x->key = strdup(p->key))) {
         free(x);

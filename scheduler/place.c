@@ -144,19 +144,12 @@ static int count_all(struct pc *x, struct set *st)
             count_slot(x, st, slot);
         return 0;
     }
-    uint32_t *stack = tg_arena_alloc(x->a, (t->ndom + 1) * sizeof *stack), n = 0;
-    if (!stack)
+    uint32_t *slots = tg_arena_alloc(x->a, (t->nslots + 1) * sizeof *slots);
+    if (!slots)
         return TG_ENOMEM;
-    stack[n++] = x->g->within;
-    while (n) {
-        const struct tg_domain *d = &t->dom[stack[--n]];
-        for (uint32_t i = 0; i < d->nchild; i++) {
-            if (d->level == t->nlevels)
-                count_slot(x, st, d->child[i]);
-            else
-                stack[n++] = d->child[i];
-        }
-    }
+    uint32_t n = tg_tree_slots_under(t, x->g->within, slots);
+    for (uint32_t i = 0; i < n; i++)
+        count_slot(x, st, slots[i]);
     return 0;
 }
 
@@ -441,25 +434,16 @@ static int same_requests(const struct pc *x)
 static int slots_under(struct pc *x, uint32_t d, uint32_t **out, uint32_t *n)
 {
     const struct tg_tree *t = &x->s->cluster.tree;
-    uint32_t *stack = tg_arena_alloc(x->a, (t->ndom + 1) * sizeof *stack);
-    uint32_t *v = tg_arena_alloc(x->a, (x->s->cluster.nslots + 1) * sizeof *v), ns = 0, k = 0;
-    if (!stack || !v)
+    uint32_t *v = tg_arena_alloc(x->a, (t->nslots + 1) * sizeof *v), k = 0;
+    if (!v)
         return TG_ENOMEM;
-    stack[ns++] = d;
-    while (ns) {
-        const struct tg_domain *dd = &t->dom[stack[--ns]];
-        for (uint32_t i = 0; i < dd->nchild; i++) {
-            if (dd->level != t->nlevels) {
-                stack[ns++] = dd->child[i];
-                continue;
+    uint32_t all = tg_tree_slots_under(t, d, v);
+    for (uint32_t i = 0; i < all; i++)
+        for (uint32_t s2 = 0; s2 < x->nsets; s2++)
+            if (x->sets[s2].sh.count[v[i]]) {
+                v[k++] = v[i];
+                break;
             }
-            for (uint32_t s2 = 0; s2 < x->nsets; s2++)
-                if (x->sets[s2].sh.count[dd->child[i]]) {
-                    v[k++] = dd->child[i];
-                    break;
-                }
-        }
-    }
     *out = v;
     *n = k;
     return 0;

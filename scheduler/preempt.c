@@ -20,6 +20,7 @@
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/strbuf.h"
+#include "util/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,19 +90,6 @@ static int64_t ext_of(const struct tg_usage *u)
     return e;
 }
 
-static int grow(void **v, uint32_t *cap, uint32_t n, size_t sz)
-{
-    if (n < *cap)
-        return 0;
-    uint32_t nc = *cap ? *cap * 2 : 64;
-    void *nv = realloc(*v, nc * sz);
-    if (!nv)
-        return TG_ENOMEM;
-    *v = nv;
-    *cap = nc;
-    return 0;
-}
-
 /* ---- 1. units ------------------------------------------------------------------- */
 
 static int pdb_index_hits(struct plan *x, const struct tg_usage *u, uint32_t *hits)
@@ -153,7 +141,7 @@ static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage
     if (tg_hmap_put(&x->byid, (const char *)&un->id, sizeof un->id, (uint64_t)(uintptr_t)un))
         return NULL;
     if (ok) {
-        if (grow((void **)&x->units, &x->capunits, x->nunits, sizeof *x->units))
+        if (tg_grow((void **)&x->units, &x->capunits, x->nunits, sizeof *x->units))
             return NULL;
         x->units[x->nunits++] = un;
     }
@@ -185,7 +173,7 @@ static int collect_units(struct plan *x)
         if (u->kind == TG_USAGE_NOMINATED || u->hidden)
             continue;
         if (u->deleting) {
-            if (grow((void **)&x->leaving, &x->capleaving, x->nleaving, sizeof *x->leaving))
+            if (tg_grow((void **)&x->leaving, &x->capleaving, x->nleaving, sizeof *x->leaving))
                 return TG_ENOMEM;
             x->leaving[x->nleaving++] = u;
             continue;
@@ -269,46 +257,37 @@ static int fits(struct plan *x, uint32_t d, int *ok)
 static int units_in(struct plan *x, uint32_t d, struct unit ***out, uint32_t *n)
 {
     const struct tg_cluster *c = &x->s->cluster;
-    const struct tg_tree *t = &c->tree;
-    uint32_t cap = 64, k = 0, ns = 0;
+    uint32_t cap = 64, k = 0;
     struct unit **v = tg_arena_alloc(&x->a, cap * sizeof *v);
-    uint32_t *stack = tg_arena_alloc(&x->a, (t->ndom + 1) * sizeof *stack);
-    if (!v || !stack)
+    uint32_t *slots = tg_arena_alloc(&x->a, (c->tree.nslots + 1) * sizeof *slots);
+    if (!v || !slots)
         return TG_ENOMEM;
     x->stamp++;
-    stack[ns++] = d;
-    while (ns) {
-        const struct tg_domain *dd = &t->dom[stack[--ns]];
-        for (uint32_t i = 0; i < dd->nchild; i++) {
-            if (dd->level != t->nlevels) {
-                stack[ns++] = dd->child[i];
+    uint32_t ns = tg_tree_slots_under(&c->tree, d, slots);
+    for (uint32_t i = 0; i < ns; i++)
+        for (struct tg_usage *u = c->nodes[slots[i]].pods; u; u = u->nnext) {
+            if (u->kind == TG_USAGE_NOMINATED || u->deleting)
                 continue;
+            struct tg_grec *g = tg_gangs_of_usage(x->gs, u);
+            if (g && u->gpos == UINT32_MAX)
+                g = NULL;
+            uint64_t id = g ? (uint64_t)(uintptr_t)g : (uint64_t)(uintptr_t)u, val;
+            if (!tg_hmap_get(&x->byid, (const char *)&id, sizeof id, &val))
+                continue;
+            struct unit *un = (struct unit *)(uintptr_t)val;
+            if (!un->eligible || un->stamp == x->stamp)
+                continue;
+            un->stamp = x->stamp;
+            if (k == cap) {
+                struct unit **nv = tg_arena_alloc(&x->a, 2 * cap * sizeof *nv);
+                if (!nv)
+                    return TG_ENOMEM;
+                memcpy(nv, v, k * sizeof *v);
+                v = nv;
+                cap *= 2;
             }
-            for (struct tg_usage *u = c->nodes[dd->child[i]].pods; u; u = u->nnext) {
-                if (u->kind == TG_USAGE_NOMINATED || u->deleting)
-                    continue;
-                struct tg_grec *g = tg_gangs_of_usage(x->gs, u);
-                if (g && u->gpos == UINT32_MAX)
-                    g = NULL;
-                uint64_t id = g ? (uint64_t)(uintptr_t)g : (uint64_t)(uintptr_t)u, val;
-                if (!tg_hmap_get(&x->byid, (const char *)&id, sizeof id, &val))
-                    continue;
-                struct unit *un = (struct unit *)(uintptr_t)val;
-                if (!un->eligible || un->stamp == x->stamp)
-                    continue;
-                un->stamp = x->stamp;
-                if (k == cap) {
-                    struct unit **nv = tg_arena_alloc(&x->a, 2 * cap * sizeof *nv);
-                    if (!nv)
-                        return TG_ENOMEM;
-                    memcpy(nv, v, k * sizeof *v);
-                    v = nv;
-                    cap *= 2;
-                }
-                v[k++] = un;
-            }
+            v[k++] = un;
         }
-    }
     *out = v;
     *n = k;
     return 0;

@@ -4,6 +4,7 @@
  * deadline (by timeout); unsched and waiting are lists. */
 #include "scheduler/queue.h"
 #include "util/err.h"
+#include "util/vec.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -66,14 +67,8 @@ static void down(const struct heapdef *d, struct tg_qheap *h, uint32_t i)
 
 static int hpush(const struct heapdef *d, struct tg_qheap *h, struct tg_qent *e)
 {
-    if (h->n == h->cap) {
-        uint32_t nc = h->cap ? h->cap * 2 : 64;
-        struct tg_qent **nv = realloc(h->v, nc * sizeof *nv);
-        if (!nv)
-            return TG_ENOMEM;
-        h->v = nv;
-        h->cap = nc;
-    }
+    if (tg_grow((void **)&h->v, &h->cap, h->n, sizeof *h->v))
+        return TG_ENOMEM;
     hset(d, h, h->n++, e);
     up(d, h, h->n - 1);
     return 0;

@@ -2,6 +2,7 @@
 #include "scheduler/sim/load.h"
 #include "util/err.h"
 #include "util/intern.h"
+#include "util/vec.h"
 #include "util/yamljson.h"
 
 #include <cjson/cJSON.h>
@@ -14,19 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-static int grow(void **v, uint32_t *cap, uint32_t n, size_t sz)
-{
-    if (n < *cap)
-        return 0;
-    uint32_t nc = *cap ? *cap * 2 : 64;
-    void *nv = realloc(*v, nc * sz);
-    if (!nv)
-        return TG_ENOMEM;
-    *v = nv;
-    *cap = nc;
-    return 0;
-}
 
 static void report(void *ud, int is_error, const cJSON *at, const char *what, const char *field,
                    const char *msg)
@@ -176,13 +164,47 @@ static int add_pod(struct tg_simdata *d, const cJSON *obj)
         sp->duration_ms = dur;
         return tg_hmap_put(&d->pod_idx, p->key, strlen(p->key), idx);
     }
-    if ((rc = grow((void **)&d->pods, &d->cappods, d->npods, sizeof *d->pods))) {
+    if ((rc = tg_grow((void **)&d->pods, &d->cappods, d->npods, sizeof *d->pods))) {
         tg_pod_free(&p);
         return rc;
     }
     d->pods[d->npods] = (struct tg_simpod){p, dur, d->npods};
     d->npods++;
     return tg_hmap_put(&d->pod_idx, p->key, strlen(p->key), d->npods - 1);
+}
+
+/* Keeps obj (an object with a "ns/name" key) in the list v; a second one
+ * of the same key replaces the first, with a warning. Frees obj on failure. */
+static int keep_last(struct tg_simdata *d, const cJSON *at, const char *kind, const char *key,
+                     void *obj, void ***v, uint32_t *n, uint32_t *cap, struct tg_hmap *idx,
+                     void (*fr)(void *))
+{
+    uint64_t i;
+    if (tg_hmap_get(idx, key, strlen(key), &i)) {
+        warn_at(d, at, "%s %s appears twice; the later one is used", kind, key);
+        tg_hmap_del(idx, key, strlen(key));
+        fr((*v)[i]);
+        (*v)[i] = obj;
+        return tg_hmap_put(idx, key, strlen(key), i);
+    }
+    if (tg_grow((void **)v, cap, *n, sizeof **v)) {
+        fr(obj);
+        return TG_ENOMEM;
+    }
+    (*v)[(*n)++] = obj;
+    return tg_hmap_put(idx, key, strlen(key), *n - 1);
+}
+
+static void pg_free(void *o)
+{
+    struct tg_podgroup *g = o;
+    tg_podgroup_free(&g);
+}
+
+static void pdb_free(void *o)
+{
+    struct tg_pdb *b = o;
+    tg_pdb_free(&b);
 }
 
 static int add_group(struct tg_simdata *d, const cJSON *obj)
@@ -195,20 +217,8 @@ static int add_group(struct tg_simdata *d, const cJSON *obj)
         d->warnings++;
         return 0;
     }
-    uint64_t idx;
-    if (tg_hmap_get(&d->pg_idx, g->key, strlen(g->key), &idx)) {
-        warn_at(d, obj, "PodGroup %s appears twice; the later one is used", g->key);
-        tg_hmap_del(&d->pg_idx, d->pgs[idx]->key, strlen(d->pgs[idx]->key));
-        tg_podgroup_free(&d->pgs[idx]);
-        d->pgs[idx] = g;
-        return tg_hmap_put(&d->pg_idx, g->key, strlen(g->key), idx);
-    }
-    if ((rc = grow((void **)&d->pgs, &d->cappgs, d->npgs, sizeof *d->pgs))) {
-        tg_podgroup_free(&g);
-        return rc;
-    }
-    d->pgs[d->npgs++] = g;
-    return tg_hmap_put(&d->pg_idx, g->key, strlen(g->key), d->npgs - 1);
+    return keep_last(d, obj, "PodGroup", g->key, g, (void ***)&d->pgs, &d->npgs, &d->cappgs,
+                     &d->pg_idx, pg_free);
 }
 
 static int add_pdb(struct tg_simdata *d, const cJSON *obj)
@@ -221,20 +231,8 @@ static int add_pdb(struct tg_simdata *d, const cJSON *obj)
         d->warnings++;
         return 0;
     }
-    uint64_t idx;
-    if (tg_hmap_get(&d->pdb_idx, b->key, strlen(b->key), &idx)) {
-        warn_at(d, obj, "PodDisruptionBudget %s appears twice; the later one is used", b->key);
-        tg_hmap_del(&d->pdb_idx, d->pdbs[idx]->key, strlen(d->pdbs[idx]->key));
-        tg_pdb_free(&d->pdbs[idx]);
-        d->pdbs[idx] = b;
-        return tg_hmap_put(&d->pdb_idx, b->key, strlen(b->key), idx);
-    }
-    if ((rc = grow((void **)&d->pdbs, &d->cappdbs, d->npdbs, sizeof *d->pdbs))) {
-        tg_pdb_free(&b);
-        return rc;
-    }
-    d->pdbs[d->npdbs++] = b;
-    return tg_hmap_put(&d->pdb_idx, b->key, strlen(b->key), d->npdbs - 1);
+    return keep_last(d, obj, "PodDisruptionBudget", b->key, b, (void ***)&d->pdbs, &d->npdbs,
+                     &d->cappdbs, &d->pdb_idx, pdb_free);
 }
 
 static int add_prio_class(struct tg_simdata *d, const cJSON *obj)
@@ -269,7 +267,7 @@ static int add_prio_class(struct tg_simdata *d, const cJSON *obj)
             d->pcs[i] = c;
             return 0;
         }
-    int rc = grow((void **)&d->pcs, &d->cappcs, d->npcs, sizeof *d->pcs);
+    int rc = tg_grow((void **)&d->pcs, &d->cappcs, d->npcs, sizeof *d->pcs);
     if (!rc)
         d->pcs[d->npcs++] = c;
     return rc;
@@ -292,7 +290,7 @@ static int add_node(struct tg_simdata *d, const cJSON *obj)
         d->nodes[idx] = n;
         return 0;
     }
-    if ((rc = grow((void **)&d->nodes, &d->capnodes, d->nnodes, sizeof *d->nodes))) {
+    if ((rc = tg_grow((void **)&d->nodes, &d->capnodes, d->nnodes, sizeof *d->nodes))) {
         tg_node_free(&n);
         return rc;
     }
