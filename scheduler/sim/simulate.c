@@ -3,6 +3,7 @@
 #include "scheduler/sim/simulate.h"
 #include "scheduler/engine.h"
 #include "scheduler/sim/load.h"
+#include "scheduler/sim/replay.h"
 #include "util/err.h"
 #include "util/hmap.h"
 #include "util/intern.h"
@@ -454,12 +455,20 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: topogang simulate -f FILE [-f FILE...] [--config POLICY] [-o table|json]\n"
+        "       topogang simulate --replay -f FILE [-f FILE...] [--config POLICY] [-o table|json]\n"
+        "                [--until DURATION] [--bind-latency DURATION] [--compare POLICY2]\n"
+        "                [--plot FILE.svg]\n"
         "\n"
         "Places pending pods (spec.schedulerName: topogang) from Kubernetes YAML, offline,\n"
         "with the same scheduling code as the daemon. Input: multi-document YAML or\n"
         "kind: List of Nodes, Pods, PodGroups (topogang.io/v1alpha1), PriorityClasses.\n"
         "Pods with spec.nodeName count as usage; pending pods are placed in queue order\n"
         "(priority, then creation time), gang by gang, all or nothing.\n"
+        "\n"
+        "--replay plays the pods through virtual time instead: each pending pod arrives at\n"
+        "its creationTimestamp and runs for its annotation simulate.topogang.io/duration\n"
+        "(seconds or 2h30m; absent: forever) once bound, with the daemon's queue, backoff,\n"
+        "preemption, reservations and timeouts; preempted gangs start again from scratch.\n"
         "\n"
         "options:\n"
         "  -f, --filename FILE   input file or directory of *.yaml (repeatable; - is stdin)\n"
@@ -469,9 +478,61 @@ static void usage(FILE *f)
         "      --print-config    print the effective policy and exit\n"
         "  -q, --quiet           do not print warnings about skipped objects\n"
         "  -h, --help            this text\n"
+        "replay:\n"
+        "      --replay          play the trace through time (see above)\n"
+        "      --until DURATION  stop at this time after the trace start\n"
+        "      --bind-latency DURATION  each bind takes this long (api.bindConcurrency at a\n"
+        "                        time); default instant\n"
+        "      --compare POLICY2 the same trace under a second policy, side by side\n"
+        "      --plot FILE.svg   draw utilization, queue length and waiting GPUs over time\n"
         "\n"
         "exit status: 0 when every file was read (unschedulable gangs included), 1 when a\n"
         "file or the policy cannot be read, 2 on a usage error.\n");
+}
+
+/* The replay's flags, gathered while simulate reads its own. */
+struct replay_flags {
+    int on;
+    const char *until, *latency, *compare, *plot;
+};
+
+static int duration_flag(const char *flag, const char *v, int64_t *ms)
+{
+    if (!v)
+        return 0;
+    if (tg_parse_duration_ms(v, ms)) {
+        fprintf(stderr, "topogang simulate: %s: malformed duration \"%s\" (seconds, or a Go "
+                        "duration such as 2h30m)\n", flag, v);
+        return 2;
+    }
+    return 0;
+}
+
+/* Runs --replay; returns the exit code. */
+static int replay(const struct replay_flags *rf, const char **files, int nfiles,
+                  const struct tg_policy *pol, const char *config, const char *output, int quiet)
+{
+    struct tg_replay_cmd c = {.files = files, .nfiles = nfiles, .policy = pol,
+                              .name = config ? config : "default policy", .output = output,
+                              .plot = rf->plot, .quiet = quiet};
+    c.opts.until_ms = -1;
+    if (duration_flag("--until", rf->until, &c.opts.until_ms) ||
+        duration_flag("--bind-latency", rf->latency, &c.opts.bind_latency_ms))
+        return 2;
+    struct tg_policy pol2;
+    struct tg_sb err = {0};
+    if (rf->compare) {
+        tg_policy_default(&pol2);
+        if (tg_policy_load_file(rf->compare, &pol2, &err)) {
+            fprintf(stderr, "topogang simulate: invalid policy:\n%s", tg_sb_str(&err));
+            tg_sb_free(&err);
+            return 1;
+        }
+        c.policy2 = &pol2;
+        c.name2 = rf->compare;
+    }
+    tg_sb_free(&err);
+    return tg_replay_cmd(&c);
 }
 
 int tg_cmd_simulate(int argc, char **argv)
@@ -480,8 +541,12 @@ int tg_cmd_simulate(int argc, char **argv)
         {"filename", required_argument, NULL, 'f'}, {"config", required_argument, NULL, 'c'},
         {"output", required_argument, NULL, 'o'},   {"show-pods", no_argument, NULL, 'P'},
         {"print-config", no_argument, NULL, 'C'},   {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},           {"replay", no_argument, NULL, 'R'},
+        {"until", required_argument, NULL, 'U'},    {"bind-latency", required_argument, NULL, 'L'},
+        {"compare", required_argument, NULL, 'M'},  {"plot", required_argument, NULL, 'G'},
+        {NULL, 0, NULL, 0},
     };
+    struct replay_flags rf = {0};
     const char **files = calloc((size_t)argc + 1, sizeof *files);
     const char *config = NULL, *output = "table";
     int nfiles = 0, show_pods = 0, print_config = 0, quiet = 0, opt, rc = 2;
@@ -496,6 +561,11 @@ int tg_cmd_simulate(int argc, char **argv)
         case 'P': show_pods = 1; break;
         case 'C': print_config = 1; break;
         case 'q': quiet = 1; break;
+        case 'R': rf.on = 1; break;
+        case 'U': rf.until = optarg; break;
+        case 'L': rf.latency = optarg; break;
+        case 'M': rf.compare = optarg; break;
+        case 'G': rf.plot = optarg; break;
         case 'h': usage(stdout); free(files); return 0;
         default: usage(stderr); free(files); return 2;
         }
@@ -503,6 +573,17 @@ int tg_cmd_simulate(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "topogang simulate: unexpected argument '%s' (input files go after -f)\n",
                 argv[optind]);
+        free(files);
+        return 2;
+    }
+    if (!rf.on && (rf.until || rf.latency || rf.compare || rf.plot)) {
+        fprintf(stderr, "topogang simulate: --until, --bind-latency, --compare and --plot go "
+                        "with --replay\n");
+        free(files);
+        return 2;
+    }
+    if (rf.on && show_pods) {
+        fprintf(stderr, "topogang simulate: --show-pods is for the snapshot (without --replay)\n");
         free(files);
         return 2;
     }
@@ -528,6 +609,10 @@ int tg_cmd_simulate(int argc, char **argv)
     }
     if (nfiles == 0) {
         fprintf(stderr, "topogang simulate: no input; give -f FILE (see --help)\n");
+        goto done;
+    }
+    if (rf.on) {
+        rc = replay(&rf, files, nfiles, &pol, config, output, quiet);
         goto done;
     }
     rc = 1;
