@@ -161,8 +161,9 @@ static void gang_state(struct tg_replay *r, struct tg__rgang *g, uint8_t st)
     g->state = st;
 }
 
-/* Free nodes (nothing of the main resource in use, model view: assumed and
- * nominated room counts as taken) and wholly free domains per tree level. */
+/* Free nodes (Ready and not cordoned, nothing of the main resource in use;
+ * assumed and nominated room counts as taken) and wholly free domains per
+ * tree level. */
 static int sample_take(struct tg_replay *r, int64_t t)
 {
     if (grow((void **)&r->samples, &r->capsamples, r->nsamples, sizeof *r->samples))
@@ -196,7 +197,8 @@ static int sample_take(struct tg_replay *r, int64_t t)
     memset(nall, 0, tr->ndom * sizeof *nall);
     for (uint32_t slot = 0; slot < c->nslots; slot++) {
         const struct tg_node *n = &c->nodes[slot];
-        if (!n->obj || !n->obj->ready || slot >= tr->nslots || tr->leaf[slot] == UINT32_MAX ||
+        if (!n->obj || !n->obj->ready || n->obj->unschedulable || slot >= tr->nslots ||
+            tr->leaf[slot] == UINT32_MAX ||
             tg_alloc(c, slot, r->main_res) <= 0)
             continue;
         int fr = tg_used(c, slot, r->main_res) == 0;

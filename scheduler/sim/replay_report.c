@@ -459,25 +459,63 @@ static void sep(struct tg_sb *o, size_t l0)
         tg_sb_puts(o, "; ");
 }
 
+/* The preemptions g suffered: each, or how many and the first and last. */
+static void preempted_notes(const struct tg_replay *r, const struct tg__rgang *g, struct tg_sb *o,
+                            size_t l0)
+{
+    char t[48];
+    uint32_t n = 0, first = NONE, last = NONE;
+    for (uint32_t k = 0; k < g->nruns; k++)
+        if (g->runs[k].why == TG__RUN_PREEMPTED) {
+            n++;
+            first = first == NONE ? k : first;
+            last = k;
+        }
+    for (uint32_t k = 0; n && k < g->nruns; k++) {
+        const struct tg__run *run = &g->runs[k];
+        if (run->why != TG__RUN_PREEMPTED || (n > 2 && k != first && k != last))
+            continue;
+        sep(o, l0);
+        if (n > 2)
+            tg_sb_printf(o, k == first ? "preempted %u times: first by " : "last by ", n);
+        else
+            tg_sb_puts(o, "preempted by ");
+        tg_sb_printf(o, "%s at %s", r->gangs[run->by].key, clock_text(run->end, t, sizeof t));
+    }
+}
+
+/* The preemptions g made: one note per decision (its victims share the
+ * time), three victims named. */
+static void preempts_notes(const struct tg__rgang *g, struct tg_sb *o, size_t l0)
+{
+    char t[48];
+    for (uint32_t k = 0; k < g->npre;) {
+        uint32_t end = k, pods = 0;
+        while (end < g->npre && g->pre[end].at == g->pre[k].at)
+            pods += g->pre[end++].npods;
+        sep(o, l0);
+        tg_sb_puts(o, "preempts ");
+        for (uint32_t j = k; j < end && j < k + 3; j++) {
+            const struct tg__pre *x = &g->pre[j];
+            tg_sb_printf(o, "%s%s%s", j > k ? ", " : "", x->group ? "" : "pod ",
+                         x->group ? x->group : x->npods ? x->pods[0] : "?");
+        }
+        if (end - k > 3)
+            tg_sb_printf(o, " and %u more", end - k - 3);
+        tg_sb_printf(o, " (%u pod%s) at %s", pods, pods == 1 ? "" : "s",
+                     clock_text(g->pre[k].at, t, sizeof t));
+        k = end;
+    }
+}
+
 /* Preemptions suffered and made, the reservation, the timeout, and why it
  * still waits. */
 static void notes(const struct tg_replay *r, const struct tg__rgang *g, struct tg_sb *o)
 {
     size_t l0 = o->len;
     char t[48];
-    for (uint32_t k = 0; k < g->nruns; k++)
-        if (g->runs[k].why == TG__RUN_PREEMPTED) {
-            sep(o, l0);
-            tg_sb_printf(o, "preempted by %s at %s", r->gangs[g->runs[k].by].key,
-                         clock_text(g->runs[k].end, t, sizeof t));
-        }
-    for (uint32_t k = 0; k < g->npre; k++) {
-        const struct tg__pre *x = &g->pre[k];
-        sep(o, l0);
-        tg_sb_printf(o, "preempts %s%s (%u pod%s) at %s", x->group ? "" : "pod ",
-                     x->group ? x->group : x->npods ? x->pods[0] : "?", x->npods,
-                     x->npods == 1 ? "" : "s", clock_text(x->at, t, sizeof t));
-    }
+    preempted_notes(r, g, o, l0);
+    preempts_notes(g, o, l0);
     if (g->resv_at >= 0) {
         sep(o, l0);
         tg_sb_printf(o, "reserved %s at %s", g->resv_domain ? g->resv_domain : "?",
@@ -705,7 +743,7 @@ void tg_replay_compare_json(const struct tg_replay *a, const struct tg_replay *b
 
 static void cmp_row(struct tg_sb *o, const char *what, const char *x, const char *y)
 {
-    tg_sb_printf(o, "  %-34s  %-22s  %s\n", what, x, y);
+    tg_sb_printf(o, "  %-40s  %-22s  %s\n", what, x, y);
 }
 
 static void compare_summary(const struct tg_replay *a, const struct tg_replay *b, struct tg_sb *o)
