@@ -122,7 +122,7 @@ static void usage(FILE *f)
 static int print_all(const struct tg_hw *hw, const struct tg_topology *t)
 {
     struct tg_sb b = {0};
-    char numa[16], doms[16], per[16];
+    char val[TG_TOPO_NLABELS][16];
     int rc = tg_topo_encode(t, &b);
     if (rc) {
         fprintf(stderr, "topogang agent: cannot encode topology: %s\n", tg_strerror(rc));
@@ -130,9 +130,10 @@ static int print_all(const struct tg_hw *hw, const struct tg_topology *t)
         return 1;
     }
     tg_hw_print(stdout, hw, t);
-    tg_topo_labels(t, numa, doms, per);
-    printf("labels:\n  %s=%s\n  %s=%s\n  %s=%s\n", TG_LABEL_NUMA_NODES, numa,
-           TG_LABEL_GPU_DOMAINS, doms, TG_LABEL_GPUS_PER_DOMAIN, per);
+    tg_topo_labels(t, val);
+    printf("labels:\n");
+    for (int i = 0; i < TG_TOPO_NLABELS; i++)
+        printf("  %s=%s\n", tg_topo_label_keys[i], val[i]);
     printf("annotation %s:\n%s\n", "topogang.io/topology", tg_sb_str(&b));
     tg_sb_free(&b);
     return 0;

@@ -21,12 +21,33 @@ static int is_gpu_pci(const struct hwloc_pcidev_attr_s *p)
     return p->class_id == 0x0300 || p->class_id == 0x0302 || p->class_id == 0x0380;
 }
 
-static int io_numa(hwloc_topology_t topo, hwloc_obj_t obj)
+static int cpu_node(const struct tg_hw *hw, int32_t id)
+{
+    for (uint32_t i = 0; i < hw->nnuma; i++)
+        if (hw->numa[i].id == id)
+            return 1;
+    return 0;
+}
+
+/* The CPU NUMA node of an I/O object: the first node with CPUs in the
+ * nodeset of its nearest non-I/O ancestor, else the node a memory-only node
+ * there is attached to, else -1. */
+static int io_numa(hwloc_topology_t topo, const struct tg_hw *hw, hwloc_obj_t obj)
 {
     hwloc_obj_t a = hwloc_get_non_io_ancestor_obj(topo, obj);
     if (!a || !a->nodeset || hwloc_bitmap_iszero(a->nodeset))
         return -1;
-    return hwloc_bitmap_first(a->nodeset);
+    int id;
+    hwloc_bitmap_foreach_begin(id, a->nodeset) {
+        if (cpu_node(hw, id))
+            return id;
+    } hwloc_bitmap_foreach_end();
+    hwloc_bitmap_foreach_begin(id, a->nodeset) {
+        for (uint32_t i = 0; i < hw->nmem; i++)
+            if (hw->mem[i].id == id && hw->mem[i].numa >= 0)
+                return hw->mem[i].numa;
+    } hwloc_bitmap_foreach_end();
+    return -1;
 }
 
 static void busid_of(const struct hwloc_pcidev_attr_s *p, char out[TG_TOPO_NAME])
@@ -92,16 +113,133 @@ static void copy_name(char out[TG_TOPO_NAME], const char *s)
     snprintf(out, TG_TOPO_NAME, "%s", s ? s : "");
 }
 
+/* ---- NUMA nodes --------------------------------------------------------- */
+
+#define MAX_NODES (TG_TOPO_MAX_NUMA + TG_TOPO_MAX_MEMNODES)
+
+static uint8_t mem_kind(const char *subtype)
+{
+    static const struct { const char *name; uint8_t kind; } map[] = {
+        {"DRAM", TG_TOPO_MEM_DRAM}, {"HBM", TG_TOPO_MEM_HBM}, {"MCDRAM", TG_TOPO_MEM_HBM},
+        {"GPUMemory", TG_TOPO_MEM_GPU}, {"NVM", TG_TOPO_MEM_NVM}, {"SPM", TG_TOPO_MEM_SPM},
+        {"CXL-DRAM", TG_TOPO_MEM_CXL}, {"CXL-NVM", TG_TOPO_MEM_CXL},
+        {"CXL-GPUMemory", TG_TOPO_MEM_GPU},
+    };
+    for (size_t i = 0; subtype && i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(subtype, map[i].name))
+            return map[i].kind;
+    return TG_TOPO_MEM_OTHER;
+}
+
+/* Main memory (no subtype or DRAM) is a PU's home before special memory. */
+static int is_main_memory(hwloc_obj_t n)
+{
+    uint8_t k = mem_kind(n->subtype);
+    return k == TG_TOPO_MEM_OTHER || k == TG_TOPO_MEM_DRAM;
+}
+
+/* 1 when NUMA node a is a better home for a PU than b (both hold it). */
+static int better_home(hwloc_obj_t a, hwloc_obj_t b)
+{
+    int wa = hwloc_bitmap_weight(a->cpuset), wb = hwloc_bitmap_weight(b->cpuset);
+    if (wa != wb)
+        return wa < wb;
+    if (is_main_memory(a) != is_main_memory(b))
+        return is_main_memory(a);
+    return a->os_index < b->os_index;
+}
+
+/* Index in nodes[] of the home node of PU os index pu, -1 none. */
+static int home_of(hwloc_obj_t *nodes, uint32_t n, unsigned pu)
+{
+    int best = -1;
+    for (uint32_t i = 0; i < n; i++)
+        if (nodes[i]->cpuset && hwloc_bitmap_isset(nodes[i]->cpuset, pu) &&
+            (best < 0 || better_home(nodes[i], nodes[best])))
+            best = (int)i;
+    return best;
+}
+
+/* The CPU node closest to memory-only node m by the NUMA latency matrix,
+ * when exactly one is closest; else -1. */
+static int32_t closest_cpu_node(hwloc_topology_t topo, const struct tg_hw *hw, hwloc_obj_t m)
+{
+    struct hwloc_distances_s *d = NULL;
+    unsigned nr = 1;
+    int32_t best = -1;
+    if (hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, &d,
+                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) != 0 || nr == 0 || !d)
+        return -1;
+    int row = -1;
+    for (unsigned i = 0; i < d->nbobjs; i++)
+        if (d->objs[i] == m)
+            row = (int)i;
+    uint64_t min = UINT64_MAX;
+    int ties = 0;
+    for (unsigned j = 0; row >= 0 && j < d->nbobjs; j++) {
+        if (!d->objs[j] || !cpu_node(hw, (int32_t)d->objs[j]->os_index))
+            continue;
+        uint64_t v = d->values[(size_t)row * d->nbobjs + j];
+        if (v < min) {
+            min = v;
+            best = (int32_t)d->objs[j]->os_index;
+            ties = 0;
+        } else if (v == min) {
+            ties++;
+        }
+    }
+    hwloc_distances_release(topo, d);
+    return ties ? -1 : best;
+}
+
+static void add_memnode(hwloc_topology_t topo, struct tg_hw *hw, hwloc_obj_t *nodes,
+                        uint32_t n, hwloc_obj_t o)
+{
+    if (hw->nmem == TG_TOPO_MAX_MEMNODES)
+        return;
+    struct tg_topo_memnode *m = &hw->mem[hw->nmem++];
+    m->id = (int32_t)o->os_index;
+    m->mem = o->attr->numanode.local_memory;
+    m->kind = mem_kind(o->subtype);
+    m->numa = -1;
+    const char *bus = hwloc_obj_get_info_by_name(o, "PCIBusID");
+    copy_name(m->gpu, bus ? bus : "");
+    if (bus && m->kind == TG_TOPO_MEM_OTHER)
+        m->kind = TG_TOPO_MEM_GPU;
+    if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset)) {
+        int h = home_of(nodes, n, (unsigned)hwloc_bitmap_first(o->cpuset));
+        if (h >= 0 && nodes[h] != o)
+            m->numa = (int32_t)nodes[h]->os_index;
+    }
+    if (m->numa < 0)
+        m->numa = closest_cpu_node(topo, hw, o);
+}
+
+/* NUMA nodes with CPUs (hw->numa, cpus = PUs at home there) and without
+ * (hw->mem); see agent/discover.h for the rules. */
 static void find_numa(hwloc_topology_t topo, struct tg_hw *hw)
 {
-    hwloc_obj_t o = NULL;
-    while ((o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o)) &&
-           hw->nnuma < TG_TOPO_MAX_NUMA) {
-        struct tg_topo_numa *n = &hw->numa[hw->nnuma++];
-        n->id = (int32_t)o->os_index;
-        n->cpus = o->cpuset ? (uint32_t)hwloc_bitmap_weight(o->cpuset) : 0;
-        n->mem = o->attr->numanode.local_memory;
+    hwloc_obj_t nodes[MAX_NODES], o = NULL;
+    uint32_t owned[MAX_NODES] = {0}, n = 0;
+    while ((o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o)) && n < MAX_NODES)
+        nodes[n++] = o;
+    o = NULL;
+    while ((o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, o))) {
+        int h = home_of(nodes, n, o->os_index);
+        if (h >= 0)
+            owned[h]++;
     }
+    for (uint32_t i = 0; i < n && hw->nnuma < TG_TOPO_MAX_NUMA; i++) {
+        if (!owned[i])
+            continue;
+        struct tg_topo_numa *x = &hw->numa[hw->nnuma++];
+        x->id = (int32_t)nodes[i]->os_index;
+        x->cpus = owned[i];
+        x->mem = nodes[i]->attr->numanode.local_memory;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!owned[i])
+            add_memnode(topo, hw, nodes, n, nodes[i]);
 }
 
 static void find_devices(hwloc_topology_t topo, struct tg_hw *hw, hwloc_obj_t *gpu_obj,
@@ -122,7 +260,7 @@ static void find_devices(hwloc_topology_t topo, struct tg_hw *hw, hwloc_obj_t *g
             g->vendor = p->vendor_id;
             g->device = p->device_id;
             g->class_id = p->class_id;
-            g->numa = io_numa(topo, o);
+            g->numa = io_numa(topo, hw, o);
             g->nvlink = -1;
             g->pair_nic = -1;
             gpu_obj[hw->ngpus++] = o;
@@ -136,7 +274,7 @@ static void find_devices(hwloc_topology_t topo, struct tg_hw *hw, hwloc_obj_t *g
             copy_name(k->netdev, net ? net->name : "");
             busid_of(p, k->busid);
             root_of(o, k->root);
-            k->numa = io_numa(topo, o);
+            k->numa = io_numa(topo, hw, o);
             k->rdma = of != NULL;
             nic_obj[hw->nnics++] = o;
         }
@@ -265,6 +403,9 @@ int tg_hw_discover(const char *xml_path, struct tg_hw *hw, char *err, size_t err
         return TG_ENOMEM;
     }
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);
+    /* The whole machine, not this process's cpuset/mems (its container may
+     * be confined to the kubelet's shared CPU pool). */
+    hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
     if (xml_path && hwloc_topology_set_xml(topo, xml_path) != 0) {
         snprintf(err, errlen, "%s: cannot use as hwloc XML: %s", xml_path, strerror(errno));
         goto fail;
@@ -414,6 +555,8 @@ void tg_hw_domains(const struct tg_hw *hw, uint8_t policy, struct tg_topology *t
     t->policy = policy;
     t->nnuma = hw->nnuma;
     memcpy(t->numa, hw->numa, hw->nnuma * sizeof hw->numa[0]);
+    t->nmem = hw->nmem;
+    memcpy(t->mem, hw->mem, hw->nmem * sizeof hw->mem[0]);
     for (uint32_t g = 0; g < hw->ngpus; g++) {
         const struct tg_hw_gpu *x = &hw->gpus[g];
         uint32_t i;
@@ -457,11 +600,23 @@ static const char *dash(const char *s)
 
 void tg_hw_print(FILE *f, const struct tg_hw *hw, const struct tg_topology *t)
 {
-    fprintf(f, "machine: %s, %u PUs, %u NUMA nodes, %u GPUs, %u NICs, %u NVSwitches\n",
-            dash(hw->machine), hw->npus, hw->nnuma, hw->ngpus, hw->nnics, hw->nnvswitch);
+    fprintf(f, "machine: %s, %u PUs, %u NUMA nodes with CPUs, %u without, %u GPUs, %u NICs, "
+               "%u NVSwitches\n", dash(hw->machine), hw->npus, hw->nnuma, hw->nmem, hw->ngpus,
+            hw->nnics, hw->nnvswitch);
     for (uint32_t i = 0; i < hw->nnuma; i++)
         fprintf(f, "  NUMA %d: %u cpus, %.1f GiB\n", hw->numa[i].id, hw->numa[i].cpus,
                 (double)hw->numa[i].mem / (1024.0 * 1024 * 1024));
+    for (uint32_t i = 0; i < hw->nmem; i++) {
+        const struct tg_topo_memnode *m = &hw->mem[i];
+        fprintf(f, "  NUMA %d: no cpus, %.1f GiB, kind %s", m->id,
+                (double)m->mem / (1024.0 * 1024 * 1024), tg_topo_memkind_name(m->kind));
+        if (m->gpu[0])
+            fprintf(f, " of GPU %s", m->gpu);
+        if (m->numa >= 0)
+            fprintf(f, ", attached to NUMA %d\n", m->numa);
+        else
+            fprintf(f, ", attached to no CPU node (no locality in the topology)\n");
+    }
     for (uint32_t i = 0; i < hw->ngpus; i++) {
         const struct tg_hw_gpu *g = &hw->gpus[i];
         fprintf(f, "  GPU %u: %s [%04x:%04x] %s numa %d root %s switch %s nvlink %d",

@@ -3,7 +3,17 @@
  * XGMIBandwidth distances or `nvidia-smi topo -m` output.
  *
  * What is found:
- *  - NUMA nodes: OS index, PUs, local memory;
+ *  - NUMA nodes that own CPUs: OS index, PUs, local memory. Every PU has one
+ *    home node (as Linux's nodeN/cpulist says): of the NUMA nodes whose
+ *    locality holds it, the one of the narrowest locality, main memory
+ *    (DRAM or no subtype) before HBM/GPU/NVM/CXL/SPM, then the lowest OS
+ *    index. hwloc 2 gives a memory-only node the locality of the object it
+ *    is attached to, so HBM beside DRAM shares its CPUs: counted once;
+ *  - NUMA nodes without CPUs (GPU memory, HBM/MCDRAM in flat mode, CXL,
+ *    NVDIMM): memory attached to the CPU node of its locality, else the
+ *    unique closest one by hwloc's NUMA latency matrix (hwloc v1 exports put
+ *    them at the root with no CPUs), else none; a GPU's memory names its GPU
+ *    (hwloc's PCIBusID info on GPUMemory nodes);
  *  - GPUs: PCI devices of vendor NVIDIA (0x10de) or AMD (0x1002) and class
  *    VGA (0x0300), 3D (0x0302) or display (0x0380); bus id, NUMA node, PCIe
  *    root (host bridge, "dddd:bb"), the PCIe switch above it, its OS device
@@ -48,8 +58,9 @@ struct tg_hw_nic {
 };
 
 struct tg_hw {
-    uint32_t nnuma, ngpus, nnics, nnvswitch, npus;
-    struct tg_topo_numa numa[TG_TOPO_MAX_NUMA];
+    uint32_t nnuma, ngpus, nnics, nnvswitch, npus, nmem;
+    struct tg_topo_numa numa[TG_TOPO_MAX_NUMA];     /* nodes with CPUs */
+    struct tg_topo_memnode mem[TG_TOPO_MAX_MEMNODES]; /* nodes without CPUs */
     struct tg_hw_gpu gpus[TG_HW_MAX_GPUS];
     struct tg_hw_nic nics[TG_HW_MAX_NICS];
     uint32_t nvlink_groups;
@@ -58,8 +69,11 @@ struct tg_hw {
 };
 
 /* Discovers the live machine (xml_path NULL) or loads an hwloc XML export.
- * On failure returns TG_EIO (XML does not load) or TG_ENOMEM and writes a
- * message into err[errlen]. *hw is fully overwritten. */
+ * The whole machine is described, not only what this process's cpuset and
+ * memory binding allow (the agent's container may be confined to the
+ * kubelet's shared CPU pool). On failure returns TG_EIO (XML does not load)
+ * or TG_ENOMEM and writes a message into err[errlen]. *hw is fully
+ * overwritten. */
 int tg_hw_discover(const char *xml_path, struct tg_hw *hw, char *err, size_t errlen);
 
 /* Takes NVLink groups (and, when hwloc found no NVIDIA GPU, the GPUs and NICs
@@ -68,9 +82,10 @@ int tg_hw_discover(const char *xml_path, struct tg_hw *hw, char *err, size_t err
  * merged and TG_ERANGE is returned. */
 int tg_hw_merge_nvsmi(struct tg_hw *hw, const struct tg_nvsmi *m);
 
-/* Builds t from hw: NUMA nodes, and one GPU domain per (NUMA node, NVLink
- * group) holding GPUs, in order of first GPU; NICs go to the domains of their
- * NUMA node. policy is published as given. */
+/* Builds t from hw: NUMA nodes with CPUs, memory-only NUMA nodes, and one
+ * GPU domain per (NUMA node, NVLink group) holding GPUs, in order of first
+ * GPU; NICs go to the domains of their NUMA node. policy is published as
+ * given. */
 void tg_hw_domains(const struct tg_hw *hw, uint8_t policy, struct tg_topology *t);
 
 /* Human-readable summary of hw and t. */

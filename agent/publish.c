@@ -46,9 +46,10 @@ int tg_agent_plan(const char *node_json, size_t n, const struct tg_topology *t,
     rc = tg_topo_encode(t, &annot);
     if (rc)
         goto out;
-    if (!tg_topo_needs_patch(t, str_at(ann, "topogang.io/topology"),
-                             str_at(lab, TG_LABEL_NUMA_NODES), str_at(lab, TG_LABEL_GPU_DOMAINS),
-                             str_at(lab, TG_LABEL_GPUS_PER_DOMAIN))) {
+    const char *cur[TG_TOPO_NLABELS];
+    for (int i = 0; i < TG_TOPO_NLABELS; i++)
+        cur[i] = str_at(lab, tg_topo_label_keys[i]);
+    if (!tg_topo_needs_patch(t, str_at(ann, "topogang.io/topology"), cur)) {
         rc = 0;
         goto out;
     }

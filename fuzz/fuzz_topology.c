@@ -32,10 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_check(tg_topo_encode(&back, &b) == 0, "re-encoding failed");
     fz_check(a.len == b.len && !memcmp(a.s, b.s, a.len), "encoding not stable:\n%s\n%s",
              tg_sb_str(&a), tg_sb_str(&b));
-    char numa[16], doms[16], per[16];
-    tg_topo_labels(&t, numa, doms, per);
-    fz_check(!tg_topo_needs_patch(&t, tg_sb_str(&a), numa, doms, per),
-             "needs a patch to what it already is");
+    char val[TG_TOPO_NLABELS][16];
+    const char *cur[TG_TOPO_NLABELS];
+    tg_topo_labels(&t, val);
+    for (int i = 0; i < TG_TOPO_NLABELS; i++)
+        cur[i] = val[i];
+    fz_check(!tg_topo_needs_patch(&t, tg_sb_str(&a), cur), "needs a patch to what it already is");
     fz_check(tg_topo_patch_body(&t, tg_sb_str(&a), &patch) == 0, "patch body failed");
     for (uint32_t i = 0; i < t.nnuma; i++)
         fz_check(tg_topo_numa_index(&t, t.numa[i].id) == (int)i, "NUMA id %d not at %u",

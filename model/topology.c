@@ -15,6 +15,12 @@
 #include "util/strbuf.h"
 
 static const char *const policy_names[] = {"none", "single-numa-node", "restricted"};
+static const char *const memkind_names[TG_TOPO_MEM_NKINDS] = {
+    "memory", "gpu", "hbm", "nvm", "cxl", "spm", "dram"};
+
+const char *const tg_topo_label_keys[TG_TOPO_NLABELS] = {
+    TG_LABEL_NUMA_NODES, TG_LABEL_MEMORY_NUMA_NODES, TG_LABEL_GPU_DOMAINS,
+    TG_LABEL_GPUS_PER_DOMAIN};
 
 int tg_topo_policy_parse(const char *s, uint8_t *out)
 {
@@ -39,12 +45,57 @@ int tg_topo_numa_index(const struct tg_topology *t, int32_t id)
     return -1;
 }
 
+const char *tg_topo_memkind_name(uint8_t kind)
+{
+    return kind < TG_TOPO_MEM_NKINDS ? memkind_names[kind] : "memory";
+}
+
+int tg_topo_memkind_parse(const char *s, uint8_t *out)
+{
+    for (uint8_t i = 0; i < TG_TOPO_MEM_NKINDS; i++)
+        if (s && !strcmp(s, memkind_names[i])) {
+            *out = i;
+            return 0;
+        }
+    return TG_EINVAL;
+}
+
+int tg_topo_add_kpod(struct tg_topology *t, const char *key)
+{
+    size_t n = key ? strlen(key) : 0;
+    if (n == 0 || n >= TG_TOPO_POD_KEY || t->kpods_len + n + 1 > TG_TOPO_KPODS_BYTES)
+        return TG_ERANGE;
+    memcpy(t->kpods + t->kpods_len, key, n + 1);
+    t->kpods_len += (uint32_t)n + 1;
+    t->nkpods++;
+    return 0;
+}
+
+/* Whether id names a NUMA node or a memory node already in t. */
+static int id_taken(const struct tg_topology *t, int32_t id)
+{
+    if (tg_topo_numa_index(t, id) >= 0)
+        return 1;
+    for (uint32_t i = 0; i < t->nmem; i++)
+        if (t->mem[i].id == id)
+            return 1;
+    return 0;
+}
+
 /* ---- encoder ------------------------------------------------------------ */
 
 static int check_caps(const struct tg_topology *t)
 {
-    if (t->nnuma > TG_TOPO_MAX_NUMA || t->ndomains > TG_TOPO_MAX_DOMAINS)
+    if (t->nnuma > TG_TOPO_MAX_NUMA || t->ndomains > TG_TOPO_MAX_DOMAINS ||
+        t->nmem > TG_TOPO_MAX_MEMNODES || t->kpods_len > TG_TOPO_KPODS_BYTES)
         return TG_EINVAL;
+    for (uint32_t i = 0; i < t->nnuma; i++)
+        if ((t->numa[i].known & TG_TOPO_KCPUS) && t->numa[i].kcpus > t->numa[i].cpus)
+            return TG_EINVAL;
+    for (uint32_t i = 0; i < t->nmem; i++)
+        if (t->mem[i].kind >= TG_TOPO_MEM_NKINDS ||
+            (t->mem[i].numa >= 0 && tg_topo_numa_index(t, t->mem[i].numa) < 0))
+            return TG_EINVAL;
     for (uint32_t i = 0; i < t->ndomains; i++) {
         const struct tg_topo_domain *d = &t->domains[i];
         if (d->nroots > TG_TOPO_MAX_ROOTS || d->nnics > TG_TOPO_MAX_NICS ||
@@ -54,13 +105,54 @@ static int check_caps(const struct tg_topology *t)
     return 0;
 }
 
+static void encode_numa(const struct tg_topo_numa *n, struct tg_sb *b)
+{
+    tg_sb_printf(b, "{\"id\":%d,\"cpus\":%u,\"mem\":%llu", n->id, n->cpus,
+                 (unsigned long long)n->mem);
+    if (n->known & TG_TOPO_KCPUS)
+        tg_sb_printf(b, ",\"kcpus\":%u", n->kcpus);
+    if (n->known & TG_TOPO_KMEM)
+        tg_sb_printf(b, ",\"kmem\":%llu", (unsigned long long)n->kmem);
+    tg_sb_putc(b, '}');
+}
+
+/* The optional tail: "memnodes" and "kpods", each only when not empty. */
+static void encode_tail(const struct tg_topology *t, struct tg_sb *b)
+{
+    if (t->nmem) {
+        tg_sb_puts(b, ",\"memnodes\":[");
+        for (uint32_t i = 0; i < t->nmem; i++) {
+            const struct tg_topo_memnode *m = &t->mem[i];
+            tg_sb_printf(b, "%s{\"id\":%d,\"mem\":%llu,\"kind\":\"%s\",\"numa\":%d,\"gpu\":",
+                         i ? "," : "", m->id, (unsigned long long)m->mem,
+                         tg_topo_memkind_name(m->kind), m->numa);
+            tg_sb_json_str(b, m->gpu);
+            tg_sb_putc(b, '}');
+        }
+        tg_sb_putc(b, ']');
+    }
+    if (t->nkpods) {
+        tg_sb_puts(b, ",\"kpods\":[");
+        const char *k = t->kpods;
+        for (uint32_t i = 0; i < t->nkpods && k < t->kpods + t->kpods_len; i++) {
+            if (i)
+                tg_sb_putc(b, ',');
+            tg_sb_json_str(b, k);
+            k += strlen(k) + 1;
+        }
+        tg_sb_putc(b, ']');
+    }
+}
+
 static void encode(const struct tg_topology *t, struct tg_sb *b, int lists)
 {
     tg_sb_printf(b, "{\"v\":%d,\"policy\":\"%s\",\"numa\":[", TG_TOPO_VERSION,
                  tg_topo_policy_name(t->policy));
-    for (uint32_t i = 0; i < t->nnuma; i++)
-        tg_sb_printf(b, "%s{\"id\":%d,\"cpus\":%u,\"mem\":%llu}", i ? "," : "", t->numa[i].id,
-                     t->numa[i].cpus, (unsigned long long)t->numa[i].mem);
+    for (uint32_t i = 0; i < t->nnuma; i++) {
+        if (i)
+            tg_sb_putc(b, ',');
+        encode_numa(&t->numa[i], b);
+    }
     tg_sb_puts(b, "],\"domains\":[");
     for (uint32_t i = 0; i < t->ndomains; i++) {
         const struct tg_topo_domain *d = &t->domains[i];
@@ -81,7 +173,9 @@ static void encode(const struct tg_topology *t, struct tg_sb *b, int lists)
         }
         tg_sb_printf(b, "],\"rdma_gpus\":%u}", d->rdma_gpus);
     }
-    tg_sb_puts(b, "]}");
+    tg_sb_putc(b, ']');
+    encode_tail(t, b);
+    tg_sb_putc(b, '}');
 }
 
 int tg_topo_encode(const struct tg_topology *t, struct tg_sb *b)
@@ -158,6 +252,18 @@ static int dec_numa(struct dec *dc, const cJSON *arr, struct tg_topology *t)
         if (get_int(dc, e, "mem", 0, 9007199254740992.0, &v, "NUMA mem missing or out of range"))
             return TG_EPARSE;
         n->mem = (uint64_t)v;
+        if (cJSON_GetObjectItemCaseSensitive(e, "kcpus")) {
+            if (get_int(dc, e, "kcpus", 0, n->cpus, &v, "NUMA kcpus out of range (0..cpus)"))
+                return TG_EPARSE;
+            n->kcpus = (uint32_t)v;
+            n->known |= TG_TOPO_KCPUS;
+        }
+        if (cJSON_GetObjectItemCaseSensitive(e, "kmem")) {
+            if (get_int(dc, e, "kmem", 0, 9007199254740992.0, &v, "NUMA kmem out of range"))
+                return TG_EPARSE;
+            n->kmem = (uint64_t)v;
+            n->known |= TG_TOPO_KMEM;
+        }
         if (tg_topo_numa_index(t, n->id) >= 0)
             return fail(dc, "duplicate NUMA id");
         t->nnuma++;
@@ -230,6 +336,59 @@ static int dec_domain(struct dec *dc, const cJSON *e, struct tg_topology *t)
     return 0;
 }
 
+static int dec_memnodes(struct dec *dc, const cJSON *arr, struct tg_topology *t)
+{
+    double v;
+    if (!arr)
+        return 0;                       /* optional */
+    if (!cJSON_IsArray(arr))
+        return fail(dc, "\"memnodes\" is not an array");
+    if (cJSON_GetArraySize(arr) > TG_TOPO_MAX_MEMNODES)
+        return fail(dc, "too many memory-only NUMA nodes");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) {
+        struct tg_topo_memnode *m = &t->mem[t->nmem];
+        if (!cJSON_IsObject(e))
+            return fail(dc, "memory node entry is not an object");
+        if (get_int(dc, e, "id", 0, 4095, &v, "memory node id missing or out of range"))
+            return TG_EPARSE;
+        m->id = (int32_t)v;
+        if (id_taken(t, m->id))
+            return fail(dc, "duplicate NUMA id");
+        if (get_int(dc, e, "mem", 0, 9007199254740992.0, &v, "memory node mem missing or out of range"))
+            return TG_EPARSE;
+        m->mem = (uint64_t)v;
+        if (get_int(dc, e, "numa", -1, 4095, &v, "memory node numa missing or out of range"))
+            return TG_EPARSE;
+        m->numa = (int32_t)v;
+        if (m->numa >= 0 && tg_topo_numa_index(t, m->numa) < 0)
+            return fail(dc, "memory node attached to an unlisted NUMA node");
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "kind");
+        if (!cJSON_IsString(k) || tg_topo_memkind_parse(k->valuestring, &m->kind))
+            return fail(dc, "memory node kind unknown or missing");
+        if (get_name(dc, cJSON_GetObjectItemCaseSensitive(e, "gpu"), m->gpu, "bad memory node gpu"))
+            return TG_EPARSE;
+        t->nmem++;
+    }
+    return 0;
+}
+
+static int dec_kpods(struct dec *dc, const cJSON *arr, struct tg_topology *t)
+{
+    if (!arr)
+        return 0;                       /* optional */
+    if (!cJSON_IsArray(arr))
+        return fail(dc, "\"kpods\" is not an array");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) {
+        if (!cJSON_IsString(e) || !e->valuestring || !strchr(e->valuestring, '/'))
+            return fail(dc, "kpods entry is not a \"namespace/name\" string");
+        if (tg_topo_add_kpod(t, e->valuestring))
+            return fail(dc, "kpods too long");
+    }
+    return 0;
+}
+
 static int dec_root(struct dec *dc, const cJSON *root, struct tg_topology *t)
 {
     double v;
@@ -251,6 +410,9 @@ static int dec_root(struct dec *dc, const cJSON *root, struct tg_topology *t)
     cJSON_ArrayForEach(e, doms)
         if (dec_domain(dc, e, t))
             return TG_EPARSE;
+    if (dec_memnodes(dc, cJSON_GetObjectItemCaseSensitive(root, "memnodes"), t) ||
+        dec_kpods(dc, cJSON_GetObjectItemCaseSensitive(root, "kpods"), t))
+        return TG_EPARSE;
     return 0;
 }
 
@@ -290,8 +452,7 @@ fail:
 
 /* ---- labels and patch --------------------------------------------------- */
 
-void tg_topo_labels(const struct tg_topology *t, char numa[16], char domains[16],
-                    char per_domain[16])
+void tg_topo_labels(const struct tg_topology *t, char val[TG_TOPO_NLABELS][16])
 {
     uint32_t ndom = 0, min = 0;
     for (uint32_t i = 0; i < t->ndomains; i++) {
@@ -301,20 +462,22 @@ void tg_topo_labels(const struct tg_topology *t, char numa[16], char domains[16]
             min = t->domains[i].gpus;
         ndom++;
     }
-    snprintf(numa, 16, "%u", t->nnuma);
-    snprintf(domains, 16, "%u", ndom);
-    snprintf(per_domain, 16, "%u", min);
+    snprintf(val[0], 16, "%u", t->nnuma);
+    snprintf(val[1], 16, "%u", t->nmem);
+    snprintf(val[2], 16, "%u", ndom);
+    snprintf(val[3], 16, "%u", min);
 }
 
 int tg_topo_patch_body(const struct tg_topology *t, const char *annot, struct tg_sb *b)
 {
-    char numa[16], doms[16], per[16];
-    tg_topo_labels(t, numa, doms, per);
+    char val[TG_TOPO_NLABELS][16];
+    tg_topo_labels(t, val);
     tg_sb_puts(b, "{\"metadata\":{\"annotations\":{\"" "topogang.io/topology" "\":");
     tg_sb_json_str(b, annot);
-    tg_sb_printf(b, "},\"labels\":{\"%s\":\"%s\",\"%s\":\"%s\",\"%s\":\"%s\"}}}",
-                 TG_LABEL_NUMA_NODES, numa, TG_LABEL_GPU_DOMAINS, doms,
-                 TG_LABEL_GPUS_PER_DOMAIN, per);
+    tg_sb_puts(b, "},\"labels\":{");
+    for (int i = 0; i < TG_TOPO_NLABELS; i++)
+        tg_sb_printf(b, "%s\"%s\":\"%s\"", i ? "," : "", tg_topo_label_keys[i], val[i]);
+    tg_sb_puts(b, "}}}");
     return b->oom ? TG_ENOMEM : 0;
 }
 
@@ -324,16 +487,16 @@ static int differs(const char *cur, const char *want)
 }
 
 int tg_topo_needs_patch(const struct tg_topology *t, const char *cur_annot,
-                        const char *cur_numa, const char *cur_domains,
-                        const char *cur_per_domain)
+                        const char *const cur[TG_TOPO_NLABELS])
 {
-    char numa[16], doms[16], per[16];
+    char val[TG_TOPO_NLABELS][16];
     struct tg_sb want = {0};
     int r = 1;
 
-    tg_topo_labels(t, numa, doms, per);
-    if (differs(cur_numa, numa) || differs(cur_domains, doms) || differs(cur_per_domain, per))
-        return 1;
+    tg_topo_labels(t, val);
+    for (int i = 0; i < TG_TOPO_NLABELS; i++)
+        if (differs(cur[i], val[i]))
+            return 1;
     if (tg_topo_encode(t, &want) == 0)
         r = differs(cur_annot, tg_sb_str(&want));
     tg_sb_free(&want);

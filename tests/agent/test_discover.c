@@ -1,6 +1,7 @@
 /* Discovery against every hwloc export in testdata/hwloc: the NUMA, GPU, NIC
  * and NVLink facts its README states for each machine, and the GPU domains
  * built from them. */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -80,6 +81,8 @@ static void assert_roundtrip(void)
     assert_int_equal(back.nnuma, topo.nnuma);
     assert_int_equal(back.ndomains, topo.ndomains);
     assert_memory_equal(back.domains, topo.domains, sizeof topo.domains);
+    assert_int_equal(back.nmem, topo.nmem);
+    assert_memory_equal(back.mem, topo.mem, sizeof topo.mem);
     tg_sb_free(&b);
 }
 
@@ -347,6 +350,190 @@ static void test_pascal(void **state)
     assert_roundtrip();
 }
 
+/* ---- NUMA nodes without CPUs -------------------------------------------- */
+
+static const struct tg_topo_memnode *memnode(int32_t id)
+{
+    for (uint32_t i = 0; i < hw.nmem; i++)
+        if (hw.mem[i].id == id)
+            return &hw.mem[i];
+    return NULL;
+}
+
+static uint32_t cpus_total(void)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < hw.nnuma; i++)
+        n += hw.numa[i].cpus;
+    return n;
+}
+
+static void assert_label(int i, const char *want)
+{
+    char v[TG_TOPO_NLABELS][16];
+    tg_topo_labels(&topo, v);
+    assert_string_equal(v[i], want);
+}
+
+/* LLNL Lassen again, exported by hwloc 1.x: the 4 V100s' memory appears as
+ * NUMA nodes 252..255 with no CPUs, at the machine level, equally far from
+ * both sockets. Two NUMA nodes to align on, four memory-only ones attached
+ * to no socket; GPUs and domains stay on the CPU nodes. */
+static void test_lassen_v1_gpu_memory(void **state)
+{
+    (void)state;
+    load("llnl-lassen-hwloc1_2s-power9_4xV100_4x-gpu-memory-numa.xml");
+    assert_int_equal(hw.nnuma, 2);
+    assert_int_equal(hw.numa[0].id, 0);
+    assert_int_equal(hw.numa[1].id, 8);
+    assert_int_equal(hw.npus, 160);
+    assert_int_equal(cpus_total(), 160);
+    assert_int_equal(hw.nmem, 4);
+    for (int32_t id = 252; id <= 255; id++) {
+        const struct tg_topo_memnode *m = memnode(id);
+        assert_non_null(m);
+        assert_int_equal(m->mem, 16911433728ULL);
+        assert_int_equal(m->numa, -1);           /* latency 80 to both sockets */
+        assert_string_equal(m->gpu, "");         /* hwloc 1.x did not say whose */
+    }
+    assert_int_equal(hw.ngpus, 4);
+    assert_int_equal(gpus_on_numa(0), 2);
+    assert_int_equal(gpus_on_numa(8), 2);
+    assert_int_equal(topo.nnuma, 2);
+    assert_int_equal(topo.nmem, 4);
+    assert_int_equal(topo.ndomains, 2);
+    assert_int_equal(topo.domains[0].numa, 0);
+    assert_int_equal(topo.domains[1].numa, 8);
+    assert_label(0, "2");                        /* numa-nodes: where CPUs align */
+    assert_label(1, "4");                        /* memory-numa-nodes */
+    assert_roundtrip();
+}
+
+/* An IBM AC922 (POWER9 + 6 V100 over NVLink 2) with the GPUs' memory kept as
+ * NUMA nodes, from hwloc's own test data: hwloc 2 marks them GPUMemory with
+ * the GPU's PCI bus id and attaches them to their socket. */
+static void test_power9_gpumemory(void **state)
+{
+    (void)state;
+    load("ibm-ac922-power9_6xV100-gpumemory-numa_hwloc-testdata.xml");
+    assert_int_equal(hw.nnuma, 2);
+    assert_int_equal(cpus_total(), hw.npus);
+    assert_int_equal(hw.numa[0].cpus, 16);
+    assert_int_equal(hw.numa[1].cpus, 16);
+    assert_int_equal(hw.nmem, 6);
+    static const struct { int32_t id, numa; const char *gpu; } want[] = {
+        {253, 0, "0006:00:00.0"}, {254, 0, "0004:06:00.0"}, {255, 0, "0004:05:00.0"},
+        {250, 8, "0035:05:00.0"}, {251, 8, "0035:04:00.0"}, {252, 8, "0007:00:00.0"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const struct tg_topo_memnode *m = memnode(want[i].id);
+        assert_non_null(m);
+        assert_int_equal(m->kind, TG_TOPO_MEM_GPU);
+        assert_int_equal(m->numa, want[i].numa);
+        assert_string_equal(m->gpu, want[i].gpu);
+        assert_int_equal(m->mem, 16106127360ULL);
+    }
+    assert_label(0, "2");
+    assert_label(1, "6");
+    assert_roundtrip();
+}
+
+/* DEEP-ER KNL node knl05, SNC4 + flat MCDRAM, exported twice: by hwloc 1.x
+ * (the 4 MCDRAM nodes at the root, cpuset 0, found near their quadrant by
+ * the latency matrix) and by hwloc 2.4 (each MCDRAM node beside the DRAM
+ * node of its quadrant, with the same 64 PUs). Both give 4 CPU NUMA nodes of
+ * 64 PUs and MCDRAM 4..7 attached to DRAM 0..3: the PUs are counted once. */
+static void test_knl_snc4_flat_v1_and_v2(void **state)
+{
+    (void)state;
+    struct tg_hw v1;
+    for (int pass = 0; pass < 2; pass++) {
+        load(pass ? "deep-er-knl05-hwloc2_knl-snc4-flat_4x-mcdram-numa.xml"
+                  : "deep-er-knl05-hwloc1_knl-snc4-flat_4x-mcdram-numa.xml");
+        assert_int_equal(hw.npus, 256);
+        assert_int_equal(cpus_total(), 256);
+        assert_int_equal(hw.nnuma, 4);
+        assert_int_equal(hw.nmem, 4);
+        for (uint32_t i = 0; i < 4; i++) {
+            assert_int_equal(hw.numa[i].id, (int32_t)i);
+            assert_int_equal(hw.numa[i].cpus, 64);
+            const struct tg_topo_memnode *m = memnode((int32_t)i + 4);
+            assert_non_null(m);
+            assert_int_equal(m->numa, (int32_t)i);
+            assert_true(m->mem > 4000000000ULL && m->mem < 4300000000ULL);
+        }
+        assert_label(0, "4");
+        assert_label(1, "4");
+        assert_roundtrip();
+        if (!pass) {
+            v1 = hw;
+        } else {
+            assert_memory_equal(v1.numa, hw.numa, sizeof hw.numa);
+            assert_memory_equal(v1.mem, hw.mem, 4 * sizeof hw.mem[0]);
+        }
+    }
+}
+
+/* DEEP-SEA Intel Xeon Max 9462 in flat (1LM) mode, SNC4 on 2 sockets: 8
+ * DRAM NUMA nodes of 16 PUs, each with a 16 GiB HBM node (8..15) beside it
+ * in hwloc 2's tree. Before: 16 NUMA nodes claiming 256 PUs on a 128-PU
+ * machine. */
+static void test_xeon_max_flat_hbm(void **state)
+{
+    (void)state;
+    load("deep-sea-intelmax01_2s-xeon-max-9462-flat_8x-hbm-numa.xml");
+    assert_int_equal(hw.npus, 128);
+    assert_int_equal(cpus_total(), 128);
+    assert_int_equal(hw.nnuma, 8);
+    assert_int_equal(hw.nmem, 8);
+    for (int32_t id = 8; id < 16; id++) {
+        const struct tg_topo_memnode *m = memnode(id);
+        assert_non_null(m);
+        assert_int_equal(m->numa, id - 8);
+        assert_int_equal(m->mem, 17179869184ULL);
+        assert_int_equal(tg_topo_numa_index(&topo, id), -1);
+    }
+    assert_label(0, "8");
+    assert_label(1, "8");
+    assert_roundtrip();
+}
+
+/* Every export: no PU is counted by two NUMA nodes, memory-only nodes are
+ * attached to a listed CPU node or to none, no id is both, and a GPU domain
+ * sits on a CPU node. Every PU has a home node, except on the Threadripper
+ * 2990WX: its two dies without memory are NUMA nodes without memory, which
+ * hwloc 2 does not represent (their 32 PUs belong to no NUMA object). */
+static void test_every_export_pus_once(void **state)
+{
+    (void)state;
+    char dir[1024];
+    DIR *d = opendir(td_path("hwloc", dir, sizeof dir));
+    assert_non_null(d);
+    struct dirent *e;
+    int seen = 0;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".xml"))
+            continue;
+        load(e->d_name);
+        seen++;
+        int memless = !strncmp(e->d_name, "chimera_", 8);
+        if (memless ? cpus_total() > hw.npus : cpus_total() != hw.npus)
+            fail_msg("%s: NUMA nodes hold %u PUs, the machine has %u", e->d_name, cpus_total(),
+                     hw.npus);
+        for (uint32_t i = 0; i < hw.nmem; i++) {
+            assert_int_equal(tg_topo_numa_index(&topo, hw.mem[i].id), -1);
+            assert_true(hw.mem[i].numa == -1 || tg_topo_numa_index(&topo, hw.mem[i].numa) >= 0);
+        }
+        for (uint32_t i = 0; i < topo.ndomains; i++)
+            assert_true(topo.domains[i].numa == -1 ||
+                        topo.numa[tg_topo_numa_index(&topo, topo.domains[i].numa)].cpus > 0);
+        assert_roundtrip();
+    }
+    closedir(d);
+    assert_true(seen >= 13);
+}
+
 /* An nvidia-smi matrix with as many GPUs as hwloc found gives them their
  * NVLink groups; one with a different count is refused. */
 static void test_merge_nvsmi(void **state)
@@ -437,6 +624,11 @@ int main(void)
         cmocka_unit_test(test_tioga),
         cmocka_unit_test(test_chimera),
         cmocka_unit_test(test_pascal),
+        cmocka_unit_test(test_lassen_v1_gpu_memory),
+        cmocka_unit_test(test_power9_gpumemory),
+        cmocka_unit_test(test_knl_snc4_flat_v1_and_v2),
+        cmocka_unit_test(test_xeon_max_flat_hbm),
+        cmocka_unit_test(test_every_export_pus_once),
         cmocka_unit_test(test_merge_nvsmi),
         cmocka_unit_test(test_nvsmi_only_domains),
         cmocka_unit_test(test_bad_xml),

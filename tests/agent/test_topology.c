@@ -74,6 +74,95 @@ static void test_roundtrip(void **state)
     free(s);
 }
 
+/* The sample plus what newer agents add: NUMA nodes without CPUs, the
+ * kubelet's exclusive CPUs and memory per NUMA node, and the pods already
+ * counted in them. */
+static void sample_full(struct tg_topology *x)
+{
+    sample(x);
+    x->numa[0].known = TG_TOPO_KCPUS | TG_TOPO_KMEM;
+    x->numa[0].kcpus = 40;
+    x->numa[0].kmem = 190000000000ULL;
+    x->numa[1].known = TG_TOPO_KMEM;
+    x->numa[1].kmem = 5;
+    x->nmem = 2;
+    x->mem[0] = (struct tg_topo_memnode){.id = 252, .numa = 0, .mem = 16911433728ULL,
+                                         .kind = TG_TOPO_MEM_GPU};
+    snprintf(x->mem[0].gpu, TG_TOPO_NAME, "0004:04:00.0");
+    x->mem[1] = (struct tg_topo_memnode){.id = 9, .numa = -1, .mem = 1, .kind = TG_TOPO_MEM_OTHER};
+    assert_int_equal(tg_topo_add_kpod(x, "ml/train-0"), 0);
+    assert_int_equal(tg_topo_add_kpod(x, "kube-system/\"quoted\""), 0);
+}
+
+static void test_roundtrip_full(void **state)
+{
+    (void)state;
+    sample_full(&t);
+    char *s = encode(&t);
+    assert_non_null(strstr(s, "\"kcpus\":40,\"kmem\":190000000000}"));
+    assert_non_null(strstr(s, "{\"id\":1,\"cpus\":48,\"mem\":202937204736,\"kmem\":5}"));
+    assert_non_null(strstr(s, "\"memnodes\":[{\"id\":252,\"mem\":16911433728,\"kind\":\"gpu\","
+                              "\"numa\":0,\"gpu\":\"0004:04:00.0\"}"));
+    assert_non_null(strstr(s, "\"kpods\":[\"ml/train-0\",\"kube-system/\\\"quoted\\\"\"]"));
+    assert_int_equal(dec(s), 0);
+    assert_memory_equal(&back, &t, sizeof t);
+    char *again = encode(&back);
+    assert_string_equal(again, s);
+    free(again);
+    free(s);
+
+    /* without the new parts the text is what older agents wrote */
+    sample(&t);
+    s = encode(&t);
+    assert_null(strstr(s, "memnodes"));
+    assert_null(strstr(s, "kpods"));
+    assert_null(strstr(s, "kcpus"));
+    free(s);
+
+    /* kcpus above the NUMA node's CPUs, or a memory node on an unknown NUMA
+     * node, cannot be encoded (the decoder would refuse them) */
+    sample_full(&t);
+    t.numa[0].kcpus = 49;
+    struct tg_sb b = {0};
+    assert_int_equal(tg_topo_encode(&t, &b), TG_EINVAL);
+    sample_full(&t);
+    t.mem[1].numa = 5;
+    assert_int_equal(tg_topo_encode(&t, &b), TG_EINVAL);
+    tg_sb_free(&b);
+
+    /* kpods: names only, a cap on bytes */
+    sample(&t);
+    assert_int_equal(tg_topo_add_kpod(&t, ""), TG_ERANGE);
+    assert_int_equal(tg_topo_add_kpod(&t, NULL), TG_ERANGE);
+    char name[TG_TOPO_POD_KEY + 1];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    assert_int_equal(tg_topo_add_kpod(&t, name), TG_ERANGE);
+    name[200] = 0;
+    name[3] = '/';
+    int added = 0;
+    while (tg_topo_add_kpod(&t, name) == 0)
+        added++;
+    assert_int_equal(added, TG_TOPO_KPODS_BYTES / 201);
+    s = encode(&t);
+    assert_true(strlen(s) < TG_TOPO_MAX_JSON);
+    assert_int_equal(dec(s), 0);
+    assert_int_equal(back.nkpods, (uint32_t)added);
+    free(s);
+}
+
+static void test_memkind_names(void **state)
+{
+    (void)state;
+    uint8_t k = 99;
+    for (uint8_t i = 0; i < TG_TOPO_MEM_NKINDS; i++) {
+        assert_int_equal(tg_topo_memkind_parse(tg_topo_memkind_name(i), &k), 0);
+        assert_int_equal(k, i);
+    }
+    assert_int_equal(tg_topo_memkind_parse("MCDRAM", &k), TG_EINVAL);
+    assert_string_equal(tg_topo_memkind_name(200), "memory");
+}
+
 static void test_policy_names(void **state)
 {
     (void)state;
@@ -90,7 +179,7 @@ static void test_policy_names(void **state)
 static void test_every_truncation(void **state)
 {
     (void)state;
-    sample(&t);
+    sample_full(&t);
     char *s = encode(&t);
     size_t n = strlen(s);
     static const struct tg_topology zero;
@@ -147,6 +236,31 @@ static void test_hostile(void **state)
         "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":["
             "{\"id\":200,\"numa\":0,\"gpus\":1,\"nvlink\":-1,\"roots\":[],\"nics\":[],\"rdma_gpus\":0}]}",
         "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[null]}",
+        /* kubelet figures */
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":2,\"mem\":1,\"kcpus\":3}],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":2,\"mem\":1,\"kcpus\":-1}],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":2,\"mem\":1,\"kmem\":\"1Gi\"}],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":2,\"mem\":1,\"kmem\":1.5}],\"domains\":[]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],\"kpods\":{}}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],\"kpods\":[7]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],\"kpods\":[\"noslash\"]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],\"kpods\":[\"\"]}",
+        /* memory-only NUMA nodes */
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],\"memnodes\":{}}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],\"memnodes\":[1]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":1,\"mem\":1}],\"domains\":[],"
+            "\"memnodes\":[{\"id\":0,\"mem\":1,\"kind\":\"gpu\",\"numa\":-1,\"gpu\":\"\"}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],"
+            "\"memnodes\":[{\"id\":1,\"mem\":1,\"kind\":\"gpu\",\"numa\":-1,\"gpu\":\"\"},"
+            "{\"id\":1,\"mem\":1,\"kind\":\"gpu\",\"numa\":-1,\"gpu\":\"\"}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],"
+            "\"memnodes\":[{\"id\":1,\"mem\":1,\"kind\":\"gpu\",\"numa\":0,\"gpu\":\"\"}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],"
+            "\"memnodes\":[{\"id\":1,\"mem\":1,\"kind\":\"MCDRAM\",\"numa\":-1,\"gpu\":\"\"}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],"
+            "\"memnodes\":[{\"id\":1,\"mem\":1,\"kind\":\"gpu\",\"numa\":-1}]}",
+        "{\"v\":1,\"policy\":\"none\",\"numa\":[],\"domains\":[],"
+            "\"memnodes\":[{\"id\":1,\"mem\":-1,\"kind\":\"gpu\",\"numa\":-1,\"gpu\":\"\"}]}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (dec(bad[i]) == 0)
@@ -262,20 +376,27 @@ static void test_not_nul_terminated(void **state)
 static void test_labels(void **state)
 {
     (void)state;
-    char a[16], b[16], c[16];
+    char v[TG_TOPO_NLABELS][16];
     sample(&t);
     t.domains[1].gpus = 2;
     t.domains[1].rdma_gpus = 1;
-    tg_topo_labels(&t, a, b, c);
-    assert_string_equal(a, "2");
-    assert_string_equal(b, "2");
-    assert_string_equal(c, "2");                 /* the smallest domain */
+    tg_topo_labels(&t, v);
+    assert_string_equal(tg_topo_label_keys[0], TG_LABEL_NUMA_NODES);
+    assert_string_equal(v[0], "2");
+    assert_string_equal(tg_topo_label_keys[1], TG_LABEL_MEMORY_NUMA_NODES);
+    assert_string_equal(v[1], "0");
+    assert_string_equal(tg_topo_label_keys[2], TG_LABEL_GPU_DOMAINS);
+    assert_string_equal(v[2], "2");
+    assert_string_equal(tg_topo_label_keys[3], TG_LABEL_GPUS_PER_DOMAIN);
+    assert_string_equal(v[3], "2");              /* the smallest domain */
     memset(&t, 0, sizeof t);
     t.nnuma = 1;
-    tg_topo_labels(&t, a, b, c);
-    assert_string_equal(a, "1");
-    assert_string_equal(b, "0");
-    assert_string_equal(c, "0");
+    t.nmem = 3;
+    tg_topo_labels(&t, v);
+    assert_string_equal(v[0], "1");
+    assert_string_equal(v[1], "3");
+    assert_string_equal(v[2], "0");
+    assert_string_equal(v[3], "0");
 }
 
 static void test_patch_body(void **state)
@@ -295,15 +416,26 @@ static void test_patch_body(void **state)
     assert_string_equal(cJSON_GetObjectItem(labels, TG_LABEL_NUMA_NODES)->valuestring, "2");
     assert_string_equal(cJSON_GetObjectItem(labels, TG_LABEL_GPU_DOMAINS)->valuestring, "2");
     assert_string_equal(cJSON_GetObjectItem(labels, TG_LABEL_GPUS_PER_DOMAIN)->valuestring, "4");
+    assert_string_equal(cJSON_GetObjectItem(labels, TG_LABEL_MEMORY_NUMA_NODES)->valuestring, "0");
     cJSON_Delete(root);
     tg_sb_free(&p);
 
-    assert_int_equal(tg_topo_needs_patch(&t, annot, "2", "2", "4"), 0);
-    assert_int_equal(tg_topo_needs_patch(&t, NULL, "2", "2", "4"), 1);
-    assert_int_equal(tg_topo_needs_patch(&t, annot, "2", "2", NULL), 1);
-    assert_int_equal(tg_topo_needs_patch(&t, annot, "2", "3", "4"), 1);
+
+    const char *cur[TG_TOPO_NLABELS] = {"2", "0", "2", "4"};
+    assert_int_equal(tg_topo_needs_patch(&t, annot, cur), 0);
+    assert_int_equal(tg_topo_needs_patch(&t, NULL, cur), 1);
+    cur[3] = NULL;
+    assert_int_equal(tg_topo_needs_patch(&t, annot, cur), 1);
+    cur[3] = "4";
+    cur[1] = NULL;                               /* published by an older agent */
+    assert_int_equal(tg_topo_needs_patch(&t, annot, cur), 1);
+    cur[1] = "0";
+    cur[2] = "3";
+    assert_int_equal(tg_topo_needs_patch(&t, annot, cur), 1);
+    cur[2] = "2";
     t.domains[0].gpus = 3;                       /* a GPU went away */
-    assert_int_equal(tg_topo_needs_patch(&t, annot, "2", "2", "3"), 1);
+    cur[3] = "3";
+    assert_int_equal(tg_topo_needs_patch(&t, annot, cur), 1);
     free(annot);
 }
 
@@ -325,7 +457,7 @@ static void test_plan(void **state)
                       "\"topogang.io/topology\":");
     tg_sb_json_str(&node, annot);
     tg_sb_puts(&node, "},\"labels\":{\"topogang.io/numa-nodes\":\"2\",\"topogang.io/gpu-domains\":\"2\","
-                      "\"topogang.io/gpus-per-domain\":\"4\"}}}");
+                      "\"topogang.io/memory-numa-nodes\":\"0\",\"topogang.io/gpus-per-domain\":\"4\"}}}");
     tg_sb_reset(&patch);
     assert_int_equal(tg_agent_plan(node.s, node.len, &t, &patch), 0);
     assert_int_equal(patch.len, 0);
@@ -348,7 +480,7 @@ static void test_plan(void **state)
 static void test_mutations(void **state)
 {
     (void)state;
-    sample(&t);
+    sample_full(&t);
     char *s = encode(&t);
     size_t n = strlen(s);
     static const char alphabet[] = "{}[]\",:-0123456789.eE truefalsnl\\";
@@ -388,6 +520,15 @@ static void test_mutations(void **state)
                 assert_true(back.domains[d].numa == -1 ||
                             tg_topo_numa_index(&back, back.domains[d].numa) >= 0);
             }
+            assert_true(back.nmem <= TG_TOPO_MAX_MEMNODES);
+            for (uint32_t k = 0; k < back.nmem; k++) {
+                assert_true(back.mem[k].numa == -1 ||
+                            tg_topo_numa_index(&back, back.mem[k].numa) >= 0);
+                assert_int_equal(tg_topo_numa_index(&back, back.mem[k].id), -1);
+            }
+            for (uint32_t k = 0; k < back.nnuma; k++)
+                assert_true(!(back.numa[k].known & TG_TOPO_KCPUS) ||
+                            back.numa[k].kcpus <= back.numa[k].cpus);
             struct tg_sb re = {0};
             assert_int_equal(tg_topo_encode(&back, &re), 0);
             tg_sb_free(&re);
@@ -412,6 +553,8 @@ int main(void)
         cmocka_unit_test(test_oversized_encodes_compact),
         cmocka_unit_test(test_not_nul_terminated),
         cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_roundtrip_full),
+        cmocka_unit_test(test_memkind_names),
         cmocka_unit_test(test_patch_body),
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_mutations),
