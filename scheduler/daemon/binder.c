@@ -1,15 +1,21 @@
-/* The binder: every placed member of a gang is bound concurrently through
- * the Binding subresource, within api.bindConcurrency requests in flight over
- * all gangs (the client's qps/burst limiter applies too). A failed bind is
- * retried (gang.bindRetries) unless the pod is gone or taken. When the gang
- * cannot reach minMember, the members bound in this attempt are deleted
- * (their controller recreates them), assumptions are dropped, an Event says
- * so, and the gang goes back to the queue with backoff.
+/* The binder: every placed member of a PLACE decision is bound concurrently
+ * through the Binding subresource, within api.bindConcurrency requests in
+ * flight over all gangs (the client's api.qps/burst limiter applies too). A
+ * failed bind is retried (gang.bindRetries) unless the pod is gone, taken or
+ * refused (404, 409, 422, 403). When the gang reaches minMember the failed
+ * members are forgotten and tried again after a backoff; when it cannot, the
+ * members bound in this attempt are deleted (their controller recreates
+ * them) and the gang backs off. The engine hears how it ended
+ * (tg_engine_forget, tg_engine_bind_done), the reporter through on_note.
  *
- * An assumed pod counts as placed from the cycle until the informer sees it
- * bound; if it never does (deleted right after binding), the assumption
- * expires after a minute (tg__assumed_sweep), as kube-scheduler's cache TTL. */
-#include "scheduler/daemon/daemon.h"
+ * Assumptions, as kube-scheduler's cache: a placed pod is assumed in the
+ * model from the decision on; after a successful bind it stays assumed until
+ * the informer sees it bound, or a minute passes without that (deleted right
+ * after binding): then it is forgotten (tg__binder_tick).
+ *
+ * Ops waiting for a slot sit on an intrusive list, so queueing one cannot
+ * fail; every op is also on a list of all ops, freed with the binder. */
+#include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -22,305 +28,446 @@
 #define C "binder"
 
 enum { B_WAIT, B_INFLIGHT, B_OK, B_FAILED };
-enum { ASSUME_TTL_MS = 60000 };
+enum { ASSUME_TTL_MS = 60000, SLOW_MS = 1000 };
+
+struct bindop;
 
 struct bindpod {
-    struct tg_bindop *op;
-    char *key, *ns, *name, *uid, *node;
+    struct bindop *op;
+    char *key, *ns, *uid, *node;        /* owned */
+    const char *name;                   /* inside key */
     uint8_t state, tries;
     uint64_t t0;
     long status;
     char msg[160];
 };
 
-struct tg_bindop {
-    struct tg_daemon *d;
-    struct tg_dgang *g;
+struct bindop {
+    struct tg__binder *b;
+    struct bindop *next, *prev;         /* every op */
+    struct bindop *qnext, *qprev;       /* ops with binds waiting for a slot */
+    char *gang, *level, *domain;        /* owned */
     struct bindpod *p;
-    uint32_t n, ok, failed, must, inflight;
-    uint32_t base;                      /* members bound before this attempt */
-    int queued;
+    uint32_t n, ok, failed, must;
+    int64_t first_seen_ms;              /* the gang's, for the e2e metrics */
+    int64_t start_ms;                   /* loop ms of its first bind sent, 0 before */
+    uint8_t queued, slow_noted;
 };
+
+struct tg__binder {
+    struct tg_engine *e;
+    struct tg_client *c;
+    uv_loop_t *loop;
+    struct tg__binder_hooks h;
+    struct bindop all, queue;           /* sentinels */
+    uint32_t inflight, stopping;
+    struct tg_hmap assumed;             /* pod key (owned) -> expiry, loop ms */
+};
+
+/* ---- lists ------------------------------------------------------------------------------- */
+
+static void all_add(struct tg__binder *b, struct bindop *op)
+{
+    op->prev = b->all.prev;
+    op->next = &b->all;
+    b->all.prev->next = op;
+    b->all.prev = op;
+}
+
+static void all_del(struct bindop *op)
+{
+    op->prev->next = op->next;
+    op->next->prev = op->prev;
+}
+
+static void enqueue(struct tg__binder *b, struct bindop *op)
+{
+    if (op->queued)
+        return;
+    op->qprev = b->queue.qprev;
+    op->qnext = &b->queue;
+    b->queue.qprev->qnext = op;
+    b->queue.qprev = op;
+    op->queued = 1;
+}
+
+static void dequeue(struct bindop *op)
+{
+    if (!op->queued)
+        return;
+    op->qprev->qnext = op->qnext;
+    op->qnext->qprev = op->qprev;
+    op->queued = 0;
+}
+
+/* ---- assumptions ----------------------------------------------------------------------- */
 
 struct assumed {
     char *key;
     int64_t expiry;
 };
 
-void tg__assumed_set(struct tg_daemon *d, const char *key, int64_t expiry, int keep)
+/* After a successful bind: forgotten at expiry unless seen bound before. On
+ * out of memory the assumption goes at once (the bound stream brings the
+ * pod back): nothing may stay assumed without an expiry. */
+static void assumed_set(struct tg__binder *b, const char *key, int64_t expiry)
 {
     uint64_t v;
-    if (tg_hmap_get(&d->assumed, key, strlen(key), &v)) {
-        struct assumed *a = (struct assumed *)(uintptr_t)v;
-        if (!keep || expiry < a->expiry)
-            a->expiry = expiry;
+    if (tg_hmap_get(&b->assumed, key, strlen(key), &v)) {
+        ((struct assumed *)(uintptr_t)v)->expiry = expiry;
         return;
     }
     struct assumed *a = malloc(sizeof *a);
     if (!a || !(a->key = strdup(key))) {
         free(a);
+        tg_engine_forget(b->e, key);
         return;
     }
     a->expiry = expiry;
-    if (tg_hmap_put(&d->assumed, a->key, strlen(a->key), (uint64_t)(uintptr_t)a)) {
+    if (tg_hmap_put(&b->assumed, a->key, strlen(a->key), (uint64_t)(uintptr_t)a)) {
         free(a->key);
         free(a);
+        tg_engine_forget(b->e, key);
     }
 }
 
-void tg__assumed_del(struct tg_daemon *d, const char *key)
+static void assumed_drop(struct tg__binder *b, struct assumed *a)
 {
-    uint64_t v;
-    if (!tg_hmap_get(&d->assumed, key, strlen(key), &v))
-        return;
-    struct assumed *a = (struct assumed *)(uintptr_t)v;
-    tg_hmap_del(&d->assumed, key, strlen(key));
+    tg_hmap_del(&b->assumed, a->key, strlen(a->key));
     free(a->key);
     free(a);
 }
 
-void tg__assumed_clear(struct tg_daemon *d)
+void tg__binder_tick(struct tg__binder *b)
 {
+    int64_t now = (int64_t)uv_now(b->loop);
     uint32_t pos = 0;
     const struct tg_hslot *s;
-    while ((s = tg_hmap_next(&d->assumed, &pos))) {
+    while ((s = tg_hmap_next(&b->assumed, &pos))) {
         struct assumed *a = (struct assumed *)(uintptr_t)s->val;
-        free(a->key);
-        free(a);
-    }
-    tg_hmap_free(&d->assumed);
-}
-
-void tg__assumed_sweep(struct tg_daemon *d)
-{
-    int64_t now = (int64_t)uv_now(d->loop);
-    uint32_t pos = 0;
-    const struct tg_hslot *s;
-    while ((s = tg_hmap_next(&d->assumed, &pos))) {
-        struct assumed *a = (struct assumed *)(uintptr_t)s->val;
-        if (a->expiry > now)
-            continue;
-        struct tg_usage *u = tg_cluster_usage(&d->sched.cluster, a->key);
-        if (u && u->assumed) {
+        const struct tg_usage *u = tg_cluster_usage(&b->e->sched.cluster, a->key);
+        if (u && u->kind == TG_USAGE_ASSUMED && a->expiry > now)
+            continue; /* not seen bound yet */
+        if (u && u->kind == TG_USAGE_ASSUMED) {
             tg_debug(C, "assumption of %s expired: never seen bound", a->key);
-            tg_cluster_pod_delete(&d->sched.cluster, a->key);
+            tg_engine_forget(b->e, a->key);
         }
-        tg_hmap_del(&d->assumed, a->key, strlen(a->key));
-        free(a->key);
-        free(a);
+        assumed_drop(b, a);
     }
+    for (struct bindop *op = b->all.next; op != &b->all; op = op->next)
+        if (op->start_ms && !op->slow_noted && now - op->start_ms > SLOW_MS) {
+            op->slow_noted = 1; /* binds slower than a second: say so, once */
+            struct tg__bind_note n = {.what = TG__BIND_SLOW, .pods = op->n, .must = op->must,
+                                      .level = op->level, .domain = op->domain};
+            if (b->h.on_note)
+                b->h.on_note(b->h.ud, op->gang, &n);
+        }
+    tg_metrics_set(TG_G_ASSUMED_PODS, tg__binder_assumed(b));
 }
 
-static void op_free(struct tg_bindop *op)
+/* ---- ops ----------------------------------------------------------------------------------- */
+
+static void op_free(struct bindop *op)
 {
-    for (uint32_t i = 0; i < op->n; i++) {
+    for (uint32_t i = 0; op->p && i < op->n; i++) {
         free(op->p[i].key);
         free(op->p[i].ns);
         free(op->p[i].uid);
         free(op->p[i].node);
     }
     free(op->p);
+    free(op->gang);
+    free(op->level);
+    free(op->domain);
     free(op);
+}
+
+static void note(struct bindop *op, uint8_t what, uint32_t deleted)
+{
+    struct tg__bind_note n = {.what = what, .pods = op->n, .ok = op->ok, .failed = op->failed,
+                              .must = op->must, .deleted = deleted, .level = op->level,
+                              .domain = op->domain};
+    for (uint32_t i = 0; i < op->n && !n.fail_key; i++)
+        if (op->p[i].state == B_FAILED) {
+            n.fail_key = op->p[i].key;
+            n.fail_msg = op->p[i].msg;
+            n.fail_status = op->p[i].status;
+        }
+    if (op->b->h.on_note)
+        op->b->h.on_note(op->b->h.ud, op->gang, &n);
 }
 
 static void on_deleted(void *ud, const struct tg_resp *r)
 {
-    (void)ud;
     if (r->err && r->status != 404)
-        tg_warn(C, "rollback delete failed: %s (HTTP %ld)", r->msg ? r->msg : tg_strerror(r->err),
-                r->status);
+        tg_warn(C, "%s failed: %s (HTTP %ld)", (const char *)ud,
+                r->msg ? r->msg : tg_strerror(r->err), r->status);
 }
 
-static void dequeue(struct tg_daemon *d, struct tg_bindop *op)
+/* minMember reached: failed members are forgotten and tried again later. */
+static void succeeded(struct bindop *op)
 {
-    for (uint32_t i = 0; op->queued && i < d->nbindq; i++)
-        if (d->bindq[i] == op) {
-            memmove(d->bindq + i, d->bindq + i + 1, (d->nbindq - i - 1) * sizeof *d->bindq);
-            d->nbindq--;
-            op->queued = 0;
-        }
+    struct tg__binder *b = op->b;
+    for (uint32_t i = 0; i < op->n; i++)
+        if (op->p[i].state == B_FAILED)
+            tg_engine_forget(b->e, op->p[i].key);
+    double e2e = (double)(tg__wall_ms() - op->first_seen_ms) / 1e3;
+    tg_metrics_observe(TG_H_GANG_E2E, e2e);
+    for (uint32_t i = 0; i < op->ok; i++)
+        tg_metrics_observe(TG_H_POD_E2E, e2e);
+    note(op, TG__BIND_DONE, 0);
 }
 
-static void complete(struct tg_bindop *op)
+/* minMember not reached: the members bound now are deleted; they stay
+ * assumed (with their expiry) until the informer sees them go. */
+static void rolled_back(struct bindop *op)
 {
-    struct tg_daemon *d = op->d;
-    struct tg_dgang *g = op->g;
-    dequeue(d, op); /* it may still be queued when its last bind filled the limit */
-    g->op = NULL;
-    if (op->ok >= op->must && op->ok > 0) {
-        for (uint32_t i = 0; i < op->n; i++)
-            if (op->p[i].state == B_FAILED)
-                tg_cluster_pod_delete(&d->sched.cluster, op->p[i].key);
-        double e2e = (double)(tg__wall_ms() - g->first_seen_ms) / 1e3;
-        tg_metrics_observe(TG_H_GANG_E2E, e2e);
-        for (uint32_t i = 0; i < op->ok; i++)
-            tg_metrics_observe(TG_H_POD_E2E, e2e);
-        if (op->failed)
-            snprintf(g->reason, sizeof g->reason, "bound %u of %u (%u failed and wait for another try)",
-                     op->ok, op->n, op->failed);
-        else
-            snprintf(g->reason, sizeof g->reason, "bound %u pod(s) in %s %s", op->ok, g->level,
-                     g->domain[0] ? g->domain : "(cluster)");
-        g->phase = op->failed ? TG_PG_PENDING : TG_PG_SCHEDULED;
-        g->nbound_known = op->base + op->ok;
-        tg_info(C, "gang %s: %s", g->key, g->reason);
-        tg__gang_report(d, g, "Normal", "Scheduled");
-        g->reason[0] = 0;
-        if (op->failed)
-            tg__gang_backoff(d, g);
-    } else {
-        uint32_t deleted = 0;
-        for (uint32_t i = 0; i < op->n; i++) {
-            struct bindpod *b = &op->p[i];
-            tg_cluster_pod_delete(&d->sched.cluster, b->key);
-            tg__assumed_del(d, b->key);
-            if (b->state == B_OK) {
-                tg_api_delete_pod(d->client, b->ns, b->name, 0, b->uid, on_deleted, NULL);
-                deleted++;
-            }
+    struct tg__binder *b = op->b;
+    uint32_t deleted = 0;
+    for (uint32_t i = 0; i < op->n; i++) {
+        struct bindpod *p = &op->p[i];
+        if (p->state != B_OK) {
+            tg_engine_forget(b->e, p->key);
+            continue;
         }
-        const struct bindpod *f = NULL;
-        for (uint32_t i = 0; i < op->n && !f; i++)
-            if (op->p[i].state == B_FAILED)
-                f = &op->p[i];
-        snprintf(g->reason, sizeof g->reason,
-                 "bound %u of %u, needed %u: rolled back, deleted %u bound member(s); first "
-                 "failure %s: %s (HTTP %ld)", op->ok, op->n, op->must, deleted,
-                 f ? f->key : "-", f ? f->msg : "-", f ? f->status : 0L);
-        tg_warn(C, "gang %s: %s", g->key, g->reason);
-        tg_metrics_inc(TG_M_ROLLBACKS, 1);
-        tg_metrics_inc(TG_M_PODS_DELETED, deleted);
-        g->phase = TG_PG_PENDING;
-        tg__gang_report(d, g, "Warning", "RolledBack");
-        tg__gang_backoff(d, g);
+        if (!tg_api_delete_pod(b->c, p->ns, p->name, 0, p->uid, on_deleted, "rollback delete"))
+            deleted++;
     }
+    tg_metrics_inc(TG_M_ROLLBACKS, 1);
+    tg_metrics_inc(TG_M_PODS_DELETED, deleted);
+    note(op, TG__BIND_ROLLED_BACK, deleted);
+}
+
+static void complete(struct bindop *op)
+{
+    struct tg__binder *b = op->b;
+    dequeue(op); /* it may still be queued when its last bind filled the limit */
+    all_del(op);
+    int ok = op->ok >= op->must && op->ok > 0;
+    if (ok)
+        succeeded(op);
+    else
+        rolled_back(op);
+    /* by key: the record may have gone (and come back) while the binds ran */
+    struct tg_grec *g = tg_gangs_get(&b->e->gangs, op->gang);
+    if (g)
+        tg_engine_bind_done(b->e, g, ok, op->failed > 0);
     op_free(op);
-    tg__kick(d);
-}
-
-static void enqueue(struct tg_daemon *d, struct tg_bindop *op)
-{
-    if (op->queued)
-        return;
-    if (d->nbindq == d->capbindq) {
-        uint32_t nc = d->capbindq ? d->capbindq * 2 : 16;
-        struct tg_bindop **nq = realloc(d->bindq, nc * sizeof *nq);
-        if (!nq)
-            return;
-        d->bindq = nq;
-        d->capbindq = nc;
-    }
-    d->bindq[d->nbindq++] = op;
-    op->queued = 1;
 }
 
 static void on_bound(void *ud, const struct tg_resp *r)
 {
-    struct bindpod *b = ud;
-    struct tg_bindop *op = b->op;
-    struct tg_daemon *d = op->d;
-    d->inflight_binds--;
-    op->inflight--;
-    tg_metrics_set(TG_G_INFLIGHT_BINDS, d->inflight_binds);
-    tg_metrics_observe(TG_H_BIND, (double)(uv_hrtime() - b->t0) / 1e9);
+    struct bindpod *p = ud;
+    struct bindop *op = p->op;
+    struct tg__binder *b = op->b;
+    b->inflight--;
+    tg_metrics_set(TG_G_INFLIGHT_BINDS, b->inflight);
+    tg_metrics_observe(TG_H_BIND, (double)(uv_hrtime() - p->t0) / 1e9);
     if (!r->err) {
-        b->state = B_OK;
+        p->state = B_OK;
         op->ok++;
         tg_metrics_inc(TG_M_BINDS_OK, 1);
-        tg__assumed_set(d, b->key, (int64_t)uv_now(d->loop) + ASSUME_TTL_MS, 0);
+        assumed_set(b, p->key, (int64_t)uv_now(b->loop) + ASSUME_TTL_MS);
     } else {
-        b->status = r->status;
-        snprintf(b->msg, sizeof b->msg, "%s", r->msg ? r->msg : tg_strerror(r->err));
-        /* gone (404), or taken/changed (409): retrying cannot help */
+        p->status = r->status;
+        snprintf(p->msg, sizeof p->msg, "%s", r->msg ? r->msg : tg_strerror(r->err));
+        /* gone (404), taken or changed (409), refused (422, 403): retrying cannot help */
         int final = r->status == 404 || r->status == 409 || r->status == 422 || r->status == 403;
-        if (!final && b->tries < d->sched.policy.bind_retries && !d->stopping) {
-            b->state = B_WAIT;
+        if (!final && p->tries < b->e->sched.policy.bind_retries && !b->stopping) {
+            p->state = B_WAIT;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
-            enqueue(d, op);
+            enqueue(b, op);
         } else {
-            b->state = B_FAILED;
+            p->state = B_FAILED;
             op->failed++;
             tg_metrics_inc(TG_M_BINDS_FAILED, 1);
-            tg_warn(C, "bind %s -> %s failed: %s (HTTP %ld)", b->key, b->node, b->msg, b->status);
+            tg_warn(C, "bind %s -> %s failed: %s (HTTP %ld)", p->key, p->node, p->msg, p->status);
         }
     }
     if (op->ok + op->failed == op->n)
         complete(op);
     else
-        tg__binder_pump(d);
+        tg__binder_pump(b);
 }
 
-void tg__binder_pump(struct tg_daemon *d)
+static struct bindpod *next_waiting(struct bindop *op)
 {
-    uint32_t limit = (uint32_t)d->sched.policy.bind_concurrency;
-    while (d->nbindq && d->inflight_binds < limit) {
-        struct tg_bindop *op = d->bindq[0];
-        struct bindpod *b = NULL;
-        for (uint32_t i = 0; i < op->n && !b; i++)
-            if (op->p[i].state == B_WAIT)
-                b = &op->p[i];
-        if (!b) {
-            dequeue(d, op);
+    for (uint32_t i = 0; i < op->n; i++)
+        if (op->p[i].state == B_WAIT)
+            return &op->p[i];
+    return NULL;
+}
+
+void tg__binder_pump(struct tg__binder *b)
+{
+    uint32_t limit = (uint32_t)b->e->sched.policy.bind_concurrency;
+    while (b->queue.qnext != &b->queue && b->inflight < limit) {
+        struct bindop *op = b->queue.qnext;
+        struct bindpod *p = next_waiting(op);
+        if (!p) {
+            dequeue(op);
             continue;
         }
-        b->state = B_INFLIGHT;
-        b->tries++;
-        if (!op->g->op_start_ms)
-            op->g->op_start_ms = (int64_t)uv_now(d->loop);
-        b->t0 = uv_hrtime();
-        int rc = tg_api_bind(d->client, b->ns, b->name, b->uid, b->node, on_bound, b);
+        p->state = B_INFLIGHT;
+        p->tries++;
+        if (!op->start_ms)
+            op->start_ms = (int64_t)uv_now(b->loop);
+        p->t0 = uv_hrtime();
+        b->inflight++;
+        int rc = tg_api_bind(b->c, p->ns, p->name, p->uid, p->node, on_bound, p);
         if (rc) {
             struct tg_resp fake = {.err = rc, .msg = tg_strerror(rc)};
-            d->inflight_binds++;
-            op->inflight++;
-            on_bound(b, &fake);
-            continue;
+            on_bound(p, &fake); /* may complete (free) op: the loop reads the queue again */
         }
-        d->inflight_binds++;
-        op->inflight++;
     }
-    tg_metrics_set(TG_G_INFLIGHT_BINDS, d->inflight_binds);
+    tg_metrics_set(TG_G_INFLIGHT_BINDS, b->inflight);
 }
 
-int tg__bind_gang(struct tg_daemon *d, struct tg_dgang *g, struct tg_pod **pods,
-                  const uint32_t *slot, uint32_t n, uint32_t must)
+/* ---- starting ------------------------------------------------------------------------------- */
+
+/* Copies what the binds need out of the decision (its pods are the
+ * informer's and may change before the binds end). */
+static int op_fill(struct tg__binder *b, struct bindop *op, const struct tg_decision *d)
 {
-    struct tg_bindop *op = calloc(1, sizeof *op);
-    if (!op || !(op->p = calloc(n + 1, sizeof *op->p))) {
-        free(op);
+    const struct tg_cluster *c = &b->e->sched.cluster;
+    const struct tg_policy *pol = &b->e->sched.policy;
+    char path[512];
+    tg_tree_path(&c->tree, d->result.domain, path, sizeof path);
+    if (!(op->gang = strdup(d->gang->key)) || !(op->domain = strdup(path)) ||
+        !(op->level = strdup(d->result.level ? pol->levels[d->result.level - 1].name : "cluster")) ||
+        !(op->p = calloc(d->view.npods + 1, sizeof *op->p)))
         return TG_ENOMEM;
-    }
-    op->d = d;
-    op->g = g;
-    op->must = must;
-    for (uint32_t i = 0; i < n; i++) {
-        if (slot[i] == TG_NONE)
+    for (uint32_t i = 0; i < d->view.npods; i++) {
+        if (d->result.slot[i] == TG_NONE)
             continue;
-        struct bindpod *b = &op->p[op->n++];
-        b->op = op;
-        b->key = strdup(pods[i]->key);
-        b->ns = strdup(tg_str(pods[i]->ns));
-        b->uid = pods[i]->uid && *pods[i]->uid ? strdup(pods[i]->uid) : NULL;
-        b->node = strdup(tg_str(d->sched.cluster.nodes[slot[i]].name));
-        if (!b->key || !b->ns || !b->node) {
-            op_free(op);
+        const struct tg_pod *pod = d->view.pods[i];
+        struct bindpod *p = &op->p[op->n++];
+        p->op = op;
+        p->key = strdup(pod->key);
+        p->ns = strdup(tg_str(pod->ns));
+        p->uid = pod->uid && *pod->uid ? strdup(pod->uid) : NULL;
+        p->node = strdup(tg_str(c->nodes[d->result.slot[i]].name));
+        if (!p->key || !p->ns || !p->node || (pod->uid && *pod->uid && !p->uid))
             return TG_ENOMEM;
-        }
-        b->name = b->key + (strlen(b->ns) + 1);
+        p->name = p->key + pod->name_off;
     }
-    if (op->n == 0) {
+    return 0;
+}
+
+/* The binds could not start: nothing of d stays assumed, the gang backs off. */
+static void undo(struct tg__binder *b, const struct tg_decision *d)
+{
+    for (uint32_t i = 0; i < d->view.npods; i++)
+        if (d->result.slot[i] != TG_NONE)
+            tg_engine_forget(b->e, d->view.pods[i]->key);
+    tg_engine_bind_done(b->e, d->gang, 0, 1);
+}
+
+int tg__binder_bind(struct tg__binder *b, const struct tg_decision *d)
+{
+    struct bindop *op = calloc(1, sizeof *op);
+    int rc = op ? op_fill(b, op, d) : TG_ENOMEM;
+    if (rc) {
+        if (op)
+            op_free(op);
+        tg_error(C, "gang %s: %s: binds not started, the gang backs off", d->gang->key,
+                 tg_strerror(rc));
+        undo(b, d);
+        return rc;
+    }
+    op->b = b;
+    op->must = d->must;
+    op->first_seen_ms = d->gang->first_seen_ms;
+    if (op->n == 0) { /* cannot happen: a PLACE places someone */
         op_free(op);
+        tg_engine_bind_done(b->e, d->gang, 1, 0);
         return 0;
     }
-    g->op = op;
-    g->phase = TG_PG_SCHEDULING;
-    g->op_start_ms = 0; /* set when its first bind is sent (queueing is not binding) */
-    op->base = g->nbound;
-    snprintf(g->reason, sizeof g->reason, "binding %u pod(s) in %s %s", op->n, g->level,
-             g->domain[0] ? g->domain : "(cluster)");
-    /* no status write yet: most gangs bind within milliseconds, and the
-     * scheduling tick writes Scheduling only if the binds take over a second */
-    enqueue(d, op);
-    tg__binder_pump(d);
+    tg_info(C, "gang %s: placed %u pod(s) in %s %s", op->gang, op->n, op->level,
+            op->domain[0] ? op->domain : "(cluster)");
+    all_add(b, op);
+    enqueue(b, op);
+    note(op, TG__BIND_STARTED, 0);
+    tg__binder_pump(b);
     return 0;
+}
+
+/* ---- the rest ------------------------------------------------------------------------------ */
+
+void tg__binder_rollback(struct tg__binder *b, const struct tg_grec *g,
+                         const struct tg_store *bound, const char *why)
+{
+    uint32_t deleted = 0;
+    for (uint32_t i = 0; i < g->nmembers; i++) {
+        const struct tg_usage *u = g->members[i];
+        const struct tg_pod *p = bound ? tg_store_get(bound, u->key) : NULL;
+        if (u->kind != TG_USAGE_BOUND || !p)
+            continue;
+        if (!tg_api_delete_pod(b->c, tg_str(p->ns), tg_pod_name(p), 0, p->uid, on_deleted,
+                               "rollback delete"))
+            deleted++;
+    }
+    tg_metrics_inc(TG_M_ROLLBACKS, 1);
+    tg_metrics_inc(TG_M_PODS_DELETED, deleted);
+    struct tg__bind_note n = {.what = TG__BIND_ROLLED_BACK, .deleted = deleted, .level = "",
+                              .domain = "", .why = why};
+    if (b->h.on_note)
+        b->h.on_note(b->h.ud, g->key, &n);
+}
+
+int tg__binder_new(struct tg_engine *e, struct tg_client *c, uv_loop_t *loop,
+                   const struct tg__binder_hooks *h, struct tg__binder **out)
+{
+    struct tg__binder *b = calloc(1, sizeof *b);
+    *out = b;
+    if (!b)
+        return TG_ENOMEM;
+    b->e = e;
+    b->c = c;
+    b->loop = loop;
+    if (h)
+        b->h = *h;
+    b->all.next = b->all.prev = &b->all;
+    b->queue.qnext = b->queue.qprev = &b->queue;
+    return 0;
+}
+
+void tg__binder_free(struct tg__binder **pb)
+{
+    struct tg__binder *b = *pb;
+    if (!b)
+        return;
+    *pb = NULL;
+    while (b->all.next != &b->all) {
+        struct bindop *op = b->all.next;
+        all_del(op);
+        op_free(op);
+    }
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&b->assumed, &pos))) {
+        struct assumed *a = (struct assumed *)(uintptr_t)s->val;
+        free(a->key);
+        free(a);
+    }
+    tg_hmap_free(&b->assumed);
+    free(b);
+}
+
+void tg__binder_stopping(struct tg__binder *b)
+{
+    b->stopping = 1;
+}
+
+uint32_t tg__binder_inflight(const struct tg__binder *b)
+{
+    return b->inflight;
+}
+
+uint32_t tg__binder_assumed(const struct tg__binder *b)
+{
+    uint32_t n = b->assumed.len;
+    for (const struct bindop *op = b->all.next; op != &b->all; op = op->next)
+        n += op->n - op->ok - op->failed;
+    return n;
 }

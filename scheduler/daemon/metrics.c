@@ -24,11 +24,26 @@ static const char *const counter_name[TG_M__COUNTERS][2] = {
     {"topogang_events_total", "Events written."},
     {"topogang_podgroup_status_patches_total", "PodGroup status patches written."},
     {"topogang_leader_transitions_total", "Times this replica became or stopped being leader."},
+    {"topogang_preemptions_total", "Preemptions started: a gang evicting lower-priority victims."},
+    {"topogang_preemption_victims_total{kind=\"gang\"}",
+     "Victims evicted by preemption: whole gangs, and pods of no gang."},
+    {"topogang_preemption_victims_total{kind=\"pod\"}", NULL},
+    {"topogang_preempted_pods_total", "Pods evicted by preemption (every member of a victim gang)."},
+    {"topogang_eviction_errors_total", "Victim pods whose condition patch or delete failed."},
 };
 
+/* A NULL help continues the metric above with other labels; a NULL name is
+ * internal (not exported). */
 static const char *const gauge_name[TG_G__GAUGES][2] = {
-    {"topogang_queue_gangs", "Gangs waiting to be placed."},
-    {"topogang_queue_pods", "Pending pods of waiting gangs."},
+    {"topogang_queue_gangs{state=\"active\"}",
+     "Gangs in the queue by state: active (ready to try), backoff, unschedulable (waiting "
+     "for a cluster change), waiting (nominated: victims terminating)."},
+    {"topogang_queue_gangs{state=\"backoff\"}", NULL},
+    {"topogang_queue_gangs{state=\"unschedulable\"}", NULL},
+    {"topogang_queue_gangs{state=\"waiting\"}", NULL},
+    {"topogang_queue_pods", "Pending pods of this scheduler."},
+    {"topogang_reservations", "Domains reserved for a starving head gang."},
+    {"topogang_nominations", "Gangs holding room while their preemption victims terminate."},
     {"topogang_nodes", "Nodes in the cluster model."},
     {"topogang_bound_pods", "Bound non-terminal pods counted as usage."},
     {"topogang_assumed_pods", "Pods placed by this scheduler not yet seen bound."},
@@ -76,26 +91,31 @@ void tg_metrics_observe(enum tg_histo h, double s)
     atomic_fetch_add(&histos[h].sum_us, (uint64_t)(s * 1e6));
 }
 
+/* HELP and TYPE lines of a metric, named without its labels. */
+static void help(struct tg_sb *b, const char *name, const char *text, const char *type)
+{
+    char base[128];
+    snprintf(base, sizeof base, "%s", name);
+    char *brace = strchr(base, '{');
+    if (brace)
+        *brace = 0;
+    tg_sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", base, text, base, type);
+}
+
 char *tg_metrics_render(void)
 {
     struct tg_sb b = {0};
     for (int i = 0; i < TG_M__COUNTERS; i++) {
-        if (counter_name[i][1]) {
-            char base[128];
-            snprintf(base, sizeof base, "%s", counter_name[i][0]);
-            char *brace = strchr(base, '{');
-            if (brace)
-                *brace = 0;
-            tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s counter\n", base, counter_name[i][1], base);
-        }
+        if (counter_name[i][1])
+            help(&b, counter_name[i][0], counter_name[i][1], "counter");
         tg_sb_printf(&b, "%s %llu\n", counter_name[i][0], (unsigned long long)atomic_load(&counters[i]));
     }
     for (int i = 0; i < TG_G__GAUGES; i++) {
         if (!gauge_name[i][0])
             continue;
-        tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", gauge_name[i][0],
-                     gauge_name[i][1], gauge_name[i][0], gauge_name[i][0],
-                     (long long)atomic_load(&gauges[i]));
+        if (gauge_name[i][1])
+            help(&b, gauge_name[i][0], gauge_name[i][1], "gauge");
+        tg_sb_printf(&b, "%s %lld\n", gauge_name[i][0], (long long)atomic_load(&gauges[i]));
     }
     for (int h = 0; h < TG_H__HISTOS; h++) {
         const char *n = histo_name[h][0];

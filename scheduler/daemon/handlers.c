@@ -1,0 +1,274 @@
+/* Informer handlers: every cached object change becomes an engine event, and
+ * nothing else happens here (no scheduling, no API writes but the one Event
+ * that says a policy edit was refused).
+ *
+ *   Nodes                    -> tg_engine_node_set / node_remove
+ *   pending pods (ours)      -> tg_engine_pending_set / pending_gone
+ *   bound pods (anyone's)    -> tg_engine_bound_set / bound_gone
+ *   PodGroups                -> tg_engine_podgroup_set / podgroup_delete
+ *   PriorityClasses          -> tg_engine_pclass_set / pclass_delete
+ *   PodDisruptionBudgets     -> tg_engine_pdb_set / pdb_delete
+ *   the policy ConfigMap     -> tg_engine_set_policy (or an InvalidPolicy Event)
+ *
+ * The pending and the bound stream are separate watches, not ordered with
+ * each other: a pod that gets bound leaves the pending stream with a DELETE
+ * that may come before or after the bound stream's ADD. So a pending DELETE
+ * only takes the pod out of its gang's pending set (tg_engine_pending_gone)
+ * and never touches the model's usage: that is the bound stream's (and, for
+ * our own binds until it catches up, the binder's assumption).
+ *
+ * The engine keeps pending pods, PodGroups and budgets by pointer: the
+ * informer's objects stay valid until their update or delete handler returns
+ * (informer/reflector.h), and every one of those reaches the engine. */
+#include "scheduler/daemon/internal.h"
+#include "scheduler/daemon/metrics.h"
+#include "util/err.h"
+#include "util/intern.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define C "scheduler"
+
+static void changed(struct tg__handlers *h)
+{
+    if (h->on_change)
+        h->on_change(h->ud);
+}
+
+static void nomem(const char *what, const char *key, int rc)
+{
+    if (rc)
+        tg_error(C, "%s %s: %s", what, key, tg_strerror(rc));
+}
+
+/* ---- nodes ---------------------------------------------------------------------------- */
+
+static void node_set(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_node_obj *n = obj;
+    struct tg_node_obj *copy = tg_node_clone(n);
+    nomem("adding node", tg_str(n->name), copy ? tg_engine_node_set(h->engine, copy) : TG_ENOMEM);
+    tg_metrics_set(TG_G_NODES, h->engine->sched.cluster.nready);
+    changed(h);
+}
+static void node_update(void *ud, const void *old, const void *obj)
+{
+    (void)old;
+    node_set(ud, obj);
+}
+static void node_delete(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_node_remove(h->engine, ((const struct tg_node_obj *)obj)->name);
+    tg_metrics_set(TG_G_NODES, h->engine->sched.cluster.nready);
+}
+
+/* ---- pods ------------------------------------------------------------------------------- */
+
+/* The store owns the pod; the engine keeps the pointer until the next event
+ * of the same pod (it never writes through it). */
+static void pending_set(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    struct tg_pod *p = (struct tg_pod *)(uintptr_t)obj;
+    nomem("pending pod", p->key, tg_engine_pending_set(h->engine, p));
+    changed(h);
+}
+static void pending_update(void *ud, const void *old, const void *obj)
+{
+    (void)old;
+    pending_set(ud, obj);
+}
+static void pending_delete(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_pending_gone(h->engine, obj);
+}
+
+static void members(struct tg__handlers *h, const struct tg_pod *p)
+{
+    char key[512];
+    if (p->group && h->on_members)
+        h->on_members(h->ud, tg_gang_key_of(p, key, sizeof key));
+}
+
+static void bound_set(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_pod *p = obj;
+    nomem("bound pod", p->key, tg_engine_bound_set(h->engine, p));
+    tg_metrics_set(TG_G_BOUND_PODS, (int64_t)h->engine->sched.cluster.usage.len);
+    members(h, p);
+    changed(h);
+}
+static void bound_update(void *ud, const void *old, const void *obj)
+{
+    (void)old;
+    bound_set(ud, obj);
+}
+static void bound_delete(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_pod *p = obj;
+    tg_engine_bound_gone(h->engine, p->key);
+    tg_metrics_set(TG_G_BOUND_PODS, (int64_t)h->engine->sched.cluster.usage.len);
+    members(h, p);
+    changed(h);
+}
+
+/* ---- PodGroups, PriorityClasses, PodDisruptionBudgets ----------------------------------- */
+
+static void podgroup_add(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_podgroup *pg = obj;
+    tg_engine_podgroup_set(h->engine, pg);
+    if (h->on_podgroup)
+        h->on_podgroup(h->ud, pg->key);
+    changed(h);
+}
+static void podgroup_update(void *ud, const void *old, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_podgroup *a = old, *b = obj;
+    tg_engine_podgroup_set(h->engine, b); /* a status-only update wakes nothing */
+    /* our own status patches come back as updates: only a spec change is news */
+    if (a->min_member != b->min_member || a->required != b->required ||
+        a->preferred != b->preferred || a->strategy != b->strategy || a->priority != b->priority ||
+        a->prio_class != b->prio_class) {
+        if (h->on_podgroup)
+            h->on_podgroup(h->ud, b->key);
+        changed(h);
+    }
+}
+static void podgroup_delete(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_podgroup_delete(h->engine, ((const struct tg_podgroup *)obj)->key);
+    changed(h);
+}
+
+static void pclass_set(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_prioclass *c = obj;
+    struct tg_pclass pc = {c->value, c->never, c->global_default};
+    nomem("PriorityClass", c->name, tg_engine_pclass_set(h->engine, tg_intern(c->name), &pc));
+    changed(h);
+}
+static void pclass_update(void *ud, const void *old, const void *obj)
+{
+    (void)old;
+    pclass_set(ud, obj);
+}
+static void pclass_delete(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_pclass_delete(h->engine, tg_intern(((const struct tg_prioclass *)obj)->name));
+    changed(h);
+}
+
+static void pdb_set(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_pdb *b = obj;
+    nomem("PodDisruptionBudget", b->key, tg_engine_pdb_set(h->engine, b));
+}
+static void pdb_update(void *ud, const void *old, const void *obj)
+{
+    (void)old;
+    pdb_set(ud, obj);
+}
+static void pdb_delete(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_pdb_delete(h->engine, ((const struct tg_pdb *)obj)->key);
+}
+
+/* ---- the policy ConfigMap ------------------------------------------------------------- */
+
+static void on_event_written(void *ud, const struct tg_resp *r)
+{
+    (void)ud;
+    if (r->err && r->status != 404)
+        tg_warn(C, "Event failed: %s (HTTP %ld)", r->msg ? r->msg : tg_strerror(r->err), r->status);
+}
+
+/* A refused policy: a log line, a metric and a Warning Event on the ConfigMap. */
+static void policy_refused(struct tg__handlers *h, const struct tg_configmap *cm, const char *why)
+{
+    tg_metrics_inc(TG_M_CONFIG_REJECTED, 1);
+    tg_error(C, "policy rejected, the last good policy stays in force: %s", why);
+    const char *slash = strchr(cm->key, '/');
+    char ns[128];
+    snprintf(ns, sizeof ns, "%.*s", slash ? (int)(slash - cm->key) : 0, cm->key);
+    struct tg_event_spec e = {.ns = ns, .kind = "ConfigMap", .api_version = "v1",
+                              .name = slash ? slash + 1 : cm->key, .uid = cm->uid,
+                              .type = "Warning", .reason = "InvalidPolicy", .action = "Reload",
+                              .note = why};
+    if (tg_api_create_event(h->client, &e, on_event_written, NULL) == 0)
+        tg_metrics_inc(TG_M_EVENTS, 1);
+}
+
+static void config_set(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_configmap *cm = obj;
+    const char *text = tg_configmap_get(cm, "config.yaml");
+    struct tg_policy p;
+    struct tg_sb err = {0};
+    char origin[300];
+    snprintf(origin, sizeof origin, "ConfigMap %s config.yaml", cm->key);
+    if (!text)
+        tg_sb_printf(&err, "%s: the key config.yaml is missing", origin);
+    else if (!tg_policy_parse(text, strlen(text), origin, &p, &err) &&
+             tg_engine_set_policy(h->engine, &p))
+        tg_sb_printf(&err, "%s: out of memory applying the policy", origin);
+    if (err.len) {
+        policy_refused(h, cm, tg_sb_str(&err));
+        tg_sb_free(&err);
+        return;
+    }
+    if (strcmp(p.scheduler_name, h->scheduler_name))
+        tg_warn(C, "policy schedulerName %s differs from --scheduler-name %s; pods are watched "
+                   "for %s", p.scheduler_name, h->scheduler_name, h->scheduler_name);
+    tg_metrics_inc(TG_M_CONFIG_OK, 1);
+    tg_info(C, "policy reloaded from %s (%u levels, strategy %s, preemption %s, reserveAfter %llds)",
+            cm->key, p.nlevels, p.strategy == TG_STRATEGY_SPREAD ? "spread" : "pack",
+            p.preemption ? "on" : "off", (long long)p.reserve_after_s);
+    if (h->on_policy)
+        h->on_policy(h->ud, &p);
+    changed(h);
+}
+static void config_update(void *ud, const void *old, const void *obj)
+{
+    (void)old;
+    config_set(ud, obj);
+}
+
+static void synced(void *ud)
+{
+    struct tg__handlers *h = ud;
+    if (h->on_synced)
+        h->on_synced(h->ud);
+}
+
+void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io)
+{
+    io->h[TG_INF_NODES] = (struct tg_handlers){node_set, node_update, node_delete, NULL, h};
+    io->h[TG_INF_PODS_PENDING] =
+        (struct tg_handlers){pending_set, pending_update, pending_delete, NULL, h};
+    io->h[TG_INF_PODS_BOUND] = (struct tg_handlers){bound_set, bound_update, bound_delete, NULL, h};
+    io->h[TG_INF_PODGROUPS] =
+        (struct tg_handlers){podgroup_add, podgroup_update, podgroup_delete, NULL, h};
+    io->h[TG_INF_PRIOCLASSES] =
+        (struct tg_handlers){pclass_set, pclass_update, pclass_delete, NULL, h};
+    io->h[TG_INF_PDBS] = (struct tg_handlers){pdb_set, pdb_update, pdb_delete, NULL, h};
+    io->h[TG_INF_CONFIG] = (struct tg_handlers){config_set, config_update, NULL, NULL, h};
+    io->on_synced = synced;
+    io->ud = h;
+}

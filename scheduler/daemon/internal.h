@@ -1,0 +1,152 @@
+/* What only the daemon's own files share; daemon.h is its public header (the
+ * command). The flow runs one way:
+ *
+ *   informer --handlers.c--> engine (model, gangs, queue)      object events
+ *   main.c's tick: tg_engine_next -> one decision at a time:
+ *       PLACE    -> binder.c: Binding requests; tells the engine how they
+ *                   ended (tg_engine_forget, tg_engine_bind_done) and
+ *                   report.c what happened (a note)
+ *       PREEMPT  -> evict.c: DisruptionTarget condition, delete with grace,
+ *                   Events on both sides, nominatedNodeName
+ *       each     -> report.c: PodGroup status and Events
+ *   leader.c -> on_leader(ud, is_leader) -> main.c
+ *
+ * Each piece is one struct with an init that takes what it reads and the
+ * hooks it calls; none writes another's fields. All of it runs on one libuv
+ * loop; the metrics HTTP server's thread only reads atomics (metrics.h). */
+#ifndef TG_DAEMON_INTERNAL_H
+#define TG_DAEMON_INTERNAL_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "informer/api.h"
+#include "informer/informer.h"
+#include "scheduler/engine.h"
+
+/* Wall-clock milliseconds since the epoch: the engine's clock. */
+int64_t tg__wall_ms(void);
+
+/* ---- handlers.c: informer events -> engine events ----------------------------------- */
+
+struct tg__handlers {
+    struct tg_engine *engine;
+    struct tg_client *client;           /* InvalidPolicy Events on the ConfigMap */
+    const char *scheduler_name;         /* for a warning when the policy names another */
+    /* Hooks; each may be NULL. */
+    void (*on_change)(void *ud);        /* the engine may have work now */
+    void (*on_policy)(void *ud, const struct tg_policy *p); /* a new policy is in force */
+    void (*on_podgroup)(void *ud, const char *key);  /* a PodGroup appeared or its spec changed */
+    void (*on_members)(void *ud, const char *gang_key); /* a bound member came, changed or went */
+    void (*on_synced)(void *ud);        /* every cache has listed */
+    void *ud;
+};
+
+/* Points io's handlers (and on_synced) at h, which is kept by reference. */
+void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io);
+
+/* ---- binder.c: the binds of a PLACE decision -------------------------------------------- */
+
+enum tg__bind_what {
+    TG__BIND_STARTED,                   /* binds queued */
+    TG__BIND_SLOW,                      /* still binding a second after the first was sent */
+    TG__BIND_DONE,                      /* minMember reached (failed members retry later) */
+    TG__BIND_ROLLED_BACK,               /* could not reach minMember: bound members deleted */
+};
+
+/* What the binder tells the reporter about one gang. Strings are valid
+ * during the call only. */
+struct tg__bind_note {
+    uint8_t what;                       /* enum tg__bind_what */
+    uint32_t pods, ok, failed, must;    /* binds of this attempt */
+    uint32_t deleted;                   /* ROLLED_BACK: bound members deleted */
+    const char *level, *domain;         /* where the gang was placed */
+    const char *fail_key, *fail_msg;    /* the first failure, or NULL */
+    long fail_status;
+    const char *why;                    /* ROLLED_BACK of a half-bound gang found at start */
+};
+
+struct tg__binder_hooks {
+    void (*on_note)(void *ud, const char *gang_key, const struct tg__bind_note *n);
+    void *ud;
+};
+
+struct tg__binder;
+
+/* A binder over engine e (bind concurrency and retries from its policy, read
+ * at use). Returns 0 or TG_ENOMEM; free with tg__binder_free. */
+int tg__binder_new(struct tg_engine *e, struct tg_client *c, uv_loop_t *loop,
+                   const struct tg__binder_hooks *h, struct tg__binder **out);
+/* Frees every op (their requests are the client's to cancel). */
+void tg__binder_free(struct tg__binder **b);
+/* Binds the members of a PLACE decision concurrently. Returns 0, or
+ * TG_ENOMEM when the binds could not even start: then nothing of the
+ * decision stays assumed and the gang goes back with a backoff. */
+int tg__binder_bind(struct tg__binder *b, const struct tg_decision *d);
+/* Deletes the bound members of g, a gang found half-bound that cannot be
+ * completed (uids from the bound pods' cache); why goes into the note. */
+void tg__binder_rollback(struct tg__binder *b, const struct tg_grec *g,
+                         const struct tg_store *bound, const char *why);
+/* Sends queued binds while fewer than api.bindConcurrency are in flight. */
+void tg__binder_pump(struct tg__binder *b);
+/* Housekeeping: drops assumptions seen bound or expired (a minute after the
+ * bind without being seen), notes slow binds. */
+void tg__binder_tick(struct tg__binder *b);
+/* Shutting down: failed binds are not retried. */
+void tg__binder_stopping(struct tg__binder *b);
+uint32_t tg__binder_inflight(const struct tg__binder *b);
+/* Pods bound or being bound by this scheduler and not yet seen bound. */
+uint32_t tg__binder_assumed(const struct tg__binder *b);
+
+/* ---- evict.c: carrying out a PREEMPT decision --------------------------------------------- */
+
+struct tg__evictor;
+
+/* An evictor; bound is the bound pods' cache (uids of the victims). Returns
+ * 0 or TG_ENOMEM; free with tg__evict_free. */
+int tg__evict_new(struct tg_engine *e, struct tg_client *c, const struct tg_store *bound,
+                  struct tg__evictor **out);
+void tg__evict_free(struct tg__evictor **ev);
+/* Evicts d's victims as kube-scheduler does and tells both sides. Returns 0
+ * or TG_ENOMEM (what was sent stays sent; the nomination holds either way). */
+int tg__evict(struct tg__evictor *ev, const struct tg_decision *d);
+
+/* ---- report.c: PodGroup status and Events ------------------------------------------------ */
+
+struct tg__rpatch;
+
+struct tg__report {
+    struct tg_engine *engine;           /* read: gangs, PodGroups, reservations */
+    struct tg_client *client;
+    struct tg__rpatch *patches;         /* status patches in flight (owned) */
+};
+
+void tg__report_init(struct tg__report *r, struct tg_engine *e, struct tg_client *c);
+void tg__report_free(struct tg__report *r);
+/* The engine frees g: its report state goes. */
+void tg__report_gang_freed(struct tg__report *r, struct tg_grec *g);
+/* A decision of the engine, as users should see it. */
+void tg__report_decision(struct tg__report *r, const struct tg_decision *d);
+/* The binder's news of a gang. */
+void tg__report_bind(struct tg__report *r, const char *gang_key, const struct tg__bind_note *n);
+/* Status again for a gang whose members changed (scheduled count), or whose
+ * PodGroup object is new (rewrite != 0: written even if unchanged). */
+void tg__report_refresh(struct tg__report *r, const char *gang_key, int rewrite);
+/* Whether this process has reported a decision for g yet. */
+int tg__report_seen(const struct tg_grec *g);
+
+/* ---- leader.c: Lease election -------------------------------------------------------------- */
+
+struct tg__leader;
+
+/* Campaigns for the Lease ns/name as identity; on_leader(ud, 1) when this
+ * process becomes the leader, (ud, 0) when it stops being one. Returns 0 or
+ * TG_ENOMEM. */
+int tg__leader_start(uv_loop_t *loop, struct tg_client *c, const char *identity, const char *ns,
+                     const char *name, int duration_s, void (*on_leader)(void *ud, int is_leader),
+                     void *ud, struct tg__leader **out);
+/* Releases the Lease (if held), frees the election (*l NULL'ed), then calls
+ * done(ud), possibly from a later loop callback. */
+void tg__leader_stop(struct tg__leader **l, void (*done)(void *ud), void *ud);
+
+#endif

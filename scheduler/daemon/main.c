@@ -1,0 +1,617 @@
+/* `topogang scheduler`: options, the wiring of the pieces (internal.h), the
+ * scheduling tick, shutdown.
+ *
+ * The tick asks the engine for decisions (tg_engine_next) until it says
+ * NONE or about 100 ms are spent, hands each one to the binder (PLACE), the
+ * evictor (PREEMPT) and the reporter (all), then sleeps until the engine's
+ * next due time (a backoff ending, a deadline) or the next housekeeping
+ * (metrics, expired assumptions, slow binds), whichever comes first; an
+ * informer event that may give the engine work wakes it within a few ms.
+ * Only the leader (--leader-elect) asks for decisions; every replica keeps
+ * its model and queue current.
+ *
+ * Config: the policy ConfigMap (--config-map NS/NAME, key config.yaml,
+ * reloaded live) or --config FILE; every policy key applies live through
+ * the engine, api.{qps,burst} through the client. SIGTERM/SIGINT: no new
+ * decisions, binds in flight finish (10 s at most), the Lease is released,
+ * exit 0. */
+#include "scheduler/daemon/daemon.h"
+#include "informer/kubeconfig.h"
+#include "plugins/numa.h"
+#include "scheduler/daemon/internal.h"
+#include "scheduler/daemon/metrics.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define C "scheduler"
+
+enum { BUDGET_MS = 100, HOUSEKEEPING_MS = 200, KICK_MS = 5, SHUTDOWN_MS = 10000 };
+
+struct opts {
+    const char *kubeconfig, *context, *cmap, *cfile, *listen;
+    char scheduler_name[128], identity[256];
+    char config_ns[128], config_name[128], lease_ns[128], lease_name[128];
+    int leader_elect, lease_s;
+    struct tg_policy policy;            /* --config, else the defaults */
+};
+
+struct tg_daemon {
+    uv_loop_t loop;
+    struct opts o;
+    struct tg_client *client;
+    struct tg_informer *inf;
+    struct tg_engine engine;
+    struct tg__handlers handlers;
+    struct tg__report report;
+    struct tg__binder *binder;
+    struct tg__evictor *evictor;
+    struct tg__leader *leader;
+    uv_timer_t tick;
+    uv_signal_t sigterm, sigint;
+    uint8_t engine_up, handles_up, synced, is_leader, stopping;
+    int64_t housekept_ms, shutdown_deadline_ms;
+};
+
+int64_t tg__wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static int64_t engine_clock(void *ud)
+{
+    (void)ud;
+    return tg__wall_ms();
+}
+
+/* ---- the tick --------------------------------------------------------------------------- */
+
+static void on_tick(uv_timer_t *t);
+
+static int scheduling(const struct tg_daemon *d)
+{
+    return d->synced && d->is_leader && !d->stopping;
+}
+
+/* The engine may have work: tick soon. */
+static void kick(void *ud)
+{
+    struct tg_daemon *d = ud;
+    if (scheduling(d) && uv_timer_get_due_in(&d->tick) > KICK_MS)
+        uv_timer_start(&d->tick, on_tick, KICK_MS, 0);
+}
+
+/* A gang found with some members bound but fewer than minMember, whose rest
+ * does not fit next to them, on the first decision this process makes for it
+ * (a scheduler died mid-bind): its bound members are deleted. */
+static int rolled_back_half_bound(struct tg_daemon *d, const struct tg_decision *dc)
+{
+    struct tg_grec *g = dc->gang;
+    if (tg__report_seen(g) || !g->nmembers || g->nmembers >= tg_grec_min(g))
+        return 0;
+    tg__binder_rollback(d->binder, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND), dc->reason);
+    return 1;
+}
+
+static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
+{
+    if (dc->timed_out)
+        tg_metrics_inc(TG_M_TIMEOUTS, 1);
+    switch (dc->kind) {
+    case TG_D_PLACE:
+        tg_metrics_inc(TG_M_ATTEMPT_SCHEDULED, 1);
+        tg__report_decision(&d->report, dc);
+        if (tg__binder_bind(d->binder, dc))
+            tg_metrics_inc(TG_M_ATTEMPT_ERROR, 1);
+        return;
+    case TG_D_PREEMPT:
+        tg_metrics_inc(TG_M_ATTEMPT_UNSCHEDULABLE, 1);
+        tg__evict(d->evictor, dc);
+        break;
+    case TG_D_UNSCHEDULABLE:
+        tg_metrics_inc(TG_M_ATTEMPT_UNSCHEDULABLE, 1);
+        tg_debug(C, "gang %s unschedulable: %s", dc->gang->key, dc->reason);
+        if (rolled_back_half_bound(d, dc))
+            return;
+        break;
+    case TG_D_NOMINATED:
+        tg_metrics_inc(TG_M_ATTEMPT_UNSCHEDULABLE, 1);
+        break;
+    default:
+        break;
+    }
+    tg__report_decision(&d->report, dc);
+}
+
+/* Decisions until NONE or the budget is spent; 1 when work is left. */
+static int schedule(struct tg_daemon *d)
+{
+    uint64_t t0 = uv_hrtime();
+    for (;;) {
+        struct tg_decision dc;
+        uint64_t c0 = uv_hrtime();
+        int rc = tg_engine_next(&d->engine, &dc);
+        tg_metrics_observe(TG_H_CYCLE, (double)(uv_hrtime() - c0) / 1e9);
+        if (rc) {
+            /* the gang is back in the queue with a backoff */
+            tg_metrics_inc(TG_M_ATTEMPT_ERROR, 1);
+            tg_error(C, "scheduling: %s", tg_strerror(rc));
+        } else if (dc.kind != TG_D_NONE) {
+            dispatch(d, &dc);
+        }
+        int more = !rc && dc.kind != TG_D_NONE;
+        tg_decision_free(&dc);
+        if (!more)
+            return 0;
+        if ((uv_hrtime() - t0) / 1000000 >= BUDGET_MS)
+            return 1; /* yield to the loop; go on next tick */
+    }
+}
+
+static void housekeeping(struct tg_daemon *d)
+{
+    const struct tg_engine *e = &d->engine;
+    tg_metrics_set(TG_G_LOOP_HEARTBEAT_MS, (int64_t)(uv_hrtime() / 1000000));
+    tg_metrics_set(TG_G_QUEUE_ACTIVE, e->queue.count[TG_Q_ACTIVE]);
+    tg_metrics_set(TG_G_QUEUE_BACKOFF, e->queue.count[TG_Q_BACKOFF]);
+    tg_metrics_set(TG_G_QUEUE_UNSCHED, e->queue.count[TG_Q_UNSCHED]);
+    tg_metrics_set(TG_G_QUEUE_WAITING, e->queue.count[TG_Q_WAITING]);
+    tg_metrics_set(TG_G_QUEUE_PODS, e->gangs.pidx.len);
+    tg_metrics_set(TG_G_RESERVATIONS, e->queue.nresv);
+    tg_metrics_set(TG_G_NOMINATIONS, e->nnoms);
+    uint64_t relists = 0, restarts = 0, decode = 0;
+    for (int k = 0; k < TG_INF_N; k++) {
+        const struct tg_reflector_stats *st = d->inf && d->inf->r[k] ? tg_reflector_stats(d->inf->r[k]) : NULL;
+        if (st) {
+            relists += st->relists;
+            restarts += st->errors;
+            decode += st->decode_errors;
+        }
+    }
+    tg_metrics_set(TG_G_RELISTS, (int64_t)relists);
+    tg_metrics_set(TG_G_WATCH_RESTARTS, (int64_t)restarts);
+    tg_metrics_set(TG_G_DECODE_ERRORS, (int64_t)decode);
+    tg_metrics_set(TG_G_BAD_TOPOLOGY, (int64_t)tg_numa_bad_annotations());
+    tg__binder_tick(d->binder);
+    d->housekept_ms = (int64_t)uv_now(&d->loop);
+}
+
+/* Next tick: at once when work is left, else at the engine's next due time
+ * or the next housekeeping. */
+static void arm(struct tg_daemon *d, int more)
+{
+    int64_t delay = d->housekept_ms + HOUSEKEEPING_MS - (int64_t)uv_now(&d->loop);
+    if (scheduling(d)) {
+        int64_t due = tg_engine_next_due(&d->engine);
+        if (due != INT64_MAX && due - tg__wall_ms() < delay)
+            delay = due - tg__wall_ms();
+    }
+    if (delay < 1)
+        delay = 1;
+    uv_timer_start(&d->tick, on_tick, more ? 0 : (uint64_t)delay, 0);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct tg_daemon *d = t->data;
+    if ((int64_t)uv_now(&d->loop) - d->housekept_ms >= HOUSEKEEPING_MS)
+        housekeeping(d);
+    int more = scheduling(d) ? schedule(d) : 0;
+    tg__binder_pump(d->binder);
+    if (!d->stopping)
+        arm(d, more);
+}
+
+/* ---- hooks -------------------------------------------------------------------------------- */
+
+static void on_synced(void *ud)
+{
+    struct tg_daemon *d = ud;
+    d->synced = 1;
+    tg_metrics_set(TG_G_SYNCED, 1);
+    tg_info(C, "caches synced: %u nodes, %u bound pods, %u pending pods", d->engine.sched.cluster.nready,
+            d->engine.sched.cluster.usage.len, d->engine.gangs.pidx.len);
+    kick(d);
+}
+
+static void on_leader(void *ud, int is_leader)
+{
+    struct tg_daemon *d = ud;
+    d->is_leader = (uint8_t)is_leader;
+    kick(d);
+}
+
+static void on_policy(void *ud, const struct tg_policy *p)
+{
+    struct tg_daemon *d = ud;
+    tg_client_set_rate(d->client, (double)p->api_qps, (int)p->api_burst);
+}
+
+static void on_podgroup(void *ud, const char *key)
+{
+    struct tg_daemon *d = ud;
+    tg__report_refresh(&d->report, key, 1); /* a new object: write its status again */
+}
+
+static void on_members(void *ud, const char *gang_key)
+{
+    struct tg_daemon *d = ud;
+    tg__report_refresh(&d->report, gang_key, 0); /* the scheduled count may have changed */
+}
+
+static void on_note(void *ud, const char *gang_key, const struct tg__bind_note *n)
+{
+    struct tg_daemon *d = ud;
+    tg__report_bind(&d->report, gang_key, n);
+    if (n->what == TG__BIND_DONE || n->what == TG__BIND_ROLLED_BACK)
+        kick(d);
+}
+
+static void on_gang_freed(void *ud, struct tg_grec *g)
+{
+    struct tg_daemon *d = ud;
+    tg__report_gang_freed(&d->report, g);
+}
+
+/* ---- stop ------------------------------------------------------------------------------- */
+
+static void on_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+/* Closes the handles, the informer and the client; uv_run then returns. */
+static void finish(void *ud)
+{
+    struct tg_daemon *d = ud;
+    tg_http_stop();
+    if (d->handles_up) {
+        d->handles_up = 0;
+        uv_close((uv_handle_t *)&d->tick, on_closed);
+        uv_close((uv_handle_t *)&d->sigterm, on_closed);
+        uv_close((uv_handle_t *)&d->sigint, on_closed);
+    }
+    tg_informer_free(&d->inf);
+    tg_client_free(&d->client);
+}
+
+static void on_shutdown_tick(uv_timer_t *t)
+{
+    struct tg_daemon *d = t->data;
+    tg__binder_pump(d->binder);
+    uint32_t inflight = tg__binder_inflight(d->binder);
+    if (inflight && (int64_t)uv_now(&d->loop) < d->shutdown_deadline_ms) {
+        uv_timer_start(&d->tick, on_shutdown_tick, 50, 0);
+        return;
+    }
+    if (inflight)
+        tg_warn(C, "shutdown: %u bind(s) still in flight are abandoned; their pods stay "
+                   "unbound and the next leader places them", inflight);
+    tg_info(C, "shutdown: %llu pods bound, %llu binds failed",
+            (unsigned long long)tg_metrics_counter(TG_M_BINDS_OK),
+            (unsigned long long)tg_metrics_counter(TG_M_BINDS_FAILED));
+    tg__leader_stop(&d->leader, finish, d);
+}
+
+static void on_signal(uv_signal_t *s, int sig)
+{
+    struct tg_daemon *d = s->data;
+    if (d->stopping)
+        return;
+    tg_info(C, "signal %d: no new gangs; waiting for in-flight binds (%u)", sig,
+            tg__binder_inflight(d->binder));
+    d->stopping = 1;
+    d->shutdown_deadline_ms = (int64_t)uv_now(&d->loop) + SHUTDOWN_MS;
+    tg__binder_stopping(d->binder);
+    uv_signal_stop(&d->sigterm);
+    uv_signal_stop(&d->sigint);
+    uv_timer_start(&d->tick, on_shutdown_tick, 0, 0);
+}
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: topogang scheduler [--kubeconfig FILE [--context NAME]] [options]\n"
+        "\n"
+        "Runs the gang scheduler: watches Nodes, Pods, PodGroups, PriorityClasses and\n"
+        "PodDisruptionBudgets, places every gang of pods with spec.schedulerName matching\n"
+        "--scheduler-name all at once or not at all (preempting whole gangs of lower\n"
+        "priority when the policy allows), binds them, and reports through PodGroup status,\n"
+        "Events and /metrics.\n"
+        "Without --kubeconfig (and KUBECONFIG unset) it uses the in-cluster service account.\n"
+        "\n"
+        "options:\n"
+        "      --kubeconfig FILE        kubeconfig (default $KUBECONFIG, else in-cluster)\n"
+        "      --context NAME           kubeconfig context (default: current-context)\n"
+        "      --config-map NS/NAME     policy ConfigMap, key config.yaml, watched and reloaded\n"
+        "      --config FILE            policy file instead (read once; not with --config-map)\n"
+        "      --scheduler-name NAME    pods to schedule (default: the --config file's\n"
+        "                               schedulerName, else topogang)\n"
+        "      --listen ADDR:PORT       /healthz /readyz /metrics (default :8080; '' disables)\n"
+        "      --leader-elect           elect a leader with a coordination.k8s.io Lease\n"
+        "      --lease NS/NAME          the Lease (default <config-map namespace or\n"
+        "                               topogang-system>/topogang-scheduler)\n"
+        "      --lease-duration SEC     2..3600, default 15 (with --leader-elect)\n"
+        "      --identity ID            leader identity (default $POD_NAME or hostname_pid)\n"
+        "      --v LEVEL                log level: debug, info, warn, error (default info)\n"
+        "  -h, --help                   this text\n");
+}
+
+static int split_nsname(const char *s, char *ns, size_t nn, char *name, size_t nm)
+{
+    const char *slash = strchr(s, '/');
+    if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/'))
+        return TG_EINVAL;
+    snprintf(ns, nn, "%.*s", (int)(slash - s), s);
+    snprintf(name, nm, "%s", slash + 1);
+    return 0;
+}
+
+/* A usage error: one line, exit code 2. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "topogang scheduler: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    return 2;
+}
+
+/* The value of --lease-duration, or -1. */
+static int seconds(const char *s)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    return errno || end == s || *end || v < 2 || v > 3600 ? -1 : (int)v;
+}
+
+/* Checks what getopt gathered and fills in the defaults; 0 or an exit code. */
+static int settle_opts(struct opts *o, const char *lease, const char *sched_name, int lease_given)
+{
+    if (o->cmap && o->cfile)
+        return bad("%s", "--config-map and --config exclude each other (the ConfigMap is the "
+                         "live policy, the file a fixed one)");
+    if (o->cmap && split_nsname(o->cmap, o->config_ns, sizeof o->config_ns, o->config_name,
+                                sizeof o->config_name))
+        return bad("--config-map must be NAMESPACE/NAME, not '%s'", o->cmap);
+    snprintf(o->lease_ns, sizeof o->lease_ns, "%s", o->config_ns[0] ? o->config_ns : "topogang-system");
+    snprintf(o->lease_name, sizeof o->lease_name, "topogang-scheduler");
+    if (lease && split_nsname(lease, o->lease_ns, sizeof o->lease_ns, o->lease_name, sizeof o->lease_name))
+        return bad("--lease must be NAMESPACE/NAME, not '%s'", lease);
+    if (o->lease_s < 0)
+        return bad("%s", "--lease-duration must be a whole number of seconds, 2..3600");
+    if (lease_given && !o->leader_elect)
+        fprintf(stderr, "topogang scheduler: --lease/--lease-duration do nothing without --leader-elect\n");
+    tg_policy_default(&o->policy);
+    struct tg_sb perr = {0};
+    if (o->cfile && tg_policy_load_file(o->cfile, &o->policy, &perr)) {
+        fprintf(stderr, "topogang scheduler: invalid policy:\n%s", tg_sb_str(&perr));
+        tg_sb_free(&perr);
+        return 1;
+    }
+    tg_sb_free(&perr);
+    snprintf(o->scheduler_name, sizeof o->scheduler_name, "%s",
+             sched_name ? sched_name : o->policy.scheduler_name);
+    if (sched_name && o->cfile && strcmp(sched_name, o->policy.scheduler_name))
+        fprintf(stderr, "topogang scheduler: --scheduler-name %s overrides the policy's "
+                        "schedulerName %s\n", sched_name, o->policy.scheduler_name);
+    const char *pod = getenv("POD_NAME");
+    if (!o->identity[0] && pod && *pod)
+        snprintf(o->identity, sizeof o->identity, "%s", pod);
+    if (!o->identity[0]) {
+        char host[200] = "topogang";
+        gethostname(host, sizeof host - 1);
+        snprintf(o->identity, sizeof o->identity, "%s_%d", host, (int)getpid());
+    }
+    return 0;
+}
+
+/* Parses argv into o; -1 to run, else the exit code (help: 0, usage: 2). */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        {"kubeconfig", required_argument, NULL, 'k'}, {"context", required_argument, NULL, 'x'},
+        {"config-map", required_argument, NULL, 'm'}, {"config", required_argument, NULL, 'c'},
+        {"scheduler-name", required_argument, NULL, 's'}, {"listen", required_argument, NULL, 'l'},
+        {"leader-elect", no_argument, NULL, 'e'},      {"lease", required_argument, NULL, 'L'},
+        {"lease-duration", required_argument, NULL, 'D'},
+        {"identity", required_argument, NULL, 'i'},     {"v", required_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},               {NULL, 0, NULL, 0},
+    };
+    const char *lease = NULL, *sched_name = NULL;
+    int opt, lease_given = 0;
+    enum tg_log_level lvl;
+    o->kubeconfig = getenv("KUBECONFIG");
+    o->listen = ":8080";
+    o->lease_s = 15;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'k': o->kubeconfig = optarg; break;
+        case 'x': o->context = optarg; break;
+        case 'm': o->cmap = optarg; break;
+        case 'c': o->cfile = optarg; break;
+        case 's': sched_name = optarg; break;
+        case 'l': o->listen = optarg; break;
+        case 'e': o->leader_elect = 1; break;
+        case 'L': lease = optarg; lease_given = 1; break;
+        case 'D': o->lease_s = seconds(optarg); lease_given = 1; break;
+        case 'i': snprintf(o->identity, sizeof o->identity, "%s", optarg); break;
+        case 'v':
+            if (tg_log_parse_level(optarg, &lvl))
+                return bad("%s", "--v must be debug, info, warn or error");
+            tg_log_set_level(lvl);
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc)
+        return bad("unexpected argument '%s'", argv[optind]);
+    int rc = settle_opts(o, lease, sched_name, lease_given);
+    return rc ? rc : -1;
+}
+
+/* ---- start ------------------------------------------------------------------------------ */
+
+static int connect_api(struct tg_daemon *d)
+{
+    const struct opts *o = &d->o;
+    struct tg_kconf conf;
+    char err[512] = "";
+    int rc;
+    if (!o->kubeconfig && tg_kubeconfig_incluster(NULL, &conf) == 0) {
+        tg_info(C, "using the in-cluster service account");
+    } else if ((rc = tg_kubeconfig_load(o->kubeconfig, o->context, &conf, err, sizeof err))) {
+        fprintf(stderr, "topogang scheduler: %s\n", err[0] ? err : tg_strerror(rc));
+        if (!o->kubeconfig)
+            fprintf(stderr, "  (no --kubeconfig, no KUBECONFIG, and not running in a cluster: "
+                            "give one of them; see --help)\n");
+        return 1;
+    }
+    struct tg_client_opts copts = {.qps = (double)o->policy.api_qps, .burst = (int)o->policy.api_burst};
+    rc = tg_client_new(&d->loop, &conf, &copts, &d->client);
+    tg_kconf_free(&conf);
+    if (rc)
+        fprintf(stderr, "topogang scheduler: cannot create the API client: %s\n", tg_strerror(rc));
+    return rc ? 1 : 0;
+}
+
+/* The engine and the pieces around it. */
+static int make_core(struct tg_daemon *d)
+{
+    struct tg_clock clk = {engine_clock, NULL};
+    if (tg_engine_init(&d->engine, &d->o.policy, &clk))
+        return TG_ENOMEM;
+    d->engine_up = 1;
+    d->engine.gang_freed = on_gang_freed;
+    d->engine.ud = d;
+    tg__report_init(&d->report, &d->engine, d->client);
+    struct tg__binder_hooks bh = {on_note, d};
+    return tg__binder_new(&d->engine, d->client, &d->loop, &bh, &d->binder);
+}
+
+static int start_informer(struct tg_daemon *d)
+{
+    const struct opts *o = &d->o;
+    d->handlers = (struct tg__handlers){
+        .engine = &d->engine, .client = d->client, .scheduler_name = o->scheduler_name,
+        .on_change = kick, .on_policy = on_policy, .on_podgroup = on_podgroup,
+        .on_members = on_members, .on_synced = on_synced, .ud = d};
+    struct tg_informer_opts io = {
+        .scheduler_name = o->scheduler_name,
+        .config_ns = o->config_name[0] ? o->config_ns : NULL,
+        .config_name = o->config_name[0] ? o->config_name : NULL,
+    };
+    tg__handlers_wire(&d->handlers, &io);
+    int rc = tg_informer_start(d->client, &io, &d->inf);
+    if (!rc)
+        rc = tg__evict_new(&d->engine, d->client, tg_informer_store(d->inf, TG_INF_PODS_BOUND),
+                           &d->evictor);
+    return rc;
+}
+
+static void start_handles(struct tg_daemon *d)
+{
+    uv_timer_init(&d->loop, &d->tick);
+    d->tick.data = d;
+    uv_signal_init(&d->loop, &d->sigterm);
+    uv_signal_init(&d->loop, &d->sigint);
+    d->sigterm.data = d->sigint.data = d;
+    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d->sigint, on_signal, SIGINT);
+    d->handles_up = 1;
+}
+
+/* Everything up and running; 0, or 1 after saying why. */
+static int start(struct tg_daemon *d)
+{
+    const struct opts *o = &d->o;
+    int rc, port = 0;
+    if (connect_api(d))
+        return 1;
+    if (make_core(d)) {
+        fprintf(stderr, "topogang scheduler: out of memory\n");
+        return 1;
+    }
+    if (o->listen[0] && (rc = tg_http_start(o->listen, &port))) {
+        fprintf(stderr, "topogang scheduler: cannot serve on %s: %s\n", o->listen, tg_strerror(rc));
+        return 1;
+    }
+    if (o->listen[0])
+        tg_info(C, "serving /healthz /readyz /metrics on port %d", port);
+    start_handles(d);
+    if ((rc = start_informer(d))) {
+        fprintf(stderr, "topogang scheduler: cannot start the informer: %s\n", tg_strerror(rc));
+        return 1;
+    }
+    if (o->leader_elect) {
+        if (tg__leader_start(&d->loop, d->client, o->identity, o->lease_ns, o->lease_name,
+                             o->lease_s, on_leader, d, &d->leader)) {
+            fprintf(stderr, "topogang scheduler: cannot start leader election\n");
+            return 1;
+        }
+    } else {
+        d->is_leader = 1;
+        tg_metrics_set(TG_G_LEADER, 1);
+    }
+    tg_info(C, "topogang scheduler %s starting: scheduler name %s, policy %s", o->identity,
+            o->scheduler_name, o->cmap ? o->cmap : o->cfile ? o->cfile : "(defaults)");
+    uv_timer_start(&d->tick, on_tick, 0, 0);
+    return 0;
+}
+
+/* After the loop: what the pieces still hold (requests were canceled). */
+static void teardown(struct tg_daemon *d)
+{
+    tg__binder_free(&d->binder);
+    tg__evict_free(&d->evictor);
+    if (d->engine_up)
+        tg_engine_free(&d->engine); /* its gang_freed hook frees the report's state */
+    tg__report_free(&d->report);
+}
+
+int tg_cmd_scheduler(int argc, char **argv)
+{
+    struct tg_daemon *d = calloc(1, sizeof *d);
+    if (!d) {
+        fprintf(stderr, "topogang scheduler: out of memory\n");
+        return 1;
+    }
+    int rc = parse_opts(argc, argv, &d->o);
+    if (rc < 0) {
+        uv_loop_init(&d->loop);
+        rc = start(d);
+        if (rc) {
+            if (d->leader)
+                tg__leader_stop(&d->leader, finish, d);
+            else
+                finish(d);
+        }
+        uv_run(&d->loop, UV_RUN_DEFAULT);
+        teardown(d);
+        uv_loop_close(&d->loop);
+        if (!rc)
+            tg_info(C, "stopped");
+    }
+    free(d);
+    return rc;
+}

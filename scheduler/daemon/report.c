@@ -1,0 +1,470 @@
+/* What users see of a gang: its PodGroup's status and Events.
+ *
+ * Status (a merge patch of podgroups/status, only when it changed, at most
+ * one patch in flight per gang so that two patches cannot land out of order):
+ *   phase        Pending | Scheduling (binds take over a second) | Scheduled
+ *                | Unschedulable (timed out, or its PodGroup is invalid)
+ *   scheduled    members bound (our own binds count as soon as they succeed)
+ *   placement    level and domain of the last placement
+ *   nominated    {domain, victims}: preemption in progress, its victims leaving
+ *   reservation  {domain, since}: a domain kept for this starving head gang
+ *   the Scheduled condition: reason Scheduled, Binding, Unschedulable,
+ *                Timeout, Preempting, Nominated or Reserved, and as message
+ *                the reason in numbers (the text `simulate` prints).
+ * Events, each distinct one at most once a minute per gang ("Waiting" counts
+ * members as they arrive: once a minute whatever the count): Scheduled,
+ * FailedScheduling, Waiting, Timeout, Reserved, RolledBack, InvalidTopology,
+ * PodGroupNotFound. The regarding object is the PodGroup, else the pod of a
+ * gang of one, else (no PodGroup object) the first pending member.
+ * (Preempting and Preempted are evict.c's: they go to other objects too.)
+ *
+ * Per-gang state lives in the engine's gang record (grec->user), created on
+ * the first report and freed with the record (tg__report_gang_freed). */
+#include "scheduler/daemon/internal.h"
+#include "scheduler/daemon/metrics.h"
+#include "util/err.h"
+#include "util/intern.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define C "scheduler"
+
+enum { EVENT_REPEAT_MS = 60000 };
+
+enum phase { PH_NONE, PH_PENDING, PH_SCHEDULING, PH_SCHEDULED, PH_UNSCHEDULABLE };
+static const char *const phase_name[] = {"", "Pending", "Scheduling", "Scheduled", "Unschedulable"};
+
+/* One gang's report state (grec->user). */
+struct rgang {
+    uint8_t phase;                      /* enum phase */
+    uint8_t binding;                    /* binds in flight (between the binder's notes) */
+    uint8_t patch_inflight;
+    const char *cond;                   /* the Scheduled condition's reason (static) */
+    char *msg;                          /* its message */
+    char *level, *domain;               /* placement */
+    char *nom_domain;                   /* nominated: domain, NULL none */
+    uint32_t nom_victims;
+    char *resv_domain;                  /* reservation: domain, NULL none */
+    int64_t resv_since_ms;
+    char *sig;                          /* last status sent or queued, without times */
+    char *want;                         /* a status body waiting for the patch in flight */
+    char event_sig[96];                 /* last Event: reason + message hash */
+    int64_t event_ms;
+};
+
+/* A status patch in flight; found again by gang key (the record may go). */
+struct tg__rpatch {
+    struct tg__report *r;
+    struct tg__rpatch *next, *prev;
+    char key[];
+};
+
+static void set_str(char **dst, const char *s)
+{
+    char *d = s ? strdup(s) : NULL;
+    if (s && !d)
+        return; /* out of memory: the old text stays */
+    free(*dst);
+    *dst = d;
+}
+
+static void rgang_free(struct rgang *rg)
+{
+    free(rg->msg);
+    free(rg->level);
+    free(rg->domain);
+    free(rg->nom_domain);
+    free(rg->resv_domain);
+    free(rg->sig);
+    free(rg->want);
+    free(rg);
+}
+
+static struct rgang *state_of(struct tg_grec *g)
+{
+    if (!g->user)
+        g->user = calloc(1, sizeof(struct rgang));
+    return g->user;
+}
+
+void tg__report_init(struct tg__report *r, struct tg_engine *e, struct tg_client *c)
+{
+    memset(r, 0, sizeof *r);
+    r->engine = e;
+    r->client = c;
+}
+
+void tg__report_free(struct tg__report *r)
+{
+    while (r->patches) {
+        struct tg__rpatch *p = r->patches;
+        r->patches = p->next;
+        free(p);
+    }
+}
+
+void tg__report_gang_freed(struct tg__report *r, struct tg_grec *g)
+{
+    (void)r;
+    if (g->user)
+        rgang_free(g->user);
+    g->user = NULL;
+}
+
+int tg__report_seen(const struct tg_grec *g)
+{
+    return g->user != NULL;
+}
+
+/* ---- status ------------------------------------------------------------------------------- */
+
+static void on_written(void *ud, const struct tg_resp *r)
+{
+    const char *what = ud;
+    if (r->err && r->status != 404)
+        tg_warn(C, "%s failed: %s (HTTP %ld)", what, r->msg ? r->msg : tg_strerror(r->err), r->status);
+}
+
+static void send_status(struct tg__report *r, struct tg_grec *g);
+
+static void on_status_patched(void *ud, const struct tg_resp *resp)
+{
+    struct tg__rpatch *p = ud;
+    struct tg__report *r = p->r;
+    on_written("PodGroup status patch", resp);
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        r->patches = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    struct tg_grec *g = tg_gangs_get(&r->engine->gangs, p->key);
+    free(p);
+    if (g && g->user) {
+        ((struct rgang *)g->user)->patch_inflight = 0;
+        send_status(r, g);
+    }
+}
+
+/* Sends the wanted status unless a patch of this gang is in flight. */
+static void send_status(struct tg__report *r, struct tg_grec *g)
+{
+    struct rgang *rg = g->user;
+    if (rg->patch_inflight || !rg->want || !g->pg)
+        return;
+    size_t kl = strlen(g->key);
+    struct tg__rpatch *p = malloc(sizeof *p + kl + 1);
+    if (!p)
+        return;
+    p->r = r;
+    memcpy(p->key, g->key, kl + 1);
+    if (tg_api_patch_podgroup_status(r->client, tg_str(g->pg->ns), tg_str(g->pg->name), rg->want,
+                                     on_status_patched, p)) {
+        free(p);
+        return;
+    }
+    p->prev = NULL;
+    p->next = r->patches;
+    if (p->next)
+        p->next->prev = p;
+    r->patches = p;
+    free(rg->want);
+    rg->want = NULL;
+    rg->patch_inflight = 1;
+    tg_metrics_inc(TG_M_STATUS_PATCHES, 1);
+}
+
+/* Members bound: every member record, but while binds run only those the
+ * informer has seen bound (the binder's successes count when it is done). */
+static uint32_t scheduled(const struct tg_grec *g, const struct rgang *rg)
+{
+    if (!rg->binding)
+        return g->nmembers;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->nmembers; i++)
+        n += g->members[i]->kind == TG_USAGE_BOUND;
+    return n;
+}
+
+static void json_domain(struct tg_sb *b, const char *field, const char *domain)
+{
+    tg_sb_printf(b, ",\"%s\":{\"domain\":", field);
+    tg_sb_json_str(b, domain);
+}
+
+/* The status without its times: compared to decide whether to write. */
+static void status_sig(const struct tg_grec *g, const struct rgang *rg, struct tg_sb *b)
+{
+    int ok = rg->phase == PH_SCHEDULED;
+    tg_sb_printf(b, "{\"phase\":\"%s\",\"scheduled\":%u", phase_name[rg->phase], scheduled(g, rg));
+    if (rg->level) {
+        tg_sb_puts(b, ",\"placement\":{\"level\":");
+        tg_sb_json_str(b, rg->level);
+        tg_sb_puts(b, ",\"domain\":");
+        tg_sb_json_str(b, rg->domain ? rg->domain : "");
+        tg_sb_putc(b, '}');
+    }
+    if (rg->nom_domain) {
+        json_domain(b, "nominated", rg->nom_domain);
+        tg_sb_printf(b, ",\"victims\":%u}", rg->nom_victims);
+    } else {
+        tg_sb_puts(b, ",\"nominated\":null");
+    }
+    if (rg->resv_domain) {
+        char since[40];
+        tg_format_microtime(rg->resv_since_ms / 1000 * 1000, since, sizeof since);
+        strcpy(strchr(since, '.'), "Z"); /* metav1.Time has seconds only */
+        json_domain(b, "reservation", rg->resv_domain);
+        tg_sb_printf(b, ",\"since\":\"%s\"}", since);
+    } else {
+        tg_sb_puts(b, ",\"reservation\":null");
+    }
+    tg_sb_printf(b, ",\"conditions\":[{\"type\":\"Scheduled\",\"status\":\"%s\",\"reason\":\"%s\","
+                    "\"message\":", ok ? "True" : "False", rg->cond ? rg->cond : "Unschedulable");
+    tg_sb_json_str(b, rg->msg && rg->msg[0] ? rg->msg : ok ? "all members bound" : "waiting");
+}
+
+/* Writes g's status when it differs from the last one (always if rewrite). */
+static void write_status(struct tg__report *r, struct tg_grec *g, int rewrite)
+{
+    struct rgang *rg = g->user;
+    if (!rg || !g->pg || rg->phase == PH_NONE)
+        return;
+    struct tg_sb b = {0};
+    status_sig(g, rg, &b);
+    if (!b.oom && (rewrite || !rg->sig || strcmp(rg->sig, tg_sb_str(&b)))) {
+        set_str(&rg->sig, tg_sb_str(&b));
+        char when[40];
+        tg_format_microtime(tg__wall_ms() / 1000 * 1000, when, sizeof when);
+        strcpy(strchr(when, '.'), "Z");
+        tg_sb_printf(&b, ",\"lastTransitionTime\":\"%s\"}]}", when);
+        if (!b.oom) {
+            set_str(&rg->want, tg_sb_str(&b));
+            send_status(r, g);
+        }
+    }
+    tg_sb_free(&b);
+}
+
+void tg__report_refresh(struct tg__report *r, const char *gang_key, int rewrite)
+{
+    struct tg_grec *g = tg_gangs_get(&r->engine->gangs, gang_key);
+    if (g && g->user && (rewrite || !((struct rgang *)g->user)->binding))
+        write_status(r, g, rewrite);
+}
+
+/* ---- Events ----------------------------------------------------------------------------------- */
+
+/* The object an Event about g regards; 0, or -1 when there is none. */
+static int regarding(const struct tg_grec *g, struct tg_event_spec *e)
+{
+    e->ns = tg_str(g->ns);
+    if (g->pg) {
+        e->kind = "PodGroup";
+        e->api_version = "topogang.io/v1alpha1";
+        e->name = tg_str(g->pg->name);
+        e->uid = g->pg->uid;
+        return 0;
+    }
+    if (!g->npending)
+        return -1;
+    /* a gang of one: its pod; no PodGroup object: the first pending member */
+    const struct tg_pod *p = g->pending[0];
+    e->kind = "Pod";
+    e->api_version = "v1";
+    e->name = tg_pod_name(p);
+    e->uid = p->uid;
+    return 0;
+}
+
+/* Sends an Event unless the same one went out less than a minute ago. */
+static void event(struct tg__report *r, struct tg_grec *g, const char *type, const char *reason,
+                  const char *note)
+{
+    struct rgang *rg = g->user;
+    char sig[96];
+    /* "Waiting" counts members as they arrive: one per minute is enough */
+    snprintf(sig, sizeof sig, "%s:%016llx", reason,
+             !strcmp(reason, "Waiting") ? 0ull : (unsigned long long)tg_hash(note, strlen(note)));
+    int64_t now = tg__wall_ms();
+    if (!strcmp(sig, rg->event_sig) && now - rg->event_ms < EVENT_REPEAT_MS)
+        return;
+    snprintf(rg->event_sig, sizeof rg->event_sig, "%s", sig);
+    rg->event_ms = now;
+    struct tg_event_spec e = {.type = type, .reason = reason, .note = note,
+                              .action = !strcmp(reason, "Scheduled") ? "Binding" : "Scheduling"};
+    if (regarding(g, &e) == 0 && tg_api_create_event(r->client, &e, on_written, "Event") == 0)
+        tg_metrics_inc(TG_M_EVENTS, 1);
+}
+
+/* ---- decisions ------------------------------------------------------------------------------- */
+
+static void set_nomination(struct tg__report *r, struct tg_grec *g, const struct tg_decision *d)
+{
+    struct rgang *rg = g->user;
+    const struct tg_nomination *n = g->q.nom;
+    uint32_t dom = d->preemption.domain != TG_NONE ? d->preemption.domain : n ? n->domain : TG_NONE;
+    if (dom == TG_NONE) {
+        set_str(&rg->nom_domain, NULL);
+        return;
+    }
+    char path[512];
+    set_str(&rg->nom_domain, tg_tree_path(&r->engine->sched.cluster.tree, dom, path, sizeof path));
+    rg->nom_victims = 0;
+    for (uint32_t i = 0; n && i < n->nvictims; i++)
+        rg->nom_victims += tg_cluster_usage(&r->engine->sched.cluster, n->victims[i]) != NULL;
+}
+
+static void set_reservation(struct tg__report *r, struct tg_grec *g)
+{
+    struct rgang *rg = g->user;
+    const struct tg_reservation *v = tg_engine_reservation(r->engine, g);
+    char path[512];
+    set_str(&rg->resv_domain,
+            v ? tg_tree_path(&r->engine->sched.cluster.tree, v->domain, path, sizeof path) : NULL);
+    rg->resv_since_ms = v ? v->since_ms : 0;
+}
+
+static void placed(struct tg__report *r, struct tg_grec *g, const struct tg_decision *d)
+{
+    struct rgang *rg = g->user;
+    const struct tg_policy *p = &r->engine->sched.policy;
+    char path[512];
+    set_str(&rg->level, d->result.level ? p->levels[d->result.level - 1].name : "cluster");
+    set_str(&rg->domain, tg_tree_path(&r->engine->sched.cluster.tree, d->result.domain, path,
+                                      sizeof path));
+    set_str(&rg->nom_domain, NULL);
+    set_str(&rg->resv_domain, NULL);
+    /* no write now: the binder's notes say how the binds go */
+}
+
+static void unplaced(struct tg__report *r, struct tg_grec *g, const struct tg_decision *d)
+{
+    struct rgang *rg = g->user;
+    set_str(&rg->msg, d->reason);
+    set_reservation(r, g);
+    if (d->kind != TG_D_PREEMPT && d->kind != TG_D_NOMINATED)
+        set_str(&rg->nom_domain, NULL);
+    rg->phase = g->timed_out ? PH_UNSCHEDULABLE : PH_PENDING;
+    switch (d->kind) {
+    case TG_D_WAITING:
+        rg->cond = g->timed_out ? "Timeout" : "Unschedulable";
+        write_status(r, g, 0);
+        event(r, g, g->timed_out ? "Warning" : "Normal", g->timed_out ? "Timeout" : "Waiting", d->reason);
+        return;
+    case TG_D_PREEMPT:
+    case TG_D_NOMINATED:
+        set_nomination(r, g, d);
+        rg->cond = d->kind == TG_D_PREEMPT ? "Preempting" : "Nominated";
+        write_status(r, g, 0); /* the Preempting Event is evict.c's */
+        return;
+    default:
+        break;
+    }
+    rg->cond = g->timed_out ? "Timeout" : d->reserved ? "Reserved" : "Unschedulable";
+    write_status(r, g, 0);
+    const char *reason = g->timed_out ? "Timeout" : d->reservation_new ? "Reserved" : "FailedScheduling";
+    event(r, g, d->reservation_new && !g->timed_out ? "Normal" : "Warning", reason, d->reason);
+}
+
+static void invalid(struct tg__report *r, struct tg_grec *g, const struct tg_decision *d)
+{
+    struct rgang *rg = g->user;
+    set_str(&rg->msg, d->reason);
+    if (!g->pg) {
+        event(r, g, "Warning", "PodGroupNotFound", d->reason);
+        return;
+    }
+    rg->phase = PH_UNSCHEDULABLE;
+    rg->cond = "Unschedulable";
+    write_status(r, g, 0);
+    event(r, g, "Warning", "InvalidTopology", d->reason);
+}
+
+void tg__report_decision(struct tg__report *r, const struct tg_decision *d)
+{
+    struct tg_grec *g = d->gang;
+    if (!g || !state_of(g))
+        return;
+    switch (d->kind) {
+    case TG_D_PLACE: placed(r, g, d); break;
+    case TG_D_INVALID: invalid(r, g, d); break;
+    case TG_D_NONE: break;
+    default: unplaced(r, g, d); break;
+    }
+}
+
+/* ---- the binder's notes -------------------------------------------------------------------- */
+
+static void bind_done(struct tg__report *r, struct tg_grec *g, const struct tg__bind_note *n)
+{
+    struct rgang *rg = g->user;
+    char msg[1024];
+    if (n->failed)
+        snprintf(msg, sizeof msg, "bound %u of %u (%u failed and wait for another try)", n->ok,
+                 n->pods, n->failed);
+    else
+        snprintf(msg, sizeof msg, "bound %u pod(s) in %s %s", n->ok, n->level,
+                 n->domain[0] ? n->domain : "(cluster)");
+    tg_info(C, "gang %s: %s", g->key, msg);
+    set_str(&rg->msg, msg);
+    rg->phase = n->failed ? PH_PENDING : PH_SCHEDULED;
+    rg->cond = n->failed ? "Unschedulable" : "Scheduled";
+    write_status(r, g, 0);
+    event(r, g, "Normal", "Scheduled", msg);
+}
+
+static void rolled_back(struct tg__report *r, struct tg_grec *g, const struct tg__bind_note *n)
+{
+    struct rgang *rg = g->user;
+    char msg[2048];
+    if (n->why)
+        snprintf(msg, sizeof msg, "%s; rolled back: deleted %u bound member(s) of an incomplete gang",
+                 n->why, n->deleted);
+    else
+        snprintf(msg, sizeof msg,
+                 "bound %u of %u, needed %u: rolled back, deleted %u bound member(s); first "
+                 "failure %s: %s (HTTP %ld)", n->ok, n->pods, n->must, n->deleted,
+                 n->fail_key ? n->fail_key : "-", n->fail_msg ? n->fail_msg : "-", n->fail_status);
+    tg_warn(C, "gang %s: %s", g->key, msg);
+    set_str(&rg->msg, msg);
+    rg->phase = PH_PENDING;
+    rg->cond = "Unschedulable";
+    write_status(r, g, 0);
+    event(r, g, "Warning", "RolledBack", msg);
+}
+
+void tg__report_bind(struct tg__report *r, const char *gang_key, const struct tg__bind_note *n)
+{
+    struct tg_grec *g = tg_gangs_get(&r->engine->gangs, gang_key);
+    if (!g || !state_of(g))
+        return; /* the gang went away meanwhile: nobody to tell */
+    struct rgang *rg = g->user;
+    char msg[1024];
+    switch (n->what) {
+    case TG__BIND_STARTED:
+        /* no write yet: most gangs bind within milliseconds */
+        snprintf(msg, sizeof msg, "binding %u pod(s) in %s %s", n->pods, n->level,
+                 n->domain[0] ? n->domain : "(cluster)");
+        set_str(&rg->msg, msg);
+        rg->binding = 1;
+        rg->phase = PH_SCHEDULING;
+        rg->cond = "Binding";
+        break;
+    case TG__BIND_SLOW:
+        write_status(r, g, 0);
+        break;
+    case TG__BIND_DONE:
+        rg->binding = 0;
+        bind_done(r, g, n);
+        break;
+    case TG__BIND_ROLLED_BACK:
+        rg->binding = 0;
+        rolled_back(r, g, n);
+        break;
+    }
+}
