@@ -233,6 +233,10 @@ can yes create events -n e2e
 can yes patch events -n e2e
 can yes create events.events.k8s.io -n e2e
 can yes list priorityclasses.scheduling.k8s.io
+can yes watch priorityclasses.scheduling.k8s.io
+can yes list poddisruptionbudgets.policy -A
+can yes watch poddisruptionbudgets.policy -A
+can yes patch pods --subresource=status -n e2e
 can yes get configmaps -n topogang-system
 can yes watch configmaps -n topogang-system
 can yes get leases.coordination.k8s.io -n topogang-system
@@ -245,6 +249,11 @@ can no list secrets -A
 can no create pods -n e2e
 can no update pods -n e2e
 can no patch pods -n e2e
+can no update pods --subresource=status -n e2e
+can no get poddisruptionbudgets.policy -n e2e
+can no create poddisruptionbudgets.policy -n e2e
+can no delete poddisruptionbudgets.policy -n e2e
+can no create pods --subresource=eviction -n e2e
 can no create podgroups.topogang.io -n e2e
 can no update podgroups.topogang.io -n e2e
 can no delete podgroups.topogang.io -n e2e
@@ -320,6 +329,15 @@ metadata: {name: topogang-scheduler, namespace: topogang-system}
 spec: {holderIdentity: topogang-scheduler-0, leaseDurationSeconds: 15}
 EOF
   check "SA reads its ConfigMap" ksa get configmap -n topogang-system topogang-config -o name
+  # as the daemon sends it: a PATCH with no GET first (kubectl would GET pods/status)
+  code=$(curl -sS -o "$work/patch.json" -w '%{http_code}' --cacert "$TG_CLUSTER_DIR/ca.crt" \
+         -H "Authorization: Bearer $tok" -H 'Content-Type: application/strategic-merge-patch+json' -X PATCH \
+         -d '{"status":{"conditions":[{"type":"DisruptionTarget","status":"True","reason":"PreemptionByScheduler","message":"e2e"}]}}' \
+         "$TG_SERVER/api/v1/namespaces/e2e/pods/member-0/status")
+  [ "$code" = 200 ] && [ "$(kjp pod -n e2e member-0 -o jsonpath='{.status.conditions[?(@.type=="DisruptionTarget")].reason}')" = PreemptionByScheduler ] \
+    && pass "SA patches a pod's status (preemption: DisruptionTarget)" \
+    || fail "SA patches a pod's status (preemption: DisruptionTarget)" "HTTP $code $(cat "$work/patch.json")"
+  check "SA lists PodDisruptionBudgets" ksa get pdb -A -o name
   check "SA deletes a pod" ksa delete pod -n e2e member-0 --wait=false
   if out=$(ksa get secrets -n topogang-system 2>&1); then fail "SA cannot read secrets" "allowed"
   else grep -q Forbidden <<< "$out" && pass "SA cannot read secrets (Forbidden)" || fail "SA cannot read secrets" "$out"; fi
