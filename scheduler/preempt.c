@@ -242,6 +242,11 @@ static int keep_first(const void *pa, const void *pb)
         return a->nrecs > b->nrecs ? -1 : 1;
     if (a->age_s != b->age_s)
         return a->age_s > b->age_s ? -1 : 1;
+    /* by name, never by address: the same cluster gives the same victims
+     * whatever order its objects came in */
+    int c = strcmp(a->gang ? a->gang->key : a->pod->key, b->gang ? b->gang->key : b->pod->key);
+    if (c)
+        return c;
     return (a->id > b->id) - (a->id < b->id);
 }
 

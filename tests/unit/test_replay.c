@@ -12,7 +12,9 @@
  *     the documented shape;
  *   - the core: a Terminating member is not a placed member of its gang
  *     (its recreated pods are placed as a whole gang, not anchored next to
- *     the pods that are leaving).
+ *     the pods that are leaving); victims of equal cost are chosen by name,
+ *     not by where their records sit in memory (the same trace gives the
+ *     same replay whatever the order of its objects).
  */
 #include "testutil.h"
 #include "config/policy.h"
@@ -131,6 +133,42 @@ static void terminating_members_are_not_placed(void **state)
     tg_simdata_free(&d);
     tg_sb_free(&err);
     free(y);
+}
+
+/* Two single pods of equal cost (priority, GPUs, age) on one node; the
+ * preemptor needs room for one. The victim is the same whichever order the
+ * pods come in (it used to follow their records' addresses). */
+static void equal_victims_by_name(void **state)
+{
+    (void)state;
+    const char *victim[2];
+    for (int order = 0; order < 2; order++) {
+        char *y = NULL;
+        tu_node(&y, "n0", "", "r0", 8, NULL);
+        for (int k = 0; k < 2; k++) {
+            const char *name = (k ^ order) ? "b" : "a";
+            tu_cat(&y, "---\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
+                       "  creationTimestamp: '2026-01-01T00:00:00Z'\n"
+                       "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: %s, uid: u-%s, "
+                       "controller: true}]\nspec:\n  nodeName: n0\n  priority: 10\n"
+                       "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: 4}}}]\n"
+                       "status: {phase: Running}\n", name, name, name);
+        }
+        tu_cat(&y, "---\nkind: Pod\nmetadata: {name: hi, namespace: ml}\nspec:\n"
+                   "  schedulerName: topogang\n  priority: 1000\n"
+                   "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: 4}}}]\n");
+        cJSON *res = tu_simulate(RACKS, y);
+        const cJSON *pre = cJSON_GetObjectItemCaseSensitive(tu_gang(res, "ml/hi"), "preempts");
+        assert_int_equal(cJSON_GetArraySize(pre), 1);
+        const cJSON *pods = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(pre, 0), "pods");
+        victim[order] = strdup(cJSON_GetArrayItem(pods, 0)->valuestring);
+        cJSON_Delete(res);
+        free(y);
+    }
+    assert_string_equal(victim[0], victim[1]);
+    assert_string_equal(victim[0], "ml/b"); /* the first name is kept first */
+    free((char *)victim[0]);
+    free((char *)victim[1]);
 }
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -757,6 +795,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(terminating_members_are_not_placed),
+        cmocka_unit_test(equal_victims_by_name),
         cmocka_unit_test(arrivals_and_completions),
         cmocka_unit_test(backoff_holds_a_gang),
         cmocka_unit_test(preemption_loses_work_and_restarts),
