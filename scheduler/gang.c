@@ -28,11 +28,15 @@ const char *tg_gang_key_of(const struct tg_pod *p, char *buf, size_t n)
 
 static const char *usage_gang_key(const struct tg_usage *u, char *buf, size_t n)
 {
-    if (u->group)
-        snprintf(buf, n, "%s/%s", tg_str(u->ns), tg_str(u->group));
-    else
-        snprintf(buf, n, "%s", u->key);
+    if (!u->group)
+        return u->key;
+    snprintf(buf, n, "%s/%s", tg_str(u->ns), tg_str(u->group));
     return buf;
+}
+
+static uint64_t group_id(uint32_t ns, uint32_t group)
+{
+    return (uint64_t)ns << 32 | group;
 }
 
 struct tg_grec *tg_gangs_get(const struct tg_gangs *gs, const char *key)
@@ -41,8 +45,13 @@ struct tg_grec *tg_gangs_get(const struct tg_gangs *gs, const char *key)
     return tg_hmap_get(&gs->by_key, key, strlen(key), &v) ? (struct tg_grec *)(uintptr_t)v : NULL;
 }
 
+/* Called for every placed pod by preemption and the cluster listener: the
+ * gang of a PodGroup is found by its interned ids, without a key built. */
 struct tg_grec *tg_gangs_of_usage(const struct tg_gangs *gs, const struct tg_usage *u)
 {
+    uint64_t v;
+    if (u->group && tg_imap_get(&gs->by_group, group_id(u->ns, u->group), &v))
+        return (struct tg_grec *)(uintptr_t)v;
     char key[512];
     return tg_gangs_get(gs, usage_gang_key(u, key, sizeof key));
 }
@@ -63,6 +72,12 @@ static struct tg_grec *get_or_make(struct tg_gangs *gs, const char *key, uint32_
     g->priority = INT32_MIN;
     tg_qent_init(&g->q, g->key);
     if (tg_hmap_put(&gs->by_key, g->key, strlen(g->key), (uint64_t)(uintptr_t)g)) {
+        free(g->key);
+        free(g);
+        return NULL;
+    }
+    if (group && tg_imap_put(&gs->by_group, group_id(ns, group), (uint64_t)(uintptr_t)g)) {
+        tg_hmap_del(&gs->by_key, g->key, strlen(g->key));
         free(g->key);
         free(g);
         return NULL;
@@ -92,6 +107,8 @@ static void maybe_free(struct tg_gangs *gs, struct tg_grec *g)
         gs->freed(gs->ud, g);
     tg_queue_nomination_clear(&g->q);
     tg_hmap_del(&gs->by_key, g->key, strlen(g->key));
+    if (g->group)
+        tg_imap_del(&gs->by_group, group_id(g->ns, g->group));
     free(g->pending);
     free(g->members);
     free(g->key);
@@ -258,8 +275,8 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
     u->gpos = UINT32_MAX;
     if (u->kind == TG_USAGE_NOMINATED || u->deleting)
         return; /* a Terminating pod is leaving: its gang may already have new members */
-    char key[512];
-    usage_gang_key(u, key, sizeof key);
+    char buf[512];
+    const char *key = usage_gang_key(u, buf, sizeof buf);
     struct tg_grec *g = u->group ? get_or_make(gs, key, u->ns, u->group) : tg_gangs_get(gs, key);
     if (!g || push_member(g, u))
         return; /* out of memory: the pod still counts as usage, it is just not a member */
@@ -315,6 +332,7 @@ void tg_gangs_free(struct tg_gangs *gs)
         free(g);
     }
     tg_hmap_free(&gs->by_key);
+    tg_imap_free(&gs->by_group);
     tg_hmap_free(&gs->pgs);
     pos = 0;
     while ((s = tg_hmap_next(&gs->pidx, &pos))) {

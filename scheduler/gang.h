@@ -63,6 +63,8 @@ struct tg_pclass {
 struct tg_gangs {
     struct tg_cluster *cluster;
     struct tg_hmap by_key;              /* key -> struct tg_grec * */
+    struct tg_imap by_group;            /* ns << 32 | group (interned) -> the gang of that
+                                           PodGroup: tg_gangs_of_usage builds no key */
     struct tg_hmap pgs;                 /* PodGroup key -> const struct tg_podgroup * */
     struct tg_hmap pidx;                /* pending pod key (owned) -> its place in its gang */
     struct tg_imap pclass;              /* interned name -> struct tg_pclass * */
