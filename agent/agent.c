@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/podres.h"
 #include "agent/publish.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -93,8 +94,31 @@ int tg_agent_collect(const struct tg_agent_opts *o, struct tg_hw *hw, struct tg_
                     m->ngpus, nvidia_gpus(hw));
         free(m);
     }
-    tg_hw_domains(hw, o->policy, t);
+    tg_agent_build(o, hw, t);
     return 0;
+}
+
+void tg_agent_build(const struct tg_agent_opts *o, const struct tg_hw *hw, struct tg_topology *t)
+{
+    static char last_err[256];
+    char err[256] = "";
+    tg_hw_domains(hw, o->policy, t);
+    if (!o->podres_socket)
+        return;
+    struct tg_podres *p = malloc(sizeof *p);
+    int rc = p ? tg_podres_query(o->podres_socket, p, err, sizeof err) : TG_ENOMEM;
+    if (rc) {
+        if (strcmp(err, last_err))
+            tg_warn("agent", "kubelet pod-resources: %s; publishing no exclusive CPU/memory figures",
+                    err[0] ? err : tg_strerror(rc));
+        snprintf(last_err, sizeof last_err, "%s", err);
+    } else {
+        if (last_err[0])
+            tg_info("agent", "kubelet pod-resources: answering again");
+        last_err[0] = 0;
+        tg_podres_apply(p, hw, t);
+    }
+    free(p);
 }
 
 static void usage(FILE *f)
@@ -112,6 +136,11 @@ static void usage(FILE *f)
         "  --nvidia-smi-topo FILE   read `nvidia-smi topo -m` output from FILE\n"
         "  --topology-policy P      kubelet Topology Manager policy of this node:\n"
         "                           none | single-numa-node | restricted (default none)\n"
+        "  --pod-resources SOCKET   the kubelet's pod-resources socket, to publish what it\n"
+        "                           can still give exclusively per NUMA node; 'none' not to\n"
+        "                           (default " TG_PODRES_SOCKET ",\n"
+        "                           none with --topology-xml)\n"
+        "  --kubelet-interval S     how often to read it, patching on change (default 10)\n"
         "  --node-name NAME         Node to patch (default $NODE_NAME)\n"
         "  --kubeconfig FILE        API access outside a cluster (default in-cluster)\n"
         "  --interval SECONDS       refresh period when not --once (default 300)\n"
@@ -150,13 +179,16 @@ int tg_cmd_agent(int argc, char **argv)
         {"node-name", required_argument, NULL, 'N'},
         {"kubeconfig", required_argument, NULL, 'k'},
         {"interval", required_argument, NULL, 'i'},
+        {"pod-resources", required_argument, NULL, 'r'},
+        {"kubelet-interval", required_argument, NULL, 'K'},
         {"v", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     struct tg_agent_opts o = {0};
-    struct tg_publish_opts po = {.interval_s = 300};
+    struct tg_publish_opts po = {.interval_s = 300, .kubelet_interval_s = 10};
     int once = 0, print = 0, c;
+    const char *podres = NULL;
     char err[512];
 
     optind = 1;
@@ -185,6 +217,17 @@ int tg_cmd_agent(int argc, char **argv)
             po.interval_s = (unsigned)v;
             break;
         }
+        case 'K': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 3600) {
+                fprintf(stderr, "topogang agent: --kubelet-interval: want 1..3600 seconds\n");
+                return 2;
+            }
+            po.kubelet_interval_s = (unsigned)v;
+            break;
+        }
+        case 'r': podres = optarg; break;
         case 'v': {
             enum tg_log_level l;
             if (tg_log_parse_level(optarg, &l)) {
@@ -203,6 +246,10 @@ int tg_cmd_agent(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (podres)
+        o.podres_socket = strcmp(podres, "none") ? podres : NULL;
+    else if (!o.topology_xml)
+        o.podres_socket = TG_PODRES_SOCKET;
 
     struct tg_hw *hw = malloc(sizeof *hw);
     struct tg_topology *t = malloc(sizeof *t);

@@ -224,10 +224,15 @@ static void find_numa(hwloc_topology_t topo, struct tg_hw *hw)
     while ((o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o)) && n < MAX_NODES)
         nodes[n++] = o;
     o = NULL;
+    for (uint32_t i = 0; i < TG_HW_MAX_PUS; i++)
+        hw->pu_home[i] = -1;
     while ((o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, o))) {
         int h = home_of(nodes, n, o->os_index);
-        if (h >= 0)
-            owned[h]++;
+        if (h < 0)
+            continue;
+        owned[h]++;
+        if (o->os_index < TG_HW_MAX_PUS)
+            hw->pu_home[o->os_index] = (int32_t)nodes[h]->os_index;
     }
     for (uint32_t i = 0; i < n && hw->nnuma < TG_TOPO_MAX_NUMA; i++) {
         if (!owned[i])

@@ -35,6 +35,7 @@
 
 #define TG_HW_MAX_GPUS 64
 #define TG_HW_MAX_NICS 64
+#define TG_HW_MAX_PUS  8192
 
 struct tg_hw_gpu {
     char busid[TG_TOPO_NAME];           /* "0000:18:00.0" */
@@ -61,6 +62,7 @@ struct tg_hw {
     uint32_t nnuma, ngpus, nnics, nnvswitch, npus, nmem;
     struct tg_topo_numa numa[TG_TOPO_MAX_NUMA];     /* nodes with CPUs */
     struct tg_topo_memnode mem[TG_TOPO_MAX_MEMNODES]; /* nodes without CPUs */
+    int32_t pu_home[TG_HW_MAX_PUS];     /* PU OS index -> its home NUMA node id, -1 none */
     struct tg_hw_gpu gpus[TG_HW_MAX_GPUS];
     struct tg_hw_nic nics[TG_HW_MAX_NICS];
     uint32_t nvlink_groups;

@@ -82,18 +82,31 @@ static int connect_api(const struct tg_publish_opts *po, uv_loop_t *loop, struct
     return rc;
 }
 
-/* One round: discover, read the Node, patch it when needed. */
+/* One round: discover (full) or rebuild from the last discovery plus the
+ * kubelet; unless nothing changed since *last was published, read the Node
+ * and patch it when needed. *last: the annotation published (or found) last,
+ * owned, replaced on success. */
 static int publish_once(struct tg_client *cl, const struct tg_agent_opts *o,
-                        const struct tg_publish_opts *po, struct tg_hw *hw, struct tg_topology *t)
+                        const struct tg_publish_opts *po, struct tg_hw *hw, struct tg_topology *t,
+                        int full, char **last)
 {
     char err[512], path[512];
-    struct tg_sb patch = {0};
+    struct tg_sb patch = {0}, now = {0};
     struct tg_resp r;
     char *body = NULL;
-    int rc = tg_agent_collect(o, hw, t, err, sizeof err);
-    if (rc) {
-        tg_error("agent", "discovery failed: %s", err);
-        return rc;
+    int rc = 0;
+    if (full) {
+        rc = tg_agent_collect(o, hw, t, err, sizeof err);
+        if (rc) {
+            tg_error("agent", "discovery failed: %s", err);
+            return rc;
+        }
+    } else {
+        tg_agent_build(o, hw, t);
+        if (tg_topo_encode(t, &now) == 0 && *last && !strcmp(tg_sb_str(&now), *last)) {
+            tg_sb_free(&now);
+            return 0;                   /* the kubelet's figures did not move */
+        }
     }
     char *esc = tg_url_escape(po->node_name);
     if (!esc)
@@ -112,6 +125,11 @@ static int publish_once(struct tg_client *cl, const struct tg_agent_opts *o,
         tg_error("agent", "node %s: cannot plan the patch: %s", po->node_name, tg_strerror(rc));
         goto out;
     }
+    tg_sb_reset(&now);
+    if (tg_topo_encode(t, &now) == 0) {
+        free(*last);
+        *last = strdup(tg_sb_str(&now));
+    }
     if (rc == 0) {
         tg_debug("agent", "node %s: topology unchanged", po->node_name);
         goto out;
@@ -123,15 +141,23 @@ static int publish_once(struct tg_client *cl, const struct tg_agent_opts *o,
     free(body);
     body = NULL;
     rc = tg_client_do(cl, &pt, &r, NULL);
-    if (rc)
+    if (rc) {
         tg_error("agent", "PATCH node %s: %s: %s", po->node_name, tg_strerror(rc),
                  r.msg ? r.msg : "");
-    else
-        tg_info("agent", "node %s: published topology (%u NUMA nodes, %u GPU domains, %u GPUs)",
-                po->node_name, t->nnuma, t->ndomains, hw->ngpus);
+        free(*last);
+        *last = NULL;                   /* publish again next round */
+    } else if (full) {
+        tg_info("agent", "node %s: published topology (%u NUMA nodes with CPUs, %u without, "
+                "%u GPU domains, %u GPUs)", po->node_name, t->nnuma, t->nmem, t->ndomains,
+                hw->ngpus);
+    } else {
+        tg_info("agent", "node %s: published what the kubelet can still give exclusively",
+                po->node_name);
+    }
 out:
     free(body);
     tg_sb_free(&patch);
+    tg_sb_free(&now);
     return rc < 0 ? rc : 0;
 }
 
@@ -148,14 +174,26 @@ int tg_agent_publish(const struct tg_agent_opts *o, const struct tg_publish_opts
         goto out;
     if ((rc = connect_api(po, &loop, &cl)))
         goto out;
-    for (;;) {
-        rc = publish_once(cl, o, po, hw, t);
+    uv_update_time(&loop);
+    uint64_t last_full = 0;
+    char *last = NULL;
+    for (int first = 1;; first = 0) {
+        uv_update_time(&loop);
+        uint64_t now = uv_now(&loop);
+        int full = first || now - last_full >= (uint64_t)po->interval_s * 1000;
+        rc = publish_once(cl, o, po, hw, t, full, &last);
+        if (full && !rc)
+            last_full = now;
         if (po->once)
             break;
         /* After a failure, retry sooner than the refresh period. */
-        unsigned wait = rc ? (po->interval_s < 30 ? po->interval_s : 30) : po->interval_s;
+        unsigned wait = o->podres_socket && po->kubelet_interval_s < po->interval_s
+                            ? po->kubelet_interval_s : po->interval_s;
+        if (rc && wait > 30)
+            wait = 30;
         sleep(wait);
     }
+    free(last);
 out:
     if (cl) {
         tg_client_free(&cl);

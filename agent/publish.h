@@ -16,7 +16,8 @@ struct tg_sb;
 struct tg_publish_opts {
     const char *node_name;              /* required */
     const char *kubeconfig;             /* NULL: in-cluster service account */
-    unsigned interval_s;                /* refresh period */
+    unsigned interval_s;                /* hardware rediscovery (and full Node check) period */
+    unsigned kubelet_interval_s;        /* kubelet pod-resources period, when read */
     int once;                           /* publish once and return */
 };
 
@@ -27,9 +28,12 @@ struct tg_publish_opts {
 int tg_agent_plan(const char *node_json, size_t n, const struct tg_topology *t,
                   struct tg_sb *patch);
 
-/* Runs the publish loop (see the file comment): discovers with o, publishes
- * to po->node_name. Returns 0 after one round with po->once; otherwise runs
- * until a fatal error. Errors are logged; returns a TG_E* code. */
+/* Runs the publish loop (see the file comment): discovers with o every
+ * po->interval_s and publishes to po->node_name; in between, with
+ * o->podres_socket, rereads the kubelet every po->kubelet_interval_s and
+ * publishes when the annotation changed. Returns 0 after one round with
+ * po->once; otherwise runs until a fatal error. Errors are logged; returns a
+ * TG_E* code. */
 int tg_agent_publish(const struct tg_agent_opts *o, const struct tg_publish_opts *po);
 
 #endif

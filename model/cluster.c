@@ -266,6 +266,8 @@ static int usage_meta(struct tg_usage *u, const struct tg_pod *p)
     u->has_priority = p->has_priority;
     u->grace_s = p->grace_s;
     u->created_ms = p->created_ms;
+    u->guaranteed = p->guaranteed;
+    u->excl_cpus = p->excl_cpus;
     u->deleting = p->deleting;
     return 0;
 }

@@ -55,6 +55,8 @@ struct tg_usage {
     uint8_t deleting;                   /* Terminating: still holds its node until gone */
     uint8_t has_priority;
     uint8_t inner;                      /* inner domain (NUMA/GPU) chosen by a plugin, 0xff none */
+    uint8_t guaranteed;                 /* the pod's QoS is Guaranteed */
+    uint16_t excl_cpus;                 /* whole CPUs a static CPU manager pins */
     uint8_t nreq;
     uint16_t nlabels;
     struct tg_label *labels;            /* owned copy of the pod's labels */

@@ -3,6 +3,7 @@
  * util/yamljson.c). Every problem is reported with the object and the field;
  * a decoder never trusts a type or a count. See objects.h. */
 #include "model/objects.h"
+#include "model/qos.h"
 #include "model/quantity.h"
 #include "util/err.h"
 #include "util/hmap.h"
@@ -819,6 +820,7 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
                                                    : TG_PHASE_UNKNOWN;
     if ((rc = pod_requests(&x, spec, p)) == TG_ENOMEM)
         goto fail;
+    tg_pod_qos(spec, &p->guaranteed, &p->excl_cpus);
     if ((flags & TG_DECODE_SPEC) && (rc = decode_podspec(&x, spec, p)) == TG_ENOMEM)
         goto fail;
     if (x.bad) {
@@ -859,6 +861,7 @@ uint64_t tg_pod_shape_hash(const struct tg_pod *p)
     uint64_t h = p->nreq;
     for (uint8_t i = 0; i < p->nreq; i++)
         h = mix(mix(h, p->req[i].res), (uint64_t)p->req[i].val);
+    h = mix(h, (uint64_t)p->guaranteed << 16 | p->excl_cpus);
     const struct tg_podspec *s = p->spec;
     if (!s)
         return h;
@@ -877,7 +880,7 @@ uint64_t tg_pod_shape_hash(const struct tg_pod *p)
 
 int tg_pod_same_shape(const struct tg_pod *a, const struct tg_pod *b)
 {
-    if (a->nreq != b->nreq)
+    if (a->nreq != b->nreq || a->guaranteed != b->guaranteed || a->excl_cpus != b->excl_cpus)
         return 0;
     for (uint8_t i = 0; i < a->nreq; i++)
         if (a->req[i].res != b->req[i].res || a->req[i].val != b->req[i].val)

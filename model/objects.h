@@ -112,6 +112,8 @@ struct tg_pod {
     uint8_t has_grace;                  /* spec.terminationGracePeriodSeconds given */
     uint16_t nlabels;
     int32_t grace_s;                    /* spec.terminationGracePeriodSeconds (default 30) */
+    uint8_t guaranteed;                 /* QoS Guaranteed (model/qos.h) */
+    uint16_t excl_cpus;                 /* whole CPUs a static CPU manager pins (model/qos.h) */
     uint32_t owner_kind, owner_name;    /* interned kind and name of the controller owner
                                            reference (controller: true), 0 = none */
     int64_t created_ms;                 /* creationTimestamp, ms since epoch; 0 unknown */

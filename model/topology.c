@@ -127,6 +127,8 @@ static void encode_tail(const struct tg_topology *t, struct tg_sb *b)
                          i ? "," : "", m->id, (unsigned long long)m->mem,
                          tg_topo_memkind_name(m->kind), m->numa);
             tg_sb_json_str(b, m->gpu);
+            if (m->known & TG_TOPO_KMEM)
+                tg_sb_printf(b, ",\"kmem\":%llu", (unsigned long long)m->kmem);
             tg_sb_putc(b, '}');
         }
         tg_sb_putc(b, ']');
@@ -368,6 +370,12 @@ static int dec_memnodes(struct dec *dc, const cJSON *arr, struct tg_topology *t)
             return fail(dc, "memory node kind unknown or missing");
         if (get_name(dc, cJSON_GetObjectItemCaseSensitive(e, "gpu"), m->gpu, "bad memory node gpu"))
             return TG_EPARSE;
+        if (cJSON_GetObjectItemCaseSensitive(e, "kmem")) {
+            if (get_int(dc, e, "kmem", 0, 9007199254740992.0, &v, "memory node kmem out of range"))
+                return TG_EPARSE;
+            m->kmem = (uint64_t)v;
+            m->known |= TG_TOPO_KMEM;
+        }
         t->nmem++;
     }
     return 0;

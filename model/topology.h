@@ -26,7 +26,9 @@
  *    "memnodes":[{"id":252,"mem":16911433728,"kind":"gpu","numa":0,
  *                 "gpu":"0004:04:00.0"}, ...]
  * "numa" there is the CPU NUMA node the memory is local to (-1: unknown),
- * "gpu" the PCI bus id of the GPU whose memory it is ("" unknown).
+ * "gpu" the PCI bus id of the GPU whose memory it is ("" unknown); "kmem"
+ * (optional) what the kubelet's memory manager can still pin there: a
+ * Guaranteed pod without exclusive CPUs may have its memory there.
  *
  * What the kubelet can still give exclusively, when the agent read it from
  * the kubelet's pod-resources API (optional, per CPU NUMA node):
@@ -93,6 +95,8 @@ struct tg_topo_memnode {
     int32_t numa;                       /* CPU NUMA node it is local to, -1 unknown */
     uint64_t mem;                       /* bytes */
     uint8_t kind;                       /* enum tg_topo_memkind */
+    uint8_t known;                      /* TG_TOPO_KMEM when kmem is set */
+    uint64_t kmem;                      /* bytes the memory manager can still give here */
     char gpu[TG_TOPO_NAME];             /* bus id of the GPU whose memory it is, "" */
 };
 

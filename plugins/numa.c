@@ -1,11 +1,12 @@
 /* The NUMA/NVLink plugin: per-node fit models kept in step with the cluster
  * (node_changed decodes the annotation, usage_changed aligns each placed GPU
- * pod to a domain and records it in tg_usage.inner), and filter/count/score
- * over them. See plugins/numa.h. Config keys: scoring.numa (its weight),
+ * pod to a domain, and each pod the kubelet pins to a NUMA node, and records
+ * it in tg_usage.inner), and filter/count/score over them. See plugins/numa.h. Config keys: scoring.numa (its weight),
  * numa.policyLabel (a node label naming the node's Topology Manager policy)
  * and numa.defaultPolicy (for nodes whose label and agent say nothing). */
 #include "plugins/numa.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,7 @@
 #include "util/intern.h"
 #include "util/log.h"
 
-#define INNER_NONE   0xff               /* usage not aligned (no GPUs, no model) */
+#define INNER_NONE   0xff               /* usage not aligned (nothing to align, no model) */
 #define INNER_SPREAD 0xfe               /* usage spans domains */
 #define COUNT_LIMIT  (1u << 20)
 
@@ -72,33 +73,77 @@ void tg_numa_req(const struct tg_rq *req, uint32_t n, struct tg_fit_req *out)
     }
 }
 
+/* The alignment request of a placed pod: its requests and QoS; whether the
+ * kubelet's figures on this node already include it. */
+static void usage_req(const struct tg_fit_node *fit, const struct tg_usage *u,
+                      struct tg_fit_req *r)
+{
+    tg_numa_req(u->req, u->nreq, r);
+    r->guaranteed = u->guaranteed;
+    r->excl_cpus = u->excl_cpus;
+    r->counted = u->guaranteed && fit->nkpods && tg_fit_counted(fit, u->key);
+}
+
 /* Aligns one usage record on the node's model (+1) or takes it back (-1). */
 static void place_usage(struct tg_fit_node *fit, struct tg_usage *u, int sign)
 {
     struct tg_fit_req r;
-    tg_numa_req(u->req, u->nreq, &r);
+    usage_req(fit, u, &r);
     if (sign < 0) {
         if (u->inner == INNER_SPREAD)
             tg_fit_apply(fit, -1, &r, -1);
-        else if (u->inner < fit->ndom)
+        else if (u->inner != INNER_NONE)
             tg_fit_apply(fit, u->inner, &r, -1);
         u->inner = INNER_NONE;
         return;
     }
-    if (r.gpus <= 0) {
+    if (r.gpus <= 0 && !tg_fit_pinned(fit, &r)) {
         u->inner = INNER_NONE;
         return;
     }
     int d = tg_fit_choose(fit, &r);
-    if (d < 0) {
+    if (d < 0 && r.gpus > 0) {
         /* Admitted without alignment (policy none, restricted spanning, or
          * placed by someone else): its GPUs count against the node. */
         tg_fit_apply(fit, -1, &r, +1);
         u->inner = INNER_SPREAD;
         return;
     }
+    if (d < 0) {
+        /* Pinned by nobody yet and no room: the kubelet will refuse it. */
+        u->inner = INNER_NONE;
+        return;
+    }
     tg_fit_apply(fit, d, &r, +1);
     u->inner = (uint8_t)d;
+}
+
+/* The alignment request of a shape's pod (pending: never in kpods). */
+static void shape_req(const struct tg_shape *s, struct tg_fit_req *r)
+{
+    tg_numa_req(s->pod->req, s->pod->nreq, r);
+    r->guaranteed = s->pod->guaranteed;
+    r->excl_cpus = s->pod->excl_cpus;
+}
+
+uint32_t tg_numa_kubelet_arg(char what, int64_t most)
+{
+    if (what == 'c')
+        return 1u << 31 | (uint32_t)(most > INT32_MAX ? INT32_MAX : most < 0 ? 0 : most);
+    int64_t mib = most / (1024 * 1024);
+    return (uint32_t)(mib > INT32_MAX ? INT32_MAX : mib < 0 ? 0 : mib);
+}
+
+const char *tg_numa_kubelet_text(uint32_t arg, char *buf, size_t n)
+{
+    uint32_t v = arg & INT32_MAX;
+    if (arg >> 31)
+        snprintf(buf, n, "%u exclusive CPU%s", v, v == 1 ? "" : "s");
+    else if (v >= 1024)
+        snprintf(buf, n, "%.1f GiB of memory", v / 1024.0);
+    else
+        snprintf(buf, n, "%u MiB of memory", v);
+    return buf;
 }
 
 /* Aligns the usage of every node with a new model, in one scan of the usage
@@ -284,9 +329,9 @@ static int filter(const struct tg_cycle_ctx *cx, const struct tg_shape *s, uint3
     if (!fit || fit->policy == TG_TOPO_POLICY_NONE)
         return 1;
     struct tg_fit_req r;
-    tg_numa_req(s->pod->req, s->pod->nreq, &r);
+    shape_req(s, &r);
     if (r.gpus <= 0)
-        return 1;
+        return 1;                       /* pinned pods: the kubelet's figures change, count decides */
     if (fit->policy == TG_TOPO_POLICY_RESTRICTED) {
         int64_t widest = 0;
         for (uint32_t d = 0; d < fit->ndom; d++)
@@ -308,9 +353,20 @@ static uint32_t count(const struct tg_cycle_ctx *cx, const struct tg_shape *s, u
     if (!fit)
         return UINT32_MAX;
     struct tg_fit_req r;
-    tg_numa_req(s->pod->req, s->pod->nreq, &r);
+    shape_req(s, &r);
     uint32_t n = tg_fit_count(fit, &r, COUNT_LIMIT);
     if (n == 0) {
+        /* The kubelet cannot pin it: say what it can still give at most. */
+        struct tg_fit_req hw = r;
+        char what;
+        int64_t most;
+        hw.guaranteed = 0;
+        if (tg_fit_pinned(fit, &r) && (r.gpus <= 0 || tg_fit_choose(fit, &hw) >= 0) &&
+            tg_fit_short(fit, &r, &what, &most) == 0) {
+            *st = (struct tg_status){TG_UNSCHEDULABLE, TG_R_NUMA_KUBELET,
+                                     tg_numa_kubelet_arg(what, most)};
+            return 0;
+        }
         /* Name what is short: the GPUs, or the CPU/memory beside them. */
         struct tg_fit_req gpus_only = {.gpus = r.gpus, .rdma = r.rdma};
         uint32_t res = gpu_res_id(s->pod);
@@ -328,7 +384,7 @@ static int score(const struct tg_cycle_ctx *cx, const struct tg_shape *s, uint32
 {
     struct tg_fit_node *fit = model(cx, slot);
     struct tg_fit_req r;
-    tg_numa_req(s->pod->req, s->pod->nreq, &r);
+    shape_req(s, &r);
     if (!fit)
         return r.gpus > 0 ? 50 : 100;   /* unknown inside: between fits and does not */
     return tg_fit_score(fit, &r);

@@ -34,6 +34,7 @@ enum tg_code { TG_SUCCESS, TG_UNSCHEDULABLE, TG_UNRESOLVABLE, TG_SKIP, TG_ERROR 
     X(INSUFFICIENT,  "insufficient %s")          /* arg: resource id */        \
     X(TOO_MANY_PODS, "too many pods")                                           \
     X(NUMA,          "no single NUMA/NVLink domain holds %s") /* arg: res id */ \
+    X(NUMA_KUBELET,  "can pin at most %s on one NUMA node (kubelet)") /* tg_numa_kubelet_arg */ \
     X(BAD_TOPOLOGY,  "unreadable topology annotation")                          \
     X(NOT_IN_TREE,   "outside the topology")                                    \
     X(RESERVED,      "reserved for %s")          /* arg: interned gang key */

@@ -39,8 +39,11 @@ const char *tg_reason_text(uint8_t reason, uint32_t arg, char *buf, unsigned n)
         return buf;
     }
     const char *a = "";
+    char kbuf[64];
     if (reason == TG_R_INSUFFICIENT || reason == TG_R_NUMA)
         a = tg_res_name(arg);
+    else if (reason == TG_R_NUMA_KUBELET)
+        a = tg_numa_kubelet_text(arg, kbuf, sizeof kbuf);
     else if (reason == TG_R_TAINT || reason == TG_R_SELECTOR || reason == TG_R_RESERVED)
         a = tg_str(arg);
 #pragma GCC diagnostic push

@@ -1,13 +1,20 @@
 /* The NUMA/NVLink fit model: alignment of GPU pods to one domain, counting,
- * best fit, CPU/memory of the NUMA node, RDMA pairs, and policies. */
+ * best fit, CPU/memory of the NUMA node, RDMA pairs, and policies; what the
+ * kubelet can still pin per NUMA node (exclusive CPUs, memory, memory-only
+ * NUMA nodes, pods already counted); a pod's QoS class and exclusive CPUs as
+ * the kubelet reads them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "model/fit.h"
+#include "model/objects.h"
+#include "model/qos.h"
 #include "model/topology.h"
 
 #define GiB (1024LL * 1024 * 1024)
@@ -177,6 +184,220 @@ static void test_unknown_numa(void **state)
     tg_fit_node_free(&n);
 }
 
+/* ---- the kubelet's figures ----------------------------------------------------- */
+
+/* The node of the node tier: NUMA 0 with 2 CPUs (1 exclusive left) and
+ * 10.7 GiB the memory manager can pin, NUMA 1 without CPUs and 11.8 GiB;
+ * policy single-numa-node. kpods names the pods already in the figures. */
+static struct tg_fit_node *mk_kubelet(int64_t kcpus, int64_t kmem0, int64_t kmem1,
+                                      const char *kpod)
+{
+    struct tg_topology *t = &topo;
+    struct tg_fit_node *f;
+    memset(t, 0, sizeof *t);
+    t->version = TG_TOPO_VERSION;
+    t->policy = TG_TOPO_POLICY_SINGLE_NUMA;
+    t->nnuma = 1;
+    t->numa[0] = (struct tg_topo_numa){.id = 0, .cpus = 2, .mem = 12 * GiB,
+                                       .known = TG_TOPO_KCPUS | TG_TOPO_KMEM,
+                                       .kcpus = (uint32_t)kcpus, .kmem = (uint64_t)kmem0};
+    t->nmem = 1;
+    t->mem[0] = (struct tg_topo_memnode){.id = 1, .numa = 0, .mem = 12 * GiB,
+                                         .known = TG_TOPO_KMEM, .kmem = (uint64_t)kmem1};
+    if (kpod)
+        assert_int_equal(tg_topo_add_kpod(t, kpod), 0);
+    assert_int_equal(tg_fit_node_new(t, &f), 0);
+    return f;
+}
+
+/* The contrast of the node tier: a Guaranteed pod with more memory than any
+ * one NUMA node can pin fits nowhere (the kubelet would say
+ * TopologyAffinityError), with the most it can give named; a smaller one fits
+ * NUMA 0 (lowest id first); a Burstable pod is not limited at all. */
+static void test_kubelet_memory(void **state)
+{
+    (void)state;
+    struct tg_fit_node *n = mk_kubelet(1, 10 * GiB + GiB / 2, 11 * GiB + GiB * 8 / 10, NULL);
+    struct tg_fit_req big = {.cpu_milli = 200, .mem = 12 * GiB, .guaranteed = 1};
+    struct tg_fit_req small = {.cpu_milli = 200, .mem = GiB, .guaranteed = 1};
+    struct tg_fit_req burst = {.cpu_milli = 200, .mem = 12 * GiB};
+    char what = 0;
+    int64_t most = 0;
+
+    assert_true(tg_fit_pinned(n, &big));
+    assert_int_equal(tg_fit_choose(n, &big), -1);
+    assert_int_equal(tg_fit_count(n, &big, 100), 0);
+    assert_int_equal(tg_fit_score(n, &big), 0);
+    assert_int_equal(tg_fit_short(n, &big, &what, &most), 0);
+    assert_int_equal(what, 'm');
+    assert_int_equal(most, 11 * GiB + GiB * 8 / 10);   /* NUMA 1's memory: no CPUs needed */
+
+    assert_int_equal(tg_fit_choose(n, &small), TG_FIT_NUMA + 0);
+    assert_int_equal(tg_fit_count(n, &small, 100), 10 + 11);   /* both NUMA nodes */
+    assert_int_equal(tg_fit_short(n, &small, &what, &most), -1);
+    assert_int_equal(tg_fit_count(n, &burst, 100), UINT32_MAX);
+    assert_int_equal(tg_fit_choose(n, &burst), -1);
+
+    /* 11 GiB: only NUMA 1 holds it, which has no CPUs: fine without
+     * exclusive CPUs, impossible with one */
+    struct tg_fit_req eleven = {.cpu_milli = 1000, .mem = 11 * GiB, .guaranteed = 1};
+    assert_int_equal(tg_fit_choose(n, &eleven), TG_FIT_MEM + 0);
+    eleven.excl_cpus = 1;
+    assert_int_equal(tg_fit_choose(n, &eleven), -1);
+    assert_int_equal(tg_fit_short(n, &eleven, &what, &most), 0);
+    assert_int_equal(what, 'm');
+    assert_int_equal(most, 10 * GiB + GiB / 2);       /* NUMA 0, where the CPU is */
+    tg_fit_node_free(&n);
+}
+
+/* Exclusive CPUs: one left on NUMA 0; a placed pod takes it, taking it back
+ * frees it; a pod already in the kubelet's figures is not charged again. */
+static void test_kubelet_cpus(void **state)
+{
+    (void)state;
+    struct tg_fit_node *n = mk_kubelet(1, 10 * GiB, 11 * GiB, "ml/running");
+    struct tg_fit_req one = {.cpu_milli = 1000, .mem = GiB, .guaranteed = 1, .excl_cpus = 1};
+    struct tg_fit_req two = {.cpu_milli = 2000, .mem = GiB, .guaranteed = 1, .excl_cpus = 2};
+    char what = 0;
+    int64_t most = -1;
+    assert_int_equal(tg_fit_count(n, &one, 100), 1);
+    assert_int_equal(tg_fit_count(n, &two, 100), 0);
+    assert_int_equal(tg_fit_short(n, &two, &what, &most), 0);
+    assert_int_equal(what, 'c');
+    assert_int_equal(most, 1);
+
+    int at = tg_fit_choose(n, &one);
+    assert_int_equal(at, TG_FIT_NUMA + 0);
+    tg_fit_apply(n, at, &one, +1);
+    assert_int_equal(tg_fit_count(n, &one, 100), 0);
+    assert_int_equal(tg_fit_short(n, &one, &what, &most), 0);
+    assert_int_equal(what, 'c');
+    assert_int_equal(most, 0);
+    /* without exclusive CPUs it still fits (memory on NUMA 0 or 1) */
+    struct tg_fit_req frac = {.cpu_milli = 500, .mem = GiB, .guaranteed = 1};
+    assert_int_equal(tg_fit_choose(n, &frac), TG_FIT_NUMA + 0);
+    tg_fit_apply(n, at, &one, -1);
+    assert_int_equal(tg_fit_count(n, &one, 100), 1);
+
+    /* counted: the kubelet's figures include it already */
+    assert_true(tg_fit_counted(n, "ml/running"));
+    assert_false(tg_fit_counted(n, "ml/other"));
+    struct tg_fit_req running = one;
+    running.counted = 1;
+    assert_false(tg_fit_pinned(n, &running));
+    tg_fit_apply(n, TG_FIT_NUMA + 0, &running, +1);
+    assert_int_equal(tg_fit_count(n, &one, 100), 1);
+    tg_fit_node_free(&n);
+
+    /* a node without the kubelet's figures limits nothing */
+    uint32_t g[] = {0};
+    n = mk(TG_TOPO_POLICY_SINGLE_NUMA, g, 1, NULL, 0);
+    assert_false(tg_fit_pinned(n, &two));
+    assert_int_equal(tg_fit_count(n, &two, 100), UINT32_MAX);
+    tg_fit_node_free(&n);
+}
+
+/* A Guaranteed GPU pod needs its domain's NUMA node to have the exclusive
+ * CPUs and memory left too. */
+static void test_kubelet_gpu_pod(void **state)
+{
+    (void)state;
+    struct tg_topology *t = &topo;
+    struct tg_fit_node *n;
+    memset(t, 0, sizeof *t);
+    t->version = TG_TOPO_VERSION;
+    t->policy = TG_TOPO_POLICY_SINGLE_NUMA;
+    t->nnuma = 2;
+    t->ndomains = 2;
+    for (uint32_t i = 0; i < 2; i++) {
+        t->numa[i] = (struct tg_topo_numa){.id = (int32_t)i, .cpus = 32, .mem = 256 * GiB,
+                                           .known = TG_TOPO_KCPUS, .kcpus = i ? 16 : 2};
+        t->domains[i] = (struct tg_topo_domain){.id = i, .numa = (int32_t)i, .nvlink = -1,
+                                                .gpus = 4};
+    }
+    assert_int_equal(tg_fit_node_new(t, &n), 0);
+    struct tg_fit_req r = {.gpus = 4, .cpu_milli = 8000, .mem = 64 * GiB, .guaranteed = 1,
+                           .excl_cpus = 8};
+    assert_int_equal(tg_fit_choose(n, &r), 1);        /* domain 0's NUMA node has 2 CPUs left */
+    assert_int_equal(tg_fit_count(n, &r, 10), 1);
+    r.guaranteed = 0;                                 /* Burstable: the shared pool */
+    assert_int_equal(tg_fit_count(n, &r, 10), 2);
+    tg_fit_node_free(&n);
+}
+
+/* QoS as the kubelet reads it, through the pod decoder. */
+static struct tg_pod *decode_pod(const char *spec)
+{
+    char j[2048];
+    snprintf(j, sizeof j, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},"
+                          "\"spec\":%s}", spec);
+    cJSON *o = cJSON_Parse(j);
+    assert_non_null(o);
+    struct tg_pod *p = NULL;
+    assert_int_equal(tg_pod_decode(o, 0, NULL, &p), 0);
+    cJSON_Delete(o);
+    return p;
+}
+
+static void test_qos(void **state)
+{
+    (void)state;
+    static const struct { const char *spec; int guaranteed, cpus; } cases[] = {
+        /* limits only: requests default to them */
+        {"{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}}]}", 1, 2},
+        /* fractional CPU: Guaranteed, shared pool */
+        {"{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"cpu\":\"1500m\",\"memory\":\"1Gi\"}}}]}", 1, 0},
+        {"{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"cpu\":\"1000m\",\"memory\":\"1Gi\"},"
+         "\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}}]}", 1, 1},
+        /* requests below limits: Burstable */
+        {"{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"1Gi\"},"
+         "\"requests\":{\"cpu\":\"1\"}}}]}", 0, 0},
+        /* no memory limit; no limits at all */
+        {"{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"cpu\":\"2\"}}}]}", 0, 0},
+        {"{\"containers\":[{\"name\":\"c\"}]}", 0, 0},
+        /* one container of two is not Guaranteed */
+        {"{\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}},"
+         "{\"name\":\"b\"}]}", 0, 0},
+        /* two integer containers, one fractional: 3 exclusive CPUs */
+        {"{\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}},"
+         "{\"name\":\"b\",\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}},"
+         "{\"name\":\"c\",\"resources\":{\"limits\":{\"cpu\":\"500m\",\"memory\":\"1Gi\"}}}]}", 1, 3},
+        /* an init container of 4 CPUs, reused: 4; a sidecar of 1 adds: 1 + 2 */
+        {"{\"initContainers\":[{\"name\":\"i\",\"resources\":{\"limits\":{\"cpu\":\"4\",\"memory\":\"1Gi\"}}}],"
+         "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}}]}", 1, 4},
+        {"{\"initContainers\":[{\"name\":\"s\",\"restartPolicy\":\"Always\",\"resources\":{\"limits\":"
+         "{\"cpu\":\"1\",\"memory\":\"1Gi\"}}}],"
+         "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}}]}", 1, 3},
+        /* an init container without limits makes the pod Burstable */
+        {"{\"initContainers\":[{\"name\":\"i\"}],"
+         "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}}]}", 0, 0},
+        /* pod-level resources: not pinned */
+        {"{\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}},"
+         "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}}]}", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tg_pod *p = decode_pod(cases[i].spec);
+        if (p->guaranteed != cases[i].guaranteed || p->excl_cpus != cases[i].cpus)
+            fail_msg("case %zu: guaranteed %d cpus %d, want %d %d", i, p->guaranteed,
+                     p->excl_cpus, cases[i].guaranteed, cases[i].cpus);
+        tg_pod_free(&p);
+    }
+    /* the same requests with another QoS are another shape */
+    struct tg_pod *g = decode_pod(cases[0].spec);
+    struct tg_pod *b = decode_pod("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+                                  "{\"cpu\":\"2\",\"memory\":\"1Gi\"},\"requests\":{\"cpu\":\"2\","
+                                  "\"memory\":\"1Gi\",\"ephemeral-storage\":\"0\"}}}]}");
+    assert_true(b->guaranteed);
+    uint8_t q;
+    uint16_t c;
+    tg_pod_qos(NULL, &q, &c);
+    assert_int_equal(q, 0);
+    g->guaranteed = 0;
+    assert_false(tg_pod_same_shape(g, b));
+    tg_pod_free(&g);
+    tg_pod_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +408,10 @@ int main(void)
         cmocka_unit_test(test_rdma_preference),
         cmocka_unit_test(test_policies),
         cmocka_unit_test(test_unknown_numa),
+        cmocka_unit_test(test_kubelet_memory),
+        cmocka_unit_test(test_kubelet_cpus),
+        cmocka_unit_test(test_kubelet_gpu_pod),
+        cmocka_unit_test(test_qos),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

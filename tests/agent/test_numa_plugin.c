@@ -349,6 +349,84 @@ static void test_req(void **state)
     tg_pod_free(&p);
 }
 
+/* A Guaranteed pod (limits only) of cpu/memory, pending or bound to node. */
+static struct tg_pod *gpod(const char *name, const char *cpu, const char *mem, const char *node)
+{
+    char j[1024];
+    snprintf(j, sizeof j,
+             "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},"
+             "\"spec\":{%s%s%s\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+             "{\"cpu\":\"%s\",\"memory\":\"%s\"}}}]}}",
+             name, node ? "\"nodeName\":\"" : "", node ? node : "", node ? "\"," : "", cpu, mem);
+    cJSON *o = cJSON_Parse(j);
+    assert_non_null(o);
+    struct tg_pod *p = NULL;
+    assert_int_equal(tg_pod_decode(o, 0, NULL, &p), 0);
+    cJSON_Delete(o);
+    return p;
+}
+
+/* The kubelet's figures (what the agent read from the pod-resources API):
+ * a Guaranteed pod bigger than what one NUMA node can still pin is counted 0
+ * with the reason in numbers; a bound pinned pod not yet in the figures is
+ * charged, and no longer once the figures name it. */
+static void test_kubelet_figures(void **state)
+{
+    (void)state;
+#define FIG "{\"v\":1,\"policy\":\"single-numa-node\"," \
+        "\"numa\":[{\"id\":0,\"cpus\":2,\"mem\":12638251008,\"kcpus\":1,\"kmem\":11484817408}]," \
+        "\"domains\":[],\"memnodes\":[{\"id\":1,\"mem\":12638251008,\"kind\":\"memory\"," \
+        "\"numa\":0,\"gpu\":\"\",\"kmem\":12638251008}]"
+    const char *a = FIG "}", *b = FIG ",\"kpods\":[\"ml/held\"]}";
+#undef FIG
+    uint32_t s = set_node("tm", a, 0);
+    struct tg_pod *big = gpod("big", "200m", "12Gi", NULL);
+    struct tg_pod *one = gpod("one", "1", "1Gi", NULL);
+    struct tg_pod *held = gpod("held", "1", "1Gi", "tm");
+    struct tg_pod *plain = pod("plain", 0, 0);         /* Burstable, no GPUs */
+    struct tg_status st = {0};
+    char txt[200];
+
+    assert_int_equal(filter(big, s, &st), 1);
+    assert_int_equal(count(big, s, &st), 0);
+    assert_int_equal(st.code, TG_UNSCHEDULABLE);
+    assert_int_equal(st.reason, TG_R_NUMA_KUBELET);
+    assert_string_equal(tg_reason_text(st.reason, st.arg, txt, sizeof txt),
+                        "can pin at most 11.8 GiB of memory on one NUMA node (kubelet)");
+    assert_int_equal(score(big, s), 0);
+    assert_int_equal(count(plain, s, &st), UINT32_MAX);
+    assert_int_equal(count(one, s, &st), 1);
+
+    /* bound, not in the figures yet: it holds the one exclusive CPU */
+    assert_int_equal(tg_cluster_pod_update(&C, held), 0);
+    struct tg_usage *u = tg_cluster_usage(&C, "ml/held");
+    assert_non_null(u);
+    assert_true(u->guaranteed);
+    assert_int_equal(u->excl_cpus, 1);
+    assert_int_equal(u->inner, TG_FIT_NUMA + 0);
+    memset(&st, 0, sizeof st);
+    assert_int_equal(count(one, s, &st), 0);
+    assert_int_equal(st.reason, TG_R_NUMA_KUBELET);
+    assert_string_equal(tg_reason_text(st.reason, st.arg, txt, sizeof txt),
+                        "can pin at most 0 exclusive CPUs on one NUMA node (kubelet)");
+    /* the agent now reports it (kcpus still 1 here: the figure is what counts) */
+    set_node("tm", b, 0);
+    assert_int_equal(count(one, s, &st), 1);
+    u = tg_cluster_usage(&C, "ml/held");
+    assert_int_equal(u->inner, 0xff);                 /* in the figures: nothing to charge */
+    tg_cluster_pod_delete(&C, "ml/held");
+    assert_int_equal(count(one, s, &st), 1);
+    /* the agent says policy none: the kubelet's Topology Manager refuses nothing */
+    set_node("tm", "{\"v\":1,\"policy\":\"none\",\"numa\":[{\"id\":0,\"cpus\":2,\"mem\":1,"
+                   "\"kcpus\":0,\"kmem\":0}],\"domains\":[]}", 0);
+    assert_int_equal(count(big, s, &st), UINT32_MAX);
+
+    tg_pod_free(&big);
+    tg_pod_free(&one);
+    tg_pod_free(&held);
+    tg_pod_free(&plain);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +437,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_annotations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy_sources, setup, teardown),
         cmocka_unit_test_setup_teardown(test_req, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kubelet_figures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -89,7 +89,8 @@ static void sample_full(struct tg_topology *x)
     x->mem[0] = (struct tg_topo_memnode){.id = 252, .numa = 0, .mem = 16911433728ULL,
                                          .kind = TG_TOPO_MEM_GPU};
     snprintf(x->mem[0].gpu, TG_TOPO_NAME, "0004:04:00.0");
-    x->mem[1] = (struct tg_topo_memnode){.id = 9, .numa = -1, .mem = 1, .kind = TG_TOPO_MEM_OTHER};
+    x->mem[1] = (struct tg_topo_memnode){.id = 9, .numa = -1, .mem = 1, .kind = TG_TOPO_MEM_OTHER,
+                                         .known = TG_TOPO_KMEM, .kmem = 1};
     assert_int_equal(tg_topo_add_kpod(x, "ml/train-0"), 0);
     assert_int_equal(tg_topo_add_kpod(x, "kube-system/\"quoted\""), 0);
 }
@@ -103,6 +104,7 @@ static void test_roundtrip_full(void **state)
     assert_non_null(strstr(s, "{\"id\":1,\"cpus\":48,\"mem\":202937204736,\"kmem\":5}"));
     assert_non_null(strstr(s, "\"memnodes\":[{\"id\":252,\"mem\":16911433728,\"kind\":\"gpu\","
                               "\"numa\":0,\"gpu\":\"0004:04:00.0\"}"));
+    assert_non_null(strstr(s, "{\"id\":9,\"mem\":1,\"kind\":\"memory\",\"numa\":-1,\"gpu\":\"\",\"kmem\":1}"));
     assert_non_null(strstr(s, "\"kpods\":[\"ml/train-0\",\"kube-system/\\\"quoted\\\"\"]"));
     assert_int_equal(dec(s), 0);
     assert_memory_equal(&back, &t, sizeof t);
