@@ -236,7 +236,7 @@ const char *tg__replay_status(const struct tg__rgang *g)
     switch (g->state) {
     case TG__RG_DONE: return "Completed";
     case TG__RG_RUNNING: return "Running";
-    case TG__RG_WAITING: return g->invalid ? "Invalid" : g->timed_out ? "Unschedulable" : "Pending";
+    case TG__RG_WAITING: return g->invalid ? "Invalid" : g->overdue ? "Unschedulable" : "Pending";
     default: return "NotArrived";
     }
 }
@@ -413,7 +413,7 @@ static int place(struct tg_replay *r, struct tg__rgang *g, const struct tg_decis
         if (run_add(r, g, run, rp))
             return TG_ENOMEM;
     }
-    g->invalid = 0;
+    g->invalid = g->overdue = 0;
     gang_state(r, g, TG__RG_RUNNING);
     g->binding += run->npods - first;
     if (run->npods == first) { /* nothing to bind (cannot happen): do not leave it out */
@@ -562,9 +562,9 @@ static int carry_out(struct tg_replay *r, const struct tg_decision *d)
     int rc = 0;
     r->changes++;
     g->priority = d->gang->priority;
-    if (d->timed_out && !g->timed_out) {
-        g->timed_out = 1;
-        r->sum.timed_out++;
+    if (d->timed_out) {
+        r->sum.timed_out += !g->timed_out;
+        g->timed_out = g->overdue = 1;
         r->quiet_from = r->now;
     }
     switch (d->kind) {

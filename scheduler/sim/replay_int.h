@@ -50,7 +50,9 @@ struct tg__pre {
 
 struct tg__rgang {
     char *key;                          /* PodGroup key, or the input pod key */
-    uint8_t grouped, state, timed_out, invalid;
+    uint8_t grouped, state, invalid;
+    uint8_t timed_out;                  /* passed its timeout at some point */
+    uint8_t overdue;                    /* ... in the wait it is in now */
     uint8_t initial;                    /* was running at the trace start */
     const struct tg_podgroup *pg;
     int32_t priority;

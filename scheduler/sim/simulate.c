@@ -535,6 +535,60 @@ static int replay(const struct replay_flags *rf, const char **files, int nfiles,
     return tg_replay_cmd(&c);
 }
 
+/* Flags that do not go together; returns 0 or the usage exit code. */
+static int check_flags(const struct replay_flags *rf, int show_pods, const char *output)
+{
+    if (!rf->on && (rf->until || rf->latency || rf->compare || rf->plot)) {
+        fprintf(stderr, "topogang simulate: --until, --bind-latency, --compare and --plot go "
+                        "with --replay\n");
+        return 2;
+    }
+    if (rf->on && show_pods) {
+        fprintf(stderr, "topogang simulate: --show-pods is for the snapshot (without --replay)\n");
+        return 2;
+    }
+    if (strcmp(output, "table") && strcmp(output, "json")) {
+        fprintf(stderr, "topogang simulate: -o must be table or json, not '%s'\n", output);
+        return 2;
+    }
+    return 0;
+}
+
+/* The snapshot: load, place once, print. Returns the exit code. */
+static int snapshot(const char **files, int nfiles, const struct tg_policy *pol,
+                    const char *output, int show_pods, int quiet)
+{
+    struct tg_sb err = {0}, out = {0};
+    struct tg_sim *sim = tg_sim_new(pol);
+    int rc = 1;
+    if (!sim)
+        goto done;
+    tg_sim_quiet(sim, quiet);
+    for (int i = 0; i < nfiles; i++) {
+        int lrc = tg_sim_load_file(sim, files[i], &err);
+        if (lrc) {
+            fprintf(stderr, "topogang simulate: %s\n",
+                    err.len ? tg_sb_str(&err) : tg_strerror(lrc));
+            goto done;
+        }
+    }
+    if (tg_sim_run(sim)) {
+        fprintf(stderr, "topogang simulate: out of memory\n");
+        goto done;
+    }
+    if (!strcmp(output, "json"))
+        tg_sim_json(sim, &out);
+    else
+        tg_sim_table(sim, show_pods, &out);
+    fwrite(tg_sb_str(&out), 1, out.len, stdout);
+    rc = 0;
+done:
+    tg_sim_free(&sim);
+    tg_sb_free(&err);
+    tg_sb_free(&out);
+    return rc;
+}
+
 int tg_cmd_simulate(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -576,69 +630,27 @@ int tg_cmd_simulate(int argc, char **argv)
         free(files);
         return 2;
     }
-    if (!rf.on && (rf.until || rf.latency || rf.compare || rf.plot)) {
-        fprintf(stderr, "topogang simulate: --until, --bind-latency, --compare and --plot go "
-                        "with --replay\n");
+    if ((rc = check_flags(&rf, show_pods, output))) {
         free(files);
-        return 2;
-    }
-    if (rf.on && show_pods) {
-        fprintf(stderr, "topogang simulate: --show-pods is for the snapshot (without --replay)\n");
-        free(files);
-        return 2;
-    }
-    if (strcmp(output, "table") && strcmp(output, "json")) {
-        fprintf(stderr, "topogang simulate: -o must be table or json, not '%s'\n", output);
-        free(files);
-        return 2;
+        return rc;
     }
     struct tg_policy pol;
     struct tg_sb err = {0}, out = {0};
-    struct tg_sim *sim = NULL;
     tg_policy_default(&pol);
     if (config && tg_policy_load_file(config, &pol, &err)) {
         fprintf(stderr, "topogang simulate: invalid policy:\n%s", tg_sb_str(&err));
         rc = 1;
-        goto done;
-    }
-    if (print_config) {
+    } else if (print_config) {
         tg_policy_dump(&pol, &out);
         fputs(tg_sb_str(&out), stdout);
-        rc = 0;
-        goto done;
-    }
-    if (nfiles == 0) {
+    } else if (nfiles == 0) {
         fprintf(stderr, "topogang simulate: no input; give -f FILE (see --help)\n");
-        goto done;
-    }
-    if (rf.on) {
+        rc = 2;
+    } else if (rf.on) {
         rc = replay(&rf, files, nfiles, &pol, config, output, quiet);
-        goto done;
+    } else {
+        rc = snapshot(files, nfiles, &pol, output, show_pods, quiet);
     }
-    rc = 1;
-    if (!(sim = tg_sim_new(&pol)))
-        goto done;
-    tg_sim_quiet(sim, quiet);
-    for (int i = 0; i < nfiles; i++) {
-        int lrc = tg_sim_load_file(sim, files[i], &err);
-        if (lrc) {
-            fprintf(stderr, "topogang simulate: %s\n",
-                    err.len ? tg_sb_str(&err) : tg_strerror(lrc));
-            goto done;
-        }
-    }
-    if (tg_sim_run(sim)) {
-        fprintf(stderr, "topogang simulate: out of memory\n");
-        goto done;
-    }
-    if (!strcmp(output, "json"))
-        tg_sim_json(sim, &out);
-    else
-        tg_sim_table(sim, show_pods, &out);
-    fwrite(tg_sb_str(&out), 1, out.len, stdout);
-    rc = 0;
-done:
-    tg_sim_free(&sim);
     tg_sb_free(&err);
     tg_sb_free(&out);
     free(files);
