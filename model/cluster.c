@@ -47,6 +47,7 @@ static void usage_free_all(struct tg_cluster *c)
     while ((s = tg_hmap_next(&c->usage, &pos))) {
         struct tg_usage *u = (struct tg_usage *)(uintptr_t)s->val;
         free(u->labels);
+        tg_podcons_free(&u->cons);
         free(u->key);
         free(u);
     }
@@ -55,6 +56,8 @@ static void usage_free_all(struct tg_cluster *c)
 
 void tg_cluster_free(struct tg_cluster *c)
 {
+    if (c->ext_free)
+        c->ext_free(c);
     for (uint32_t i = 0; i < c->nslots; i++) {
         if (c->nodes[i].obj) {
             tg_node_free(&c->nodes[i].obj);
@@ -208,6 +211,7 @@ static void usage_remove(struct tg_cluster *c, struct tg_usage *u)
         u->nnext->nprev = u->nprev;
     tg_hmap_del(&c->usage, u->key, strlen(u->key));
     free(u->labels);
+    tg_podcons_free(&u->cons);
     free(u->key);
     free(u);
     c->generation++;
@@ -245,17 +249,35 @@ static int same_req(const struct tg_usage *u, const struct tg_pod *p, uint32_t s
     return 1;
 }
 
-/* The pod's identity as preemption weighs it; labels copied (owned). */
-static int usage_meta(struct tg_usage *u, const struct tg_pod *p)
+static void record_changing(struct tg_cluster *c, struct tg_usage *u, int done)
 {
+    EACH_HOOK(c, h)
+        if (h->record_changing)
+            h->record_changing(h->ud, c, u, done);
+}
+
+/* The pod's identity as preemption weighs it; labels and inter-pod terms
+ * copied (owned). live: u is a record listeners know (they hear of a change
+ * to its labels or terms). */
+static int usage_meta(struct tg_cluster *c, struct tg_usage *u, const struct tg_pod *p, int live)
+{
+    int relabel = live && (u->nlabels != p->nlabels ||
+                           (p->nlabels && memcmp(u->labels, p->labels, p->nlabels * sizeof *p->labels)) ||
+                           !tg_podcons_equal(u->cons, p->cons));
     struct tg_label *l = NULL;
-    if (p->nlabels) {
-        if (!(l = malloc(p->nlabels * sizeof *l)))
-            return TG_ENOMEM;
-        memcpy(l, p->labels, p->nlabels * sizeof *l);
+    struct tg_podcons *pc = NULL;
+    if ((p->nlabels && !(l = malloc(p->nlabels * sizeof *l))) || (p->cons && !(pc = tg_podcons_clone(p->cons)))) {
+        free(l);
+        return TG_ENOMEM;
     }
+    if (p->nlabels)
+        memcpy(l, p->labels, p->nlabels * sizeof *l);
+    if (relabel)
+        record_changing(c, u, 0);
     free(u->labels);
+    tg_podcons_free(&u->cons);
     u->labels = l;
+    u->cons = pc;
     u->nlabels = p->nlabels;
     u->ns = p->ns;
     u->group = p->group;
@@ -269,6 +291,8 @@ static int usage_meta(struct tg_usage *u, const struct tg_pod *p)
     u->guaranteed = p->guaranteed;
     u->excl_cpus = p->excl_cpus;
     u->deleting = p->deleting;
+    if (relabel)
+        record_changing(c, u, 1);
     return 0;
 }
 
@@ -285,7 +309,7 @@ static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot
             old->kind = kind;
         old->assumed = old->kind == TG_USAGE_ASSUMED;
         if (kind == TG_USAGE_BOUND || !old->nlabels)
-            return usage_meta(old, p);
+            return usage_meta(c, old, p, 1);
         return 0;
     }
     if (old && kind > old->kind)
@@ -300,10 +324,12 @@ static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot
         return TG_ENOMEM;
     struct tg_usage *u = calloc(1, sizeof *u + p->nreq * sizeof u->req[0]);
     char *key = strdup(p->key);
-    if (!u || !key || usage_meta(u, p) ||
+    if (!u || !key || usage_meta(c, u, p, 0) ||
         tg_hmap_put(&c->usage, key, strlen(key), (uint64_t)(uintptr_t)u)) {
-        if (u)
+        if (u) {
             free(u->labels);
+            tg_podcons_free(&u->cons);
+        }
         free(u);
         free(key);
         return TG_ENOMEM;

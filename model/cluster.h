@@ -60,6 +60,7 @@ struct tg_usage {
     uint8_t nreq;
     uint16_t nlabels;
     struct tg_label *labels;            /* owned copy of the pod's labels */
+    struct tg_podcons *cons;            /* owned copy of its inter-pod terms and host ports, or NULL */
     struct tg_rq req[];
 };
 
@@ -74,6 +75,9 @@ struct tg_cluster_hooks {
      * for layers that index records (gang membership). */
     void (*record_added)(void *ud, struct tg_cluster *c, struct tg_usage *u);
     void (*record_removed)(void *ud, struct tg_cluster *c, struct tg_usage *u);
+    /* A live record's labels or inter-pod terms are about to change (done 0)
+     * or have changed (done 1): its pod was updated in place. */
+    void (*record_changing)(void *ud, struct tg_cluster *c, struct tg_usage *u, int done);
     void *ud;
 };
 
@@ -91,6 +95,10 @@ struct tg_cluster {
     struct tg_cluster_hooks hooks[TG_CLUSTER_MAX_HOOKS];
     uint32_t nhooks;
     uint64_t generation;                /* bumped by every change that frees room */
+    /* State of the plugin layer over the whole cluster (plugins/registry.c),
+     * freed by ext_free first thing in tg_cluster_free. */
+    void *ext;
+    void (*ext_free)(struct tg_cluster *c);
 };
 
 /* levels/nlevels: node label key ids, outermost first (see config/policy.h).

@@ -158,6 +158,8 @@ static int want_bool(struct dec *x, const cJSON *o, const char *k, const char *f
     return j && cJSON_IsTrue(j);
 }
 
+static void *dup_mem(const void *p, size_t n);
+
 /* ---- time -------------------------------------------------------------- */
 
 int tg_parse_time(const char *s, int64_t *ms)
@@ -628,31 +630,29 @@ static int decode_selreq(struct dec *x, const cJSON *e, const char *path, int is
     return 0;
 }
 
-static int decode_affinity(struct dec *x, const cJSON *spec, struct tg_podspec *ps)
+/* A NodeSelector (nodeSelectorTerms, ORed) at `field` of o into *terms. An
+ * absent or empty list is an error when required. Returns 0, -1 after
+ * reporting, or TG_ENOMEM; *terms is owned by the caller even on failure. */
+static int decode_nodeterms(struct dec *x, const cJSON *o, const char *field,
+                            struct tg_selterm **out, uint16_t *nout)
 {
-    const cJSON *aff = want_map(x, spec, "affinity", "spec.affinity");
-    const cJSON *na = want_map(x, aff, "nodeAffinity", "spec.affinity.nodeAffinity");
-    const char *rf = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
-    const cJSON *req = want_map(x, na, "requiredDuringSchedulingIgnoredDuringExecution", rf);
-    if (!req)
-        return 0;
-    const cJSON *terms = want_list(x, req, "nodeSelectorTerms", rf);
+    const cJSON *terms = want_list(x, o, "nodeSelectorTerms", field);
     int n = terms ? cJSON_GetArraySize(terms) : 0;
     if (n == 0) {
         if (!x->bad)
-            err(x, req, rf, "nodeSelectorTerms must not be empty");
-        return 0;
+            err(x, o, field, "nodeSelectorTerms must not be empty");
+        return -1;
     }
-    ps->terms = calloc((size_t)n, sizeof *ps->terms);
-    if (!ps->terms)
+    *out = calloc((size_t)n, sizeof **out);
+    if (!*out)
         return TG_ENOMEM;
     const cJSON *t;
     int ti = 0;
     char path[256];
     cJSON_ArrayForEach(t, terms)
     {
-        snprintf(path, sizeof path, "%s.nodeSelectorTerms[%d]", rf, ti++);
-        struct tg_selterm *term = &ps->terms[ps->nterms++];
+        snprintf(path, sizeof path, "%s.nodeSelectorTerms[%d]", field, ti++);
+        struct tg_selterm *term = &(*out)[(*nout)++];
         const cJSON *me = want_list(x, t, "matchExpressions", path);
         const cJSON *mf = want_list(x, t, "matchFields", path);
         int ne = (me ? cJSON_GetArraySize(me) : 0) + (mf ? cJSON_GetArraySize(mf) : 0);
@@ -679,7 +679,380 @@ static int decode_affinity(struct dec *x, const cJSON *spec, struct tg_podspec *
     return 0;
 }
 
-static int decode_podspec(struct dec *x, const cJSON *spec, struct tg_pod *p)
+static void nodeterms_free(struct tg_selterm *terms, uint16_t n)
+{
+    for (uint16_t i = 0; i < n; i++) {
+        for (uint16_t j = 0; j < terms[i].nreq; j++)
+            free(terms[i].reqs[j].vals);
+        free(terms[i].reqs);
+    }
+    free(terms);
+}
+
+static int decode_affinity(struct dec *x, const cJSON *spec, struct tg_podspec *ps)
+{
+    const cJSON *aff = want_map(x, spec, "affinity", "spec.affinity");
+    const cJSON *na = want_map(x, aff, "nodeAffinity", "spec.affinity.nodeAffinity");
+    const char *rf = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+    const cJSON *req = want_map(x, na, "requiredDuringSchedulingIgnoredDuringExecution", rf);
+    if (!req)
+        return 0;
+    int rc = decode_nodeterms(x, req, rf, &ps->terms, &ps->nterms);
+    return rc == TG_ENOMEM ? rc : 0;
+}
+
+static int decode_labelsel(struct dec *x, const cJSON *o, const char *field, struct tg_labelsel *sel);
+
+/* Appends `key In/NotIn (the pod's value)` to sel for each key of the list
+ * the pod has (matchLabelKeys / mismatchLabelKeys); keys it lacks are
+ * ignored, as the API server does. */
+static int merge_label_keys(struct dec *x, const cJSON *list, const char *field, int op,
+                            const struct tg_pod *p, struct tg_labelsel *sel)
+{
+    const cJSON *k;
+    cJSON_ArrayForEach(k, list)
+    {
+        if (!cJSON_IsString(k) || !*k->valuestring) {
+            err(x, k, field, "must list label keys (strings)");
+            return -1;
+        }
+        uint32_t key = tg_intern(k->valuestring);
+        uint32_t v = tg_labels_get(p->labels, p->nlabels, key);
+        if (v == TG_STR_NONE)
+            continue;
+        struct tg_selreq *r = realloc(sel->reqs, (sel->nreq + 1u) * sizeof *r);
+        uint32_t *vals = malloc(sizeof *vals);
+        if (!r || !vals) {
+            if (r)
+                sel->reqs = r;
+            free(vals);
+            return TG_ENOMEM;
+        }
+        sel->reqs = r;
+        vals[0] = v;
+        sel->reqs[sel->nreq++] = (struct tg_selreq){.key = key, .op = (uint8_t)op, .nvals = 1,
+                                                    .vals = vals};
+    }
+    return 0;
+}
+
+/* One podAffinityTerm at `path` of o. Returns 0, -1 after reporting, or
+ * TG_ENOMEM; t is freed by the caller in every case. */
+static int decode_podterm(struct dec *x, const cJSON *o, const char *path, const struct tg_pod *p,
+                          struct tg_podterm *t)
+{
+    if (!cJSON_IsObject(o)) {
+        err(x, o, path, "must be a map, not %s", type_name(o));
+        return -1;
+    }
+    char f[320];
+    const char *key = want_str(x, o, "topologyKey", path);
+    if (!key || !*key) {
+        err(x, o, path, "needs a topologyKey");
+        return -1;
+    }
+    t->key = tg_intern(key);
+    const cJSON *ls = want_map(x, o, "labelSelector", path);
+    int rc;
+    snprintf(f, sizeof f, "%s.labelSelector", path);
+    if (ls && (rc = decode_labelsel(x, ls, f, &t->sel)))
+        return rc;
+    t->has_sel = ls != NULL;
+    snprintf(f, sizeof f, "%s.namespaceSelector", path);
+    const cJSON *nss = want_map(x, o, "namespaceSelector", f);
+    if (nss && (rc = decode_labelsel(x, nss, f, &t->nssel)))
+        return rc;
+    t->has_nssel = nss != NULL;
+    snprintf(f, sizeof f, "%s.namespaces", path);
+    const cJSON *nl = want_list(x, o, "namespaces", f);
+    int nn = nl ? cJSON_GetArraySize(nl) : 0;
+    if (nn && !(t->nss = malloc((size_t)nn * sizeof *t->nss)))
+        return TG_ENOMEM;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, nl)
+    {
+        if (!cJSON_IsString(it)) {
+            err(x, it, f, "must list namespace names (strings)");
+            return -1;
+        }
+        t->nss[t->nns++] = tg_intern(it->valuestring);
+    }
+    const cJSON *mk = want_list(x, o, "matchLabelKeys", path);
+    const cJSON *mm = want_list(x, o, "mismatchLabelKeys", path);
+    if ((mk || mm) && !ls) {
+        err(x, o, path, "matchLabelKeys and mismatchLabelKeys need a labelSelector");
+        return -1;
+    }
+    snprintf(f, sizeof f, "%s.matchLabelKeys", path);
+    if ((rc = merge_label_keys(x, mk, f, TG_SEL_IN, p, &t->sel)))
+        return rc;
+    snprintf(f, sizeof f, "%s.mismatchLabelKeys", path);
+    return merge_label_keys(x, mm, f, TG_SEL_NOTIN, p, &t->sel);
+}
+
+/* required (a list of terms) or preferred (weighted terms) at o[k]. */
+static int decode_podterms(struct dec *x, const cJSON *o, const char *k, const char *field,
+                           int weighted, const struct tg_pod *p, struct tg_podterm **out,
+                           uint16_t *nout)
+{
+    const cJSON *l = want_list(x, o, k, field);
+    int n = l ? cJSON_GetArraySize(l) : 0;
+    if (!n)
+        return 0;
+    if (!(*out = calloc((size_t)n, sizeof **out)))
+        return TG_ENOMEM;
+    const cJSON *it;
+    int i = 0;
+    char path[300];
+    cJSON_ArrayForEach(it, l)
+    {
+        snprintf(path, sizeof path, "%s[%d]", field, i++);
+        struct tg_podterm *t = &(*out)[(*nout)++];
+        const cJSON *term = it;
+        if (weighted) {
+            int64_t w = 0;
+            if (!want_int(x, it, "weight", path, 1, 100, &w)) {
+                if (!x->bad)
+                    err(x, it, path, "needs a weight from 1 to 100");
+                return -1;
+            }
+            t->weight = (int32_t)w;
+            term = get(it, "podAffinityTerm");
+            snprintf(path + strlen(path), sizeof path - strlen(path), ".podAffinityTerm");
+        }
+        int rc = decode_podterm(x, term, path, p, t);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int port_cmp(const void *a, const void *b)
+{
+    const struct tg_hostport *x = a, *y = b;
+    if (x->port != y->port)
+        return x->port < y->port ? -1 : 1;
+    if (x->proto != y->proto)
+        return x->proto < y->proto ? -1 : 1;
+    return (x->ip > y->ip) - (x->ip < y->ip);
+}
+
+/* Host ports of one container list (hostPort, or containerPort on a
+ * hostNetwork pod). */
+static int decode_ports(struct dec *x, const cJSON *cs, const char *field, int hostnet,
+                        int sidecars_only, struct tg_podcons *c, uint32_t *cap)
+{
+    const cJSON *ct;
+    int ci = 0;
+    cJSON_ArrayForEach(ct, cs)
+    {
+        char path[128];
+        snprintf(path, sizeof path, "%s[%d].ports", field, ci++);
+        if (sidecars_only) {
+            const cJSON *rp = get(ct, "restartPolicy");
+            if (!cJSON_IsString(rp) || strcmp(rp->valuestring, "Always"))
+                continue;
+        }
+        const cJSON *ports = want_list(x, ct, "ports", path);
+        const cJSON *pt;
+        cJSON_ArrayForEach(pt, ports)
+        {
+            int64_t cport = 0, hport = 0;
+            want_int(x, pt, "containerPort", path, 1, 65535, &cport);
+            want_int(x, pt, "hostPort", path, 0, 65535, &hport);
+            if (hostnet && !hport)
+                hport = cport;
+            if (!hport)
+                continue;
+            const char *proto = want_str(x, pt, "protocol", path);
+            const char *ip = want_str(x, pt, "hostIP", path);
+            uint8_t pr = TG_PROTO_TCP;
+            if (proto && !strcmp(proto, "UDP"))
+                pr = TG_PROTO_UDP;
+            else if (proto && !strcmp(proto, "SCTP"))
+                pr = TG_PROTO_SCTP;
+            else if (proto && *proto && strcmp(proto, "TCP")) {
+                err(x, get(pt, "protocol"), path, "unknown protocol \"%s\" (TCP, UDP, SCTP)", proto);
+                return -1;
+            }
+            uint32_t ipid = ip && *ip && strcmp(ip, "0.0.0.0") && strcmp(ip, "::") ? tg_intern(ip) : 0;
+            if (c->nports == *cap) {
+                uint32_t nc = *cap ? *cap * 2 : 4;
+                struct tg_hostport *np = realloc(c->ports, nc * sizeof *np);
+                if (!np)
+                    return TG_ENOMEM;
+                c->ports = np;
+                *cap = nc;
+            }
+            c->ports[c->nports++] = (struct tg_hostport){ipid, (uint16_t)hport, pr};
+        }
+    }
+    return 0;
+}
+
+/* Inter-pod affinity, anti-affinity and host ports into p->cons (left NULL
+ * when the pod has none). */
+static int decode_cons(struct dec *x, const cJSON *spec, struct tg_pod *p)
+{
+    struct tg_podcons *c = calloc(1, sizeof *c);
+    if (!c)
+        return TG_ENOMEM;
+    p->cons = c;
+    const cJSON *aff = want_map(x, spec, "affinity", "spec.affinity");
+    static const char *const kinds[2] = {"podAffinity", "podAntiAffinity"};
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        char f[64], f2[160];
+        snprintf(f, sizeof f, "spec.affinity.%s", kinds[k]);
+        const cJSON *pa = want_map(x, aff, kinds[k], f);
+        snprintf(f2, sizeof f2, "%s.requiredDuringSchedulingIgnoredDuringExecution", f);
+        rc = decode_podterms(x, pa, "requiredDuringSchedulingIgnoredDuringExecution", f2, 0, p,
+                             k ? &c->anti : &c->aff, k ? &c->nanti : &c->naff);
+        snprintf(f2, sizeof f2, "%s.preferredDuringSchedulingIgnoredDuringExecution", f);
+        if (!rc)
+            rc = decode_podterms(x, pa, "preferredDuringSchedulingIgnoredDuringExecution", f2, 1, p,
+                                 k ? &c->panti : &c->paff, k ? &c->npanti : &c->npaff);
+    }
+    int hostnet = want_bool(x, spec, "hostNetwork", "spec.hostNetwork");
+    uint32_t cap = 0;
+    if (!rc)
+        rc = decode_ports(x, want_list(x, spec, "containers", "spec.containers"), "spec.containers",
+                          hostnet, 0, c, &cap);
+    if (!rc)
+        rc = decode_ports(x, want_list(x, spec, "initContainers", "spec.initContainers"),
+                          "spec.initContainers", hostnet, 1, c, &cap);
+    if (c->nports > 1)
+        qsort(c->ports, c->nports, sizeof *c->ports, port_cmp);
+    if (!c->naff && !c->nanti && !c->npaff && !c->npanti && !c->nports)
+        tg_podcons_free(&p->cons);
+    return rc == TG_ENOMEM ? rc : 0;
+}
+
+static int decode_spread(struct dec *x, const cJSON *spec, struct tg_pod *p, struct tg_podspec *ps)
+{
+    const char *field = "spec.topologySpreadConstraints";
+    const cJSON *l = want_list(x, spec, "topologySpreadConstraints", field);
+    int n = l ? cJSON_GetArraySize(l) : 0;
+    if (!n)
+        return 0;
+    if (!(ps->spread = calloc((size_t)n, sizeof *ps->spread)))
+        return TG_ENOMEM;
+    const cJSON *it;
+    int i = 0;
+    cJSON_ArrayForEach(it, l)
+    {
+        char path[96], f[160];
+        snprintf(path, sizeof path, "%s[%d]", field, i++);
+        struct tg_spread *c = &ps->spread[ps->nspread++];
+        int64_t v = 0;
+        if (!want_int(x, it, "maxSkew", path, 1, 2147483647LL, &v)) {
+            if (!x->bad)
+                err(x, it, path, "needs maxSkew >= 1");
+            return -1;
+        }
+        c->max_skew = (int32_t)v;
+        const char *key = want_str(x, it, "topologyKey", path);
+        const char *wu = want_str(x, it, "whenUnsatisfiable", path);
+        if (!key || !*key || !wu || (strcmp(wu, "DoNotSchedule") && strcmp(wu, "ScheduleAnyway"))) {
+            err(x, it, path, "needs a topologyKey and whenUnsatisfiable DoNotSchedule or ScheduleAnyway");
+            return -1;
+        }
+        c->key = tg_intern(key);
+        c->hard = !strcmp(wu, "DoNotSchedule");
+        v = 1;
+        if (want_int(x, it, "minDomains", path, 1, 2147483647LL, &v) && !c->hard) {
+            err(x, it, path, "minDomains needs whenUnsatisfiable DoNotSchedule");
+            return -1;
+        }
+        c->min_domains = (int32_t)v;
+        const char *ap = want_str(x, it, "nodeAffinityPolicy", path);
+        const char *tp = want_str(x, it, "nodeTaintsPolicy", path);
+        if ((ap && strcmp(ap, "Honor") && strcmp(ap, "Ignore")) ||
+            (tp && strcmp(tp, "Honor") && strcmp(tp, "Ignore"))) {
+            err(x, it, path, "nodeAffinityPolicy and nodeTaintsPolicy are Honor or Ignore");
+            return -1;
+        }
+        c->affinity_ignore = ap && !strcmp(ap, "Ignore");
+        c->taints_honor = tp && !strcmp(tp, "Honor");
+        const cJSON *ls = want_map(x, it, "labelSelector", path);
+        snprintf(f, sizeof f, "%s.labelSelector", path);
+        int rc;
+        if (ls && (rc = decode_labelsel(x, ls, f, &c->sel)))
+            return rc;
+        c->has_sel = ls != NULL;
+        snprintf(f, sizeof f, "%s.matchLabelKeys", path);
+        if ((rc = merge_label_keys(x, want_list(x, it, "matchLabelKeys", f), f, TG_SEL_IN, p, &c->sel)))
+            return rc;
+    }
+    return 0;
+}
+
+/* PersistentVolumeClaims of spec.volumes and the pod's resource claims. */
+static int decode_claims(struct dec *x, const cJSON *obj, const cJSON *spec, struct tg_pod *p,
+                         struct tg_podspec *ps)
+{
+    const cJSON *vols = want_list(x, spec, "volumes", "spec.volumes");
+    int n = vols ? cJSON_GetArraySize(vols) : 0;
+    if (n && !(ps->pvcs = calloc((size_t)n, sizeof *ps->pvcs)))
+        return TG_ENOMEM;
+    const cJSON *v;
+    int i = 0;
+    cJSON_ArrayForEach(v, vols)
+    {
+        char path[64];
+        snprintf(path, sizeof path, "spec.volumes[%d]", i++);
+        const cJSON *pvc = want_map(x, v, "persistentVolumeClaim", path);
+        const char *cn = want_str(x, pvc, "claimName", path);
+        if (pvc && (!cn || !*cn)) {
+            err(x, pvc, path, "persistentVolumeClaim needs a claimName");
+            return -1;
+        }
+        if (cn) {
+            ps->pvcs[ps->npvcs++] = tg_intern(cn);
+        } else if (want_map(x, v, "ephemeral", path)) {
+            const char *vn = want_str(x, v, "name", path);
+            char name[600];
+            snprintf(name, sizeof name, "%s-%s", tg_pod_name(p), vn ? vn : "");
+            ps->pvcs[ps->npvcs++] = tg_intern(name);
+        }
+    }
+    const cJSON *rcl = want_list(x, spec, "resourceClaims", "spec.resourceClaims");
+    n = rcl ? cJSON_GetArraySize(rcl) : 0;
+    if (!n)
+        return 0;
+    if (!(ps->claims = calloc((size_t)n, sizeof *ps->claims)))
+        return TG_ENOMEM;
+    const cJSON *st = want_list(x, get(obj, "status"), "resourceClaimStatuses",
+                                "status.resourceClaimStatuses");
+    i = 0;
+    cJSON_ArrayForEach(v, rcl)
+    {
+        char path[64];
+        snprintf(path, sizeof path, "spec.resourceClaims[%d]", i++);
+        const char *name = want_str(x, v, "name", path);
+        const char *cn = want_str(x, v, "resourceClaimName", path);
+        const char *tn = want_str(x, v, "resourceClaimTemplateName", path);
+        if (!name || !*name || (!cn) == (!tn)) {
+            err(x, v, path, "needs a name and one of resourceClaimName, resourceClaimTemplateName");
+            return -1;
+        }
+        struct tg_claimref *r = &ps->claims[ps->nclaims++];
+        r->name = tg_intern(name);
+        r->claim = cn ? tg_intern(cn) : 0;
+        r->tmpl = tn ? tg_intern(tn) : 0;
+        const cJSON *s;
+        cJSON_ArrayForEach(s, st)
+        {
+            const cJSON *sn = get(s, "name"), *sc = get(s, "resourceClaimName");
+            if (tn && cJSON_IsString(sn) && !strcmp(sn->valuestring, name) && cJSON_IsString(sc) &&
+                *sc->valuestring)
+                r->claim = tg_intern(sc->valuestring);
+        }
+    }
+    return 0;
+}
+
+static int decode_podspec(struct dec *x, const cJSON *obj, const cJSON *spec, struct tg_pod *p)
 {
     struct tg_podspec *ps = calloc(1, sizeof *ps);
     if (!ps)
@@ -691,19 +1064,24 @@ static int decode_podspec(struct dec *x, const cJSON *spec, struct tg_pod *p)
         return rc;
     if ((rc = decode_tolerations(x, spec, ps)))
         return rc;
-    return decode_affinity(x, spec, ps);
+    if ((rc = decode_affinity(x, spec, ps)))
+        return rc;
+    if ((rc = decode_spread(x, spec, p, ps)) == TG_ENOMEM)
+        return rc;
+    rc = decode_claims(x, obj, spec, p, ps);
+    return rc == TG_ENOMEM ? rc : 0;
 }
 
 static void podspec_free(struct tg_podspec *ps)
 {
     if (!ps)
         return;
-    for (uint16_t i = 0; i < ps->nterms; i++) {
-        for (uint16_t j = 0; j < ps->terms[i].nreq; j++)
-            free(ps->terms[i].reqs[j].vals);
-        free(ps->terms[i].reqs);
-    }
-    free(ps->terms);
+    nodeterms_free(ps->terms, ps->nterms);
+    for (uint16_t i = 0; i < ps->nspread; i++)
+        tg_labelsel_free(&ps->spread[i].sel);
+    free(ps->spread);
+    free(ps->pvcs);
+    free(ps->claims);
     free(ps->tols);
     free(ps->selector);
     free(ps);
@@ -821,7 +1199,9 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
     if ((rc = pod_requests(&x, spec, p)) == TG_ENOMEM)
         goto fail;
     tg_pod_qos(spec, &p->guaranteed, &p->excl_cpus);
-    if ((flags & TG_DECODE_SPEC) && (rc = decode_podspec(&x, spec, p)) == TG_ENOMEM)
+    if ((flags & TG_DECODE_SPEC) && (rc = decode_podspec(&x, obj, spec, p)) == TG_ENOMEM)
+        goto fail;
+    if ((rc = decode_cons(&x, spec, p)) == TG_ENOMEM)
         goto fail;
     if (x.bad) {
         rc = TG_EPARSE;
@@ -845,6 +1225,7 @@ void tg_pod_free(struct tg_pod **pp)
     free(p->req);
     free(p->labels);
     podspec_free(p->spec);
+    tg_podcons_free(&p->cons);
     free(p);
     *pp = NULL;
 }
@@ -856,12 +1237,189 @@ static uint64_t mix(uint64_t h, uint64_t v)
 }
 
 /* Field by field: struct padding never reaches the hash. */
+static uint64_t hash_selreq(uint64_t h, const struct tg_selreq *r, uint32_t i)
+{
+    h = h * 1099511628211ull ^ (r->key * 7 + r->op + (uint64_t)r->num * 13 + i + r->is_field * 3u);
+    return h ^ tg_hash(r->vals, r->nvals * sizeof *r->vals);
+}
+
+static int same_selreq(const struct tg_selreq *r, const struct tg_selreq *s)
+{
+    return r->key == s->key && r->op == s->op && r->is_field == s->is_field && r->num == s->num &&
+           r->nvals == s->nvals && (!r->nvals || !memcmp(r->vals, s->vals, r->nvals * sizeof *r->vals));
+}
+
+static uint64_t hash_sel(uint64_t h, const struct tg_labelsel *s)
+{
+    h = mix(h, s->nreq);
+    for (uint16_t i = 0; i < s->nreq; i++)
+        h = hash_selreq(h, &s->reqs[i], i);
+    return h;
+}
+
+static int same_sel(const struct tg_labelsel *a, const struct tg_labelsel *b)
+{
+    if (a->nreq != b->nreq)
+        return 0;
+    for (uint16_t i = 0; i < a->nreq; i++)
+        if (!same_selreq(&a->reqs[i], &b->reqs[i]))
+            return 0;
+    return 1;
+}
+
+static int labelsel_copy(struct tg_labelsel *dst, const struct tg_labelsel *src)
+{
+    *dst = (struct tg_labelsel){0};
+    if (!src->nreq)
+        return 0;
+    if (!(dst->reqs = calloc(src->nreq, sizeof *dst->reqs)))
+        return TG_ENOMEM;
+    for (uint16_t i = 0; i < src->nreq; i++) {
+        dst->reqs[i] = src->reqs[i];
+        dst->reqs[i].vals = NULL;
+        dst->nreq++;
+        if (src->reqs[i].nvals &&
+            !(dst->reqs[i].vals = dup_mem(src->reqs[i].vals, src->reqs[i].nvals * sizeof *src->reqs[i].vals)))
+            return TG_ENOMEM;
+    }
+    return 0;
+}
+
+uint64_t tg_podterm_hash(const struct tg_podterm *t, uint32_t ns)
+{
+    uint64_t h = mix(mix(ns, t->key), (uint64_t)t->weight << 2 | t->has_sel << 1 | t->has_nssel);
+    h = hash_sel(hash_sel(h, &t->sel), &t->nssel);
+    return mix(h, tg_hash(t->nss, t->nns * sizeof *t->nss));
+}
+
+int tg_podterm_equal(const struct tg_podterm *a, const struct tg_podterm *b)
+{
+    return a->key == b->key && a->weight == b->weight && a->has_sel == b->has_sel &&
+           a->has_nssel == b->has_nssel && a->nns == b->nns &&
+           (!a->nns || !memcmp(a->nss, b->nss, a->nns * sizeof *a->nss)) && same_sel(&a->sel, &b->sel) &&
+           same_sel(&a->nssel, &b->nssel);
+}
+
+void tg_podterm_free(struct tg_podterm *t)
+{
+    tg_labelsel_free(&t->sel);
+    tg_labelsel_free(&t->nssel);
+    free(t->nss);
+    t->nss = NULL;
+    t->nns = 0;
+}
+
+int tg_podterm_copy(struct tg_podterm *dst, const struct tg_podterm *src)
+{
+    *dst = *src;
+    dst->sel = dst->nssel = (struct tg_labelsel){0};
+    dst->nss = NULL;
+    dst->nns = 0;
+    if (labelsel_copy(&dst->sel, &src->sel) || labelsel_copy(&dst->nssel, &src->nssel) ||
+        (src->nns && !(dst->nss = dup_mem(src->nss, src->nns * sizeof *src->nss)))) {
+        tg_podterm_free(dst);
+        return TG_ENOMEM;
+    }
+    dst->nns = src->nns;
+    return 0;
+}
+
+static void podterms_free(struct tg_podterm *t, uint16_t n)
+{
+    for (uint16_t i = 0; i < n; i++)
+        tg_podterm_free(&t[i]);
+    free(t);
+}
+
+void tg_podcons_free(struct tg_podcons **pc)
+{
+    struct tg_podcons *c = *pc;
+    if (!c)
+        return;
+    podterms_free(c->aff, c->naff);
+    podterms_free(c->anti, c->nanti);
+    podterms_free(c->paff, c->npaff);
+    podterms_free(c->panti, c->npanti);
+    free(c->ports);
+    free(c);
+    *pc = NULL;
+}
+
+static int podterms_copy(struct tg_podterm **dst, const struct tg_podterm *src, uint16_t n)
+{
+    *dst = NULL;
+    if (!n)
+        return 0;
+    if (!(*dst = calloc(n, sizeof **dst)))
+        return TG_ENOMEM;
+    for (uint16_t i = 0; i < n; i++)
+        if (tg_podterm_copy(&(*dst)[i], &src[i]))
+            return TG_ENOMEM;
+    return 0;
+}
+
+struct tg_podcons *tg_podcons_clone(const struct tg_podcons *c)
+{
+    struct tg_podcons *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    *d = *c;
+    d->aff = d->anti = d->paff = d->panti = NULL;
+    d->ports = NULL;
+    /* counts stay: a failed copy leaves NULL arrays the free path tolerates */
+    if (podterms_copy(&d->aff, c->aff, c->naff) || podterms_copy(&d->anti, c->anti, c->nanti) ||
+        podterms_copy(&d->paff, c->paff, c->npaff) || podterms_copy(&d->panti, c->panti, c->npanti) ||
+        (c->nports && !(d->ports = dup_mem(c->ports, c->nports * sizeof *c->ports)))) {
+        if (!d->aff) d->naff = 0;
+        if (!d->anti) d->nanti = 0;
+        if (!d->paff) d->npaff = 0;
+        if (!d->panti) d->npanti = 0;
+        tg_podcons_free(&d);
+    }
+    return d;
+}
+
+static int same_terms(const struct tg_podterm *a, const struct tg_podterm *b, uint16_t n)
+{
+    for (uint16_t i = 0; i < n; i++)
+        if (!tg_podterm_equal(&a[i], &b[i]))
+            return 0;
+    return 1;
+}
+
+int tg_podcons_equal(const struct tg_podcons *a, const struct tg_podcons *b)
+{
+    if (!a || !b)
+        return a == b;
+    return a->naff == b->naff && a->nanti == b->nanti && a->npaff == b->npaff &&
+           a->npanti == b->npanti && a->nports == b->nports &&
+           (!a->nports || !memcmp(a->ports, b->ports, a->nports * sizeof *a->ports)) &&
+           same_terms(a->aff, b->aff, a->naff) && same_terms(a->anti, b->anti, a->nanti) &&
+           same_terms(a->paff, b->paff, a->npaff) && same_terms(a->panti, b->panti, a->npanti);
+}
+
+static uint64_t hash_cons(uint64_t h, const struct tg_podcons *c)
+{
+    if (!c)
+        return h;
+    const struct tg_podterm *lists[4] = {c->aff, c->anti, c->paff, c->panti};
+    const uint16_t ns[4] = {c->naff, c->nanti, c->npaff, c->npanti};
+    for (int k = 0; k < 4; k++)
+        for (uint16_t i = 0; i < ns[k]; i++)
+            h = mix(h, tg_podterm_hash(&lists[k][i], (uint32_t)k));
+    for (uint16_t i = 0; i < c->nports; i++)
+        h = mix(h, (uint64_t)c->ports[i].ip << 32 | (uint64_t)c->ports[i].port << 8 | c->ports[i].proto);
+    return h;
+}
+
+/* Field by field: struct padding never reaches the hash. */
 uint64_t tg_pod_shape_hash(const struct tg_pod *p)
 {
     uint64_t h = p->nreq;
     for (uint8_t i = 0; i < p->nreq; i++)
         h = mix(mix(h, p->req[i].res), (uint64_t)p->req[i].val);
     h = mix(h, (uint64_t)p->guaranteed << 16 | p->excl_cpus);
+    h = hash_cons(h, p->cons);
     const struct tg_podspec *s = p->spec;
     if (!s)
         return h;
@@ -870,12 +1428,33 @@ uint64_t tg_pod_shape_hash(const struct tg_pod *p)
         h = mix(h, (uint64_t)s->tols[i].key << 32 | s->tols[i].val) ^
             (uint64_t)(s->tols[i].op << 8 | s->tols[i].effect);
     for (uint16_t i = 0; i < s->nterms; i++)
-        for (uint16_t j = 0; j < s->terms[i].nreq; j++) {
-            const struct tg_selreq *r = &s->terms[i].reqs[j];
-            h = h * 1099511628211ull ^ (r->key * 7 + r->op + (uint64_t)r->num * 13 + i);
-            h ^= tg_hash(r->vals, r->nvals * sizeof *r->vals);
-        }
+        for (uint16_t j = 0; j < s->terms[i].nreq; j++)
+            h = hash_selreq(h, &s->terms[i].reqs[j], i);
+    for (uint16_t i = 0; i < s->nspread; i++) {
+        const struct tg_spread *c = &s->spread[i];
+        h = mix(h, (uint64_t)c->key << 32 | (uint32_t)c->max_skew);
+        h = mix(h, (uint64_t)(uint32_t)c->min_domains << 8 | c->has_sel << 3 | c->hard << 2 |
+                       c->affinity_ignore << 1 | c->taints_honor);
+        h = hash_sel(h, &c->sel);
+    }
+    h = mix(h, tg_hash(s->pvcs, s->npvcs * sizeof *s->pvcs));
+    for (uint16_t i = 0; i < s->nclaims; i++)
+        h = mix(h, (uint64_t)s->claims[i].name << 32 | s->claims[i].claim);
     return h;
+}
+
+static int same_spread(const struct tg_podspec *x, const struct tg_podspec *y)
+{
+    if (x->nspread != y->nspread)
+        return 0;
+    for (uint16_t i = 0; i < x->nspread; i++) {
+        const struct tg_spread *a = &x->spread[i], *b = &y->spread[i];
+        if (a->key != b->key || a->max_skew != b->max_skew || a->min_domains != b->min_domains ||
+            a->has_sel != b->has_sel || a->hard != b->hard || a->affinity_ignore != b->affinity_ignore ||
+            a->taints_honor != b->taints_honor || !same_sel(&a->sel, &b->sel))
+            return 0;
+    }
+    return 1;
 }
 
 int tg_pod_same_shape(const struct tg_pod *a, const struct tg_pod *b)
@@ -885,10 +1464,13 @@ int tg_pod_same_shape(const struct tg_pod *a, const struct tg_pod *b)
     for (uint8_t i = 0; i < a->nreq; i++)
         if (a->req[i].res != b->req[i].res || a->req[i].val != b->req[i].val)
             return 0;
+    if (!tg_podcons_equal(a->cons, b->cons))
+        return 0;
     const struct tg_podspec *x = a->spec, *y = b->spec;
     if (!x || !y)
         return x == y;
-    if (x->nselector != y->nselector || x->ntol != y->ntol || x->nterms != y->nterms)
+    if (x->nselector != y->nselector || x->ntol != y->ntol || x->nterms != y->nterms ||
+        x->npvcs != y->npvcs || x->nclaims != y->nclaims)
         return 0;
     if (x->nselector && memcmp(x->selector, y->selector, x->nselector * sizeof *x->selector))
         return 0;
@@ -899,15 +1481,17 @@ int tg_pod_same_shape(const struct tg_pod *a, const struct tg_pod *b)
     for (uint16_t i = 0; i < x->nterms; i++) {
         if (x->terms[i].nreq != y->terms[i].nreq)
             return 0;
-        for (uint16_t j = 0; j < x->terms[i].nreq; j++) {
-            const struct tg_selreq *r = &x->terms[i].reqs[j], *s = &y->terms[i].reqs[j];
-            if (r->key != s->key || r->op != s->op || r->is_field != s->is_field ||
-                r->num != s->num || r->nvals != s->nvals ||
-                (r->nvals && memcmp(r->vals, s->vals, r->nvals * sizeof *r->vals)))
+        for (uint16_t j = 0; j < x->terms[i].nreq; j++)
+            if (!same_selreq(&x->terms[i].reqs[j], &y->terms[i].reqs[j]))
                 return 0;
-        }
     }
-    return 1;
+    if (x->npvcs && memcmp(x->pvcs, y->pvcs, x->npvcs * sizeof *x->pvcs))
+        return 0;
+    for (uint16_t i = 0; i < x->nclaims; i++)
+        if (x->claims[i].name != y->claims[i].name || x->claims[i].claim != y->claims[i].claim ||
+            x->claims[i].tmpl != y->claims[i].tmpl)
+            return 0;
+    return same_spread(x, y);
 }
 
 /* ---- Node --------------------------------------------------------------- */
@@ -1280,4 +1864,250 @@ int32_t tg_pdb_allowed(const struct tg_pdb *p, uint32_t healthy)
     else
         allowed = h; /* a budget with neither allows everything */
     return allowed < 0 ? 0 : (int32_t)(allowed > INT32_MAX ? INT32_MAX : allowed);
+}
+
+/* ---- Namespace, PV, PVC, StorageClass, ResourceClaim ---------------------- */
+
+int tg_namespace_decode(const cJSON *obj, struct tg_diag *d, struct tg_namespace **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "Namespace", 0, &m))
+        return TG_EPARSE;
+    struct tg_namespace *n = calloc(1, sizeof *n);
+    int rc = TG_ENOMEM;
+    if (!n)
+        return rc;
+    n->name = tg_intern(m.name);
+    n->rv = dup_or_null(m.rv);
+    if ((rc = decode_labels(&x, m.labels, "metadata.labels", &n->labels, &n->nlabels)) == TG_ENOMEM)
+        goto fail;
+    uint32_t k = tg_intern("kubernetes.io/metadata.name");
+    if (tg_labels_get(n->labels, n->nlabels, k) == TG_STR_NONE) {
+        /* the API server always sets it; objects written by hand may not */
+        struct tg_label *l = realloc(n->labels, (n->nlabels + 1u) * sizeof *l);
+        if (!l) {
+            rc = TG_ENOMEM;
+            goto fail;
+        }
+        uint16_t i = n->nlabels;
+        for (; i > 0 && l[i - 1].key > k; i--)
+            l[i] = l[i - 1];
+        l[i] = (struct tg_label){k, n->name};
+        n->labels = l;
+        n->nlabels++;
+    }
+    if (x.bad) {
+        rc = TG_EPARSE;
+        goto fail;
+    }
+    *out = n;
+    return 0;
+fail:
+    tg_namespace_free(&n);
+    return rc ? rc : TG_EPARSE;
+}
+
+void tg_namespace_free(struct tg_namespace **pn)
+{
+    struct tg_namespace *n = *pn;
+    if (!n)
+        return;
+    free(n->labels);
+    free(n->rv);
+    free(n);
+    *pn = NULL;
+}
+
+int tg_pv_decode(const cJSON *obj, struct tg_diag *d, struct tg_pv **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "PersistentVolume", 0, &m))
+        return TG_EPARSE;
+    struct tg_pv *v = calloc(1, sizeof *v);
+    int rc = TG_ENOMEM;
+    if (!v)
+        return rc;
+    v->name = tg_intern(m.name);
+    v->rv = dup_or_null(m.rv);
+    const cJSON *spec = want_map(&x, obj, "spec", "spec");
+    const char *sc = want_str(&x, spec, "storageClassName", "spec.storageClassName");
+    v->sc = sc ? tg_intern(sc) : 0;
+    const cJSON *cr = want_map(&x, spec, "claimRef", "spec.claimRef");
+    const char *cns = want_str(&x, cr, "namespace", "spec.claimRef.namespace");
+    const char *cn = want_str(&x, cr, "name", "spec.claimRef.name");
+    if (cn && *cn) {
+        v->claim_ns = tg_intern(cns && *cns ? cns : "default");
+        v->claim_name = tg_intern(cn);
+    }
+    const cJSON *na = want_map(&x, spec, "nodeAffinity", "spec.nodeAffinity");
+    const cJSON *req = want_map(&x, na, "required", "spec.nodeAffinity.required");
+    if (req) {
+        v->has_affinity = 1;
+        if ((rc = decode_nodeterms(&x, req, "spec.nodeAffinity.required", &v->terms, &v->nterms)) ==
+            TG_ENOMEM)
+            goto fail;
+    }
+    if (x.bad) {
+        rc = TG_EPARSE;
+        goto fail;
+    }
+    *out = v;
+    return 0;
+fail:
+    tg_pv_free(&v);
+    return rc == TG_ENOMEM ? rc : TG_EPARSE;
+}
+
+void tg_pv_free(struct tg_pv **pp)
+{
+    struct tg_pv *v = *pp;
+    if (!v)
+        return;
+    nodeterms_free(v->terms, v->nterms);
+    free(v->rv);
+    free(v);
+    *pp = NULL;
+}
+
+int tg_pvc_decode(const cJSON *obj, struct tg_diag *d, struct tg_pvc **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "PersistentVolumeClaim", 1, &m))
+        return TG_EPARSE;
+    struct tg_pvc *c = calloc(1, sizeof *c);
+    int rc = TG_ENOMEM;
+    if (!c)
+        return rc;
+    c->key = make_key(m.ns, m.name, NULL);
+    c->rv = dup_or_null(m.rv);
+    if (!c->key)
+        goto fail;
+    c->ns = tg_intern(m.ns);
+    c->name = tg_intern(m.name);
+    const cJSON *spec = want_map(&x, obj, "spec", "spec");
+    const char *vn = want_str(&x, spec, "volumeName", "spec.volumeName");
+    c->volume = vn && *vn ? tg_intern(vn) : 0;
+    const char *sc = want_str(&x, spec, "storageClassName", "spec.storageClassName");
+    c->has_sc = sc != NULL;
+    c->sc = sc ? tg_intern(sc) : 0;
+    const char *phase = want_str(&x, want_map(&x, obj, "status", "status"), "phase", "status.phase");
+    c->bound = phase && !strcmp(phase, "Bound");
+    if (x.bad) {
+        rc = TG_EPARSE;
+        goto fail;
+    }
+    *out = c;
+    return 0;
+fail:
+    tg_pvc_free(&c);
+    return rc;
+}
+
+void tg_pvc_free(struct tg_pvc **pp)
+{
+    struct tg_pvc *c = *pp;
+    if (!c)
+        return;
+    free(c->key);
+    free(c->rv);
+    free(c);
+    *pp = NULL;
+}
+
+int tg_sc_decode(const cJSON *obj, struct tg_diag *d, struct tg_storageclass **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "StorageClass", 0, &m))
+        return TG_EPARSE;
+    struct tg_storageclass *c = calloc(1, sizeof *c);
+    int rc = TG_ENOMEM;
+    if (!c)
+        return rc;
+    c->name = tg_intern(m.name);
+    c->rv = dup_or_null(m.rv);
+    const char *mode = want_str(&x, obj, "volumeBindingMode", "volumeBindingMode");
+    if (mode && strcmp(mode, "Immediate") && strcmp(mode, "WaitForFirstConsumer"))
+        err(&x, get(obj, "volumeBindingMode"), "volumeBindingMode",
+            "must be Immediate or WaitForFirstConsumer, not \"%s\"", mode);
+    c->wffc = mode && !strcmp(mode, "WaitForFirstConsumer");
+    static const char *const defs[2] = {"storageclass.kubernetes.io/is-default-class",
+                                        "storageclass.beta.kubernetes.io/is-default-class"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *a = get(m.annotations, defs[i]);
+        c->is_default |= cJSON_IsString(a) && !strcmp(a->valuestring, "true");
+    }
+    if (x.bad) {
+        rc = TG_EPARSE;
+        goto fail;
+    }
+    *out = c;
+    return 0;
+fail:
+    tg_sc_free(&c);
+    return rc;
+}
+
+void tg_sc_free(struct tg_storageclass **pc)
+{
+    struct tg_storageclass *c = *pc;
+    if (!c)
+        return;
+    free(c->rv);
+    free(c);
+    *pc = NULL;
+}
+
+int tg_rclaim_decode(const cJSON *obj, struct tg_diag *d, struct tg_rclaim **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "ResourceClaim", 1, &m))
+        return TG_EPARSE;
+    struct tg_rclaim *c = calloc(1, sizeof *c);
+    int rc = TG_ENOMEM;
+    if (!c)
+        return rc;
+    c->key = make_key(m.ns, m.name, NULL);
+    c->rv = dup_or_null(m.rv);
+    if (!c->key)
+        goto fail;
+    c->ns = tg_intern(m.ns);
+    c->name = tg_intern(m.name);
+    const cJSON *status = want_map(&x, obj, "status", "status");
+    const cJSON *alloc = want_map(&x, status, "allocation", "status.allocation");
+    c->allocated = alloc != NULL;
+    const cJSON *ns = want_map(&x, alloc, "nodeSelector", "status.allocation.nodeSelector");
+    if (ns && (rc = decode_nodeterms(&x, ns, "status.allocation.nodeSelector", &c->terms,
+                                     &c->nterms)) == TG_ENOMEM)
+        goto fail;
+    if (x.bad) {
+        rc = TG_EPARSE;
+        goto fail;
+    }
+    *out = c;
+    return 0;
+fail:
+    tg_rclaim_free(&c);
+    return rc == TG_ENOMEM ? rc : TG_EPARSE;
+}
+
+void tg_rclaim_free(struct tg_rclaim **pc)
+{
+    struct tg_rclaim *c = *pc;
+    if (!c)
+        return;
+    nodeterms_free(c->terms, c->nterms);
+    free(c->key);
+    free(c->rv);
+    free(c);
+    *pc = NULL;
 }

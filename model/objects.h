@@ -1,4 +1,5 @@
-/* Compact, decoded Kubernetes objects: Node, Pod, PodGroup.
+/* Compact, decoded Kubernetes objects: Node, Pod, PodGroup, and what
+ * placement reads besides (Namespace, PV, PVC, StorageClass, ResourceClaim).
  *
  * One decoder serves the daemon (JSON from the API server) and `simulate`
  * (YAML turned into the same cJSON tree by util/yamljson.c): the object is
@@ -78,6 +79,92 @@ struct tg_selterm {
     struct tg_selreq *reqs;
 };
 
+/* ---- label selectors ------------------------------------------------------ */
+
+/* A metav1.LabelSelector: matchLabels (as In with one value) and
+ * matchExpressions (In, NotIn, Exists, DoesNotExist), ANDed. An empty
+ * selector matches everything. */
+struct tg_labelsel {
+    uint16_t nreq;
+    struct tg_selreq *reqs;             /* owned, vals owned */
+};
+
+int tg_labelsel_match(const struct tg_labelsel *s, const struct tg_label *labels, uint32_t n);
+void tg_labelsel_free(struct tg_labelsel *s);
+
+/* ---- inter-pod constraints ------------------------------------------------ */
+
+/* A podAffinityTerm: the pods matching sel in the namespaces named (nss, or
+ * those nssel matches; neither: the pod's own), counted per domain of the
+ * node label `key`. matchLabelKeys and mismatchLabelKeys are merged into
+ * sel when decoded (key In / NotIn the pod's own value), as the API server
+ * does. */
+struct tg_podterm {
+    struct tg_labelsel sel;             /* labelSelector */
+    struct tg_labelsel nssel;           /* namespaceSelector */
+    uint32_t *nss;                      /* namespaces, interned, owned */
+    uint32_t key;                       /* topologyKey, interned */
+    int32_t weight;                     /* preferred: 1..100; required: 0 */
+    uint16_t nns;
+    uint8_t has_sel;                    /* no labelSelector: the term matches no pod */
+    uint8_t has_nssel;                  /* namespaceSelector given ({}: every namespace) */
+};
+
+enum tg_proto { TG_PROTO_TCP, TG_PROTO_UDP, TG_PROTO_SCTP };
+
+/* A port a pod holds on its node: hostPort, or a hostNetwork pod's
+ * containerPort. Two pods conflict on the same port and protocol when their
+ * addresses are equal or either is every address (0). */
+struct tg_hostport {
+    uint32_t ip;                        /* interned hostIP; 0: every address */
+    uint16_t port;
+    uint8_t proto;                      /* enum tg_proto */
+};
+
+/* What a pod asks of the pods around it: inter-pod affinity and
+ * anti-affinity (required and preferred) and host ports. Decoded with or
+ * without TG_DECODE_SPEC, because a bound pod's anti-affinity and ports keep
+ * later pods away; copied into the pod's usage record. NULL when the pod has
+ * none of them. */
+struct tg_podcons {
+    uint16_t naff, nanti, npaff, npanti, nports;
+    struct tg_podterm *aff, *anti;      /* requiredDuringScheduling... */
+    struct tg_podterm *paff, *panti;    /* preferredDuringScheduling... (weight set) */
+    struct tg_hostport *ports;          /* sorted */
+};
+
+/* A deep copy; NULL when out of memory. */
+struct tg_podcons *tg_podcons_clone(const struct tg_podcons *c);
+void tg_podcons_free(struct tg_podcons **c);
+int tg_podcons_equal(const struct tg_podcons *a, const struct tg_podcons *b);
+/* Hash and equality of one term; ns is the namespace its defaults refer to. */
+uint64_t tg_podterm_hash(const struct tg_podterm *t, uint32_t ns);
+int tg_podterm_equal(const struct tg_podterm *a, const struct tg_podterm *b);
+int tg_podterm_copy(struct tg_podterm *dst, const struct tg_podterm *src);
+void tg_podterm_free(struct tg_podterm *t);
+
+/* A topologySpreadConstraint; matchLabelKeys merged into sel when decoded. */
+struct tg_spread {
+    struct tg_labelsel sel;
+    uint32_t key;                       /* topologyKey */
+    int32_t max_skew;                   /* >= 1 */
+    int32_t min_domains;                /* >= 1 (DoNotSchedule only) */
+    uint8_t has_sel;                    /* no labelSelector: counts no pod */
+    uint8_t hard;                       /* whenUnsatisfiable: DoNotSchedule */
+    uint8_t affinity_ignore;            /* nodeAffinityPolicy: Ignore (default Honor) */
+    uint8_t taints_honor;               /* nodeTaintsPolicy: Honor (default Ignore) */
+};
+
+/* spec.resourceClaims[i]: the ResourceClaim it names, directly or through
+ * the pod's status.resourceClaimStatuses for a template. */
+struct tg_claimref {
+    uint32_t name;                      /* the pod's name for the claim */
+    uint32_t claim;                     /* ResourceClaim name; 0: not created yet */
+    uint32_t tmpl;                      /* resourceClaimTemplateName, 0 none */
+};
+
+struct tg_objstore;
+
 /* ---- Pod ---------------------------------------------------------------- */
 
 enum tg_phase { TG_PHASE_PENDING, TG_PHASE_RUNNING, TG_PHASE_SUCCEEDED, TG_PHASE_FAILED,
@@ -89,9 +176,18 @@ struct tg_podspec {
     uint16_t nselector;                 /* spec.nodeSelector */
     uint16_t ntol;
     uint16_t nterms;                    /* required node affinity terms */
+    uint16_t nspread, npvcs, nclaims;
     struct tg_label *selector;
     struct tg_toleration *tols;
     struct tg_selterm *terms;
+    struct tg_spread *spread;           /* topologySpreadConstraints */
+    uint32_t *pvcs;                     /* PersistentVolumeClaim names, interned (an
+                                           ephemeral volume's is <pod>-<volume>) */
+    struct tg_claimref *claims;         /* spec.resourceClaims */
+    /* Where this pod's PVCs, PVs, StorageClasses, ResourceClaims and
+     * Namespaces are looked up when a loader holds them (simulate sets it);
+     * NULL: the scheduler's own store. Not part of the shape. */
+    const struct tg_objstore *store;
 };
 
 struct tg_pod {
@@ -123,6 +219,7 @@ struct tg_pod {
                                            values of uid-valued controller labels are
                                            dropped (they churn and would grow the interner) */
     struct tg_podspec *spec;            /* NULL unless decoded with TG_DECODE_SPEC */
+    struct tg_podcons *cons;            /* inter-pod terms and host ports, NULL: none */
 };
 
 static inline const char *tg_pod_name(const struct tg_pod *p) { return p->key + p->name_off; }
@@ -195,18 +292,7 @@ struct tg_podgroup {
 int tg_podgroup_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_podgroup **out);
 void tg_podgroup_free(struct tg_podgroup **g);
 
-/* ---- label selectors and PodDisruptionBudgets -------------------------- */
-
-/* A metav1.LabelSelector: matchLabels (as In with one value) and
- * matchExpressions (In, NotIn, Exists, DoesNotExist), ANDed. An empty
- * selector matches everything. */
-struct tg_labelsel {
-    uint16_t nreq;
-    struct tg_selreq *reqs;             /* owned, vals owned */
-};
-
-int tg_labelsel_match(const struct tg_labelsel *s, const struct tg_label *labels, uint32_t n);
-void tg_labelsel_free(struct tg_labelsel *s);
+/* ---- PodDisruptionBudgets --------------------------------------------- */
 
 /* A policy/v1 PodDisruptionBudget. */
 struct tg_pdb {
@@ -228,6 +314,66 @@ void tg_pdb_free(struct tg_pdb **p);
  * disruption controller has counted, else from the spec with `healthy`
  * matching pods running (expected taken as healthy). */
 int32_t tg_pdb_allowed(const struct tg_pdb *p, uint32_t healthy);
+
+/* ---- what placement reads besides nodes and pods ------------------------
+ * Namespaces (labels, for namespaceSelector), PersistentVolumes,
+ * PersistentVolumeClaims, StorageClasses and ResourceClaims; model/objstore.h
+ * keeps them. Each decoder returns 0, TG_EPARSE (reported) or TG_ENOMEM. */
+
+struct tg_namespace {
+    uint32_t name;                      /* interned */
+    uint16_t nlabels;
+    struct tg_label *labels;            /* sorted; kubernetes.io/metadata.name always there */
+    char *rv;
+};
+
+struct tg_pv {
+    uint32_t name;                      /* interned */
+    uint32_t sc;                        /* spec.storageClassName, 0 none */
+    uint32_t claim_ns, claim_name;      /* spec.claimRef, 0 none */
+    uint16_t nterms;                    /* spec.nodeAffinity.required.nodeSelectorTerms */
+    uint8_t has_affinity;
+    struct tg_selterm *terms;           /* ORed; owned */
+    char *rv;
+};
+
+struct tg_pvc {
+    char *key;                          /* "ns/name", owned */
+    uint32_t ns, name;                  /* interned */
+    uint32_t volume;                    /* spec.volumeName, 0: not bound */
+    uint32_t sc;                        /* spec.storageClassName */
+    uint8_t has_sc;                     /* given ("" too: no class, static binding only) */
+    uint8_t bound;                      /* status.phase Bound */
+    char *rv;
+};
+
+struct tg_storageclass {
+    uint32_t name;                      /* interned */
+    uint8_t wffc;                       /* volumeBindingMode: WaitForFirstConsumer */
+    uint8_t is_default;                 /* storageclass.kubernetes.io/is-default-class */
+    char *rv;
+};
+
+/* A resource.k8s.io ResourceClaim (v1, v1beta1, v1beta2). */
+struct tg_rclaim {
+    char *key;                          /* "ns/name", owned */
+    uint32_t ns, name;
+    uint8_t allocated;                  /* status.allocation present */
+    uint16_t nterms;                    /* status.allocation.nodeSelector terms; 0: any node */
+    struct tg_selterm *terms;
+    char *rv;
+};
+
+int tg_namespace_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_namespace **out);
+void tg_namespace_free(struct tg_namespace **n);
+int tg_pv_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_pv **out);
+void tg_pv_free(struct tg_pv **p);
+int tg_pvc_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_pvc **out);
+void tg_pvc_free(struct tg_pvc **p);
+int tg_sc_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_storageclass **out);
+void tg_sc_free(struct tg_storageclass **s);
+int tg_rclaim_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_rclaim **out);
+void tg_rclaim_free(struct tg_rclaim **c);
 
 /* ---- helpers shared by decoders ---------------------------------------- */
 
