@@ -23,6 +23,7 @@ int tg_sched_init(struct tg_sched *s, const struct tg_policy *p)
 void tg_sched_free(struct tg_sched *s)
 {
     tg_cluster_free(&s->cluster);
+    tg_objstore_free(&s->store);
     tg_arena_free(&s->scratch);
 }
 

@@ -13,6 +13,7 @@
 
 #include "config/policy.h"
 #include "model/cluster.h"
+#include "model/objstore.h"
 #include "util/arena.h"
 
 /* A gang as placement sees it (the gang layer, gang.h, assembles it). */
@@ -52,6 +53,7 @@ struct tg_result {
 struct tg_sched {
     struct tg_cluster cluster;
     struct tg_policy policy;
+    struct tg_objstore store;           /* Namespaces, PVs, PVCs, StorageClasses, ResourceClaims */
     struct tg_arena scratch;
     uint64_t ncycles;
     /* Set by the caller for the next tg_sched_gang / what-if session only. */

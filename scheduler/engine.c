@@ -390,6 +390,69 @@ void tg_engine_pdb_delete(struct tg_engine *e, const char *key)
         }
 }
 
+/* ---- namespaces, volumes, claims ------------------------------------------------------ */
+
+static int woke(struct tg_engine *e, int rc)
+{
+    tg_queue_wake(&e->queue);
+    return rc;
+}
+
+int tg_engine_namespace_set(struct tg_engine *e, struct tg_namespace *n)
+{
+    return woke(e, tg_objstore_namespace_set(&e->sched.store, n));
+}
+
+void tg_engine_namespace_delete(struct tg_engine *e, uint32_t name)
+{
+    tg_objstore_namespace_delete(&e->sched.store, name);
+    woke(e, 0);
+}
+
+int tg_engine_pv_set(struct tg_engine *e, struct tg_pv *v)
+{
+    return woke(e, tg_objstore_pv_set(&e->sched.store, v));
+}
+
+void tg_engine_pv_delete(struct tg_engine *e, uint32_t name)
+{
+    tg_objstore_pv_delete(&e->sched.store, name);
+    woke(e, 0);
+}
+
+int tg_engine_pvc_set(struct tg_engine *e, struct tg_pvc *c)
+{
+    return woke(e, tg_objstore_pvc_set(&e->sched.store, c));
+}
+
+void tg_engine_pvc_delete(struct tg_engine *e, uint32_t ns, uint32_t name)
+{
+    tg_objstore_pvc_delete(&e->sched.store, ns, name);
+    woke(e, 0);
+}
+
+int tg_engine_sc_set(struct tg_engine *e, struct tg_storageclass *c)
+{
+    return woke(e, tg_objstore_sc_set(&e->sched.store, c));
+}
+
+void tg_engine_sc_delete(struct tg_engine *e, uint32_t name)
+{
+    tg_objstore_sc_delete(&e->sched.store, name);
+    woke(e, 0);
+}
+
+int tg_engine_claim_set(struct tg_engine *e, struct tg_rclaim *c)
+{
+    return woke(e, tg_objstore_claim_set(&e->sched.store, c));
+}
+
+void tg_engine_claim_delete(struct tg_engine *e, uint32_t ns, uint32_t name)
+{
+    tg_objstore_claim_delete(&e->sched.store, ns, name);
+    woke(e, 0);
+}
+
 /* ---- no thrash -------------------------------------------------------------------------- */
 
 static const char *evicted_by(struct tg_engine *e, const char *key)

@@ -114,6 +114,22 @@ void tg_engine_pclass_delete(struct tg_engine *e, uint32_t name);
 int tg_engine_pdb_set(struct tg_engine *e, const struct tg_pdb *pdb);
 void tg_engine_pdb_delete(struct tg_engine *e, const char *key);
 
+/* Namespaces (labels, for inter-pod namespaceSelectors), PersistentVolumes,
+ * PersistentVolumeClaims, StorageClasses and ResourceClaims, decoded by
+ * model/objects.h (each set takes the object, also on failure). Every
+ * change wakes the waiting gangs: a claim bound or allocated, a volume or
+ * a namespace label may let one in. Returns 0 or TG_ENOMEM. */
+int tg_engine_namespace_set(struct tg_engine *e, struct tg_namespace *n);
+void tg_engine_namespace_delete(struct tg_engine *e, uint32_t name);
+int tg_engine_pv_set(struct tg_engine *e, struct tg_pv *v);
+void tg_engine_pv_delete(struct tg_engine *e, uint32_t name);
+int tg_engine_pvc_set(struct tg_engine *e, struct tg_pvc *c);
+void tg_engine_pvc_delete(struct tg_engine *e, uint32_t ns, uint32_t name);
+int tg_engine_sc_set(struct tg_engine *e, struct tg_storageclass *c);
+void tg_engine_sc_delete(struct tg_engine *e, uint32_t name);
+int tg_engine_claim_set(struct tg_engine *e, struct tg_rclaim *c);
+void tg_engine_claim_delete(struct tg_engine *e, uint32_t ns, uint32_t name);
+
 /* ---- the flow ------------------------------------------------------------------ */
 
 /* Tries the next due gang and says what to do. d->kind is TG_D_NONE when
