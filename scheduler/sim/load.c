@@ -180,6 +180,8 @@ static int keep_last(struct tg_simdata *d, const cJSON *at, const char *kind, co
                      void (*fr)(void *))
 {
     uint64_t i;
+    if (!key) /* never: decoders always name the object; keeps the compiler sure of it */
+        key = "";
     if (tg_hmap_get(idx, key, strlen(key), &i)) {
         warn_at(d, at, "%s %s appears twice; the later one is used", kind, key);
         tg_hmap_del(idx, key, strlen(key));
