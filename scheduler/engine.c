@@ -289,15 +289,81 @@ void tg_engine_pending_gone(struct tg_engine *e, const struct tg_pod *p)
         requeue(e, g);
 }
 
+/* ---- wake-ups ------------------------------------------------------------------------ */
+
+struct freed {
+    const struct tg_cluster *c;
+    uint32_t slot;
+};
+
+/* Room freed on one node may help a waiting gang only if it now has, for
+ * every resource all its unplaced members ask, at least the least of them
+ * (a necessary condition for one member to fit: never misses a gang that
+ * could use it). Nominated gangs always look again. The queue's flush
+ * catches what this cannot see (room that only helps with a preemption). */
+static int freed_may_help(void *ud, const struct tg_qent *q)
+{
+    const struct freed *f = ud;
+    const struct tg_grec *g = (const struct tg_grec *)((const char *)q - offsetof(struct tg_grec, q));
+    if (q->state == TG_Q_WAITING || !g->nhint)
+        return 1;
+    for (uint8_t i = 0; i < g->nhint; i++) {
+        uint32_t r = g->hint[i].res;
+        if (tg_alloc(f->c, f->slot, r) - tg_used(f->c, f->slot, r) < g->hint[i].val)
+            return 0;
+    }
+    return tg_alloc(f->c, f->slot, TG_RES_PODS) > tg_used(f->c, f->slot, TG_RES_PODS);
+}
+
+static void room_freed(struct tg_engine *e, uint32_t slot)
+{
+    struct freed f = {&e->sched.cluster, slot};
+    if (slot == NONE || slot >= f.c->nslots || !f.c->nodes[slot].obj)
+        return;
+    tg_queue_wake_some(&e->queue, freed_may_help, &f);
+}
+
+/* The elementwise least request of the gang's unplaced members, over the
+ * resources every one of them asks. */
+static void set_hint(struct tg_grec *g, const struct tg_gang *v)
+{
+    g->nhint = 0;
+    if (!v->npods)
+        return;
+    const struct tg_pod *p0 = v->pods[0];
+    for (uint8_t i = 0; i < p0->nreq && g->nhint < TG_GANG_HINT; i++) {
+        struct tg_rq least = p0->req[i];
+        int all = 1;
+        for (uint32_t k = 1; k < v->npods && all; k++) {
+            const struct tg_pod *p = v->pods[k];
+            int64_t val = -1;
+            for (uint8_t j = 0; j < p->nreq; j++)
+                if (p->req[j].res == least.res)
+                    val = p->req[j].val;
+            if (val < 0)
+                all = 0;
+            else if (val < least.val)
+                least.val = val;
+        }
+        if (all && least.val > 0)
+            g->hint[g->nhint++] = least;
+    }
+    if (!g->nhint) { /* asks nothing in common: any room may help, mark known */
+        g->hint[0] = (struct tg_rq){TG_RES_PODS, 0};
+        g->nhint = 1;
+    }
+}
+
 int tg_engine_bound_set(struct tg_engine *e, const struct tg_pod *p)
 {
     struct tg_cluster *c = &e->sched.cluster;
     struct tg_usage *u = tg_cluster_usage(c, p->key);
     int held = u && u->kind != TG_USAGE_NOMINATED;
+    uint32_t slot = held ? u->slot : NONE;
     int rc = tg_cluster_pod_update(c, p);
     u = tg_cluster_usage(c, p->key);
     if (held && !(u && u->kind != TG_USAGE_NOMINATED))
-        tg_queue_wake(&e->queue); /* finished: its room is free */
+        room_freed(e, slot); /* finished: its room is free */
     return rc;
 }
 
@@ -306,8 +372,9 @@ void tg_engine_bound_gone(struct tg_engine *e, const char *key)
     struct tg_usage *u = tg_cluster_usage(&e->sched.cluster, key);
     if (!u || u->kind == TG_USAGE_NOMINATED)
         return;
+    uint32_t slot = u->slot;
     tg_cluster_pod_delete(&e->sched.cluster, key);
-    tg_queue_wake(&e->queue);
+    room_freed(e, slot);
 }
 
 void tg_engine_forget(struct tg_engine *e, const char *key)
@@ -802,6 +869,7 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     lower_noms_hide(e, g, g->priority, 1);
     if ((rc = view(e, g, d)))
         goto out;
+    set_hint(g, &d->view);
     if ((rc = attempt(e, g, d, &placed)))
         goto out;
     if (!placed && g->q.nom) {

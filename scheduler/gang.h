@@ -34,6 +34,8 @@
 #include "scheduler/queue.h"
 #include "util/hmap.h"
 
+#define TG_GANG_HINT 6
+
 struct tg_grec {
     char *key;                          /* "ns/group" or "ns/pod", owned */
     uint32_t ns, group;                 /* interned; group 0: a gang of one */
@@ -51,6 +53,10 @@ struct tg_grec {
     int64_t first_seen_ms;              /* clock time it last went from no pending member to some */
     uint32_t anchor_node;               /* interned node of a placed member, 0 none */
     struct tg_qent q;                   /* queue state, owned by the queue */
+    struct tg_rq hint[TG_GANG_HINT];    /* the least every unplaced member asks, per
+                                           resource asked by all: room freed below it on
+                                           a node cannot help this gang (engine wake-ups) */
+    uint8_t nhint;                      /* 0: unknown (any room may help) */
     void *user;                         /* the embedder's per-gang state (daemon: report) */
 };
 

@@ -398,6 +398,19 @@ void tg_queue_wake(struct tg_queue *q)
         move(q, q->waiting.next, TG_Q_ACTIVE);
 }
 
+void tg_queue_wake_some(struct tg_queue *q, int (*may_help)(void *ud, const struct tg_qent *e),
+                        void *ud)
+{
+    q->wakes++;
+    struct tg_qent *lists[2] = {&q->unsched, &q->waiting};
+    for (int l = 0; l < 2; l++)
+        for (struct tg_qent *e = lists[l]->next, *nx; e != lists[l]; e = nx) {
+            nx = e->next;
+            if (may_help(ud, e))
+                ready(q, e);
+        }
+}
+
 struct tg_qent *tg_queue_head(const struct tg_queue *q)
 {
     return q->head.n ? q->head.v[0] : NULL;

@@ -143,6 +143,12 @@ int tg_queue_backoff(struct tg_queue *q, struct tg_qent *e);
  * the event is not lost. */
 void tg_queue_wake(struct tg_queue *q);
 
+/* A targeted wake (kube-scheduler's queueing hints): only the unsched and
+ * waiting entries for which may_help(ud, e) says the event may help go to
+ * active (or backoff). */
+void tg_queue_wake_some(struct tg_queue *q, int (*may_help)(void *ud, const struct tg_qent *e),
+                        void *ud);
+
 /* The first entry in queue order among every queued (not out) entry,
  * inflight included: the head gang. NULL when empty. */
 struct tg_qent *tg_queue_head(const struct tg_queue *q);

@@ -376,6 +376,33 @@ static void heartbeat_wakes_nobody(void **state)
     world_free(&w);
 }
 
+/* Room freed where no member of a waiting gang could go wakes nobody;
+ * room it could use does. */
+static void targeted_wake(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NULL);
+    node(&w, "a0", "ra", 8);
+    node(&w, "a1", "ra", 8);
+    bound(&w, "small", NULL, 2, "a0");
+    bound(&w, "other", NULL, 4, "a0");
+    bound(&w, "big", NULL, 8, "a1");
+    pending(&w, "p", NULL, 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    tg_decision_free(&d);
+    now_ms += 2000; /* its backoff is over: only a wake brings it back */
+    gone(&w, "small"); /* a0 has 4 free: not enough for 8 */
+    assert_int_equal(next(&w, &d), TG_D_NONE);
+    tg_decision_free(&d);
+    gone(&w, "big"); /* a1 empty */
+    assert_int_equal(next(&w, &d), TG_D_PLACE);
+    tg_decision_free(&d);
+    assert_string_equal(node_of(&w, "p"), "a1");
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +412,7 @@ int main(void)
         cmocka_unit_test(reservation_lets_the_head_in),
         cmocka_unit_test(timeout_reported_once),
         cmocka_unit_test(heartbeat_wakes_nobody),
+        cmocka_unit_test(targeted_wake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
