@@ -164,6 +164,7 @@ struct tg_claimref {
 };
 
 struct tg_objstore;
+struct tg_ganghints;
 
 /* ---- Pod ---------------------------------------------------------------- */
 
@@ -220,6 +221,11 @@ struct tg_pod {
                                            dropped (they churn and would grow the interner) */
     struct tg_podspec *spec;            /* NULL unless decoded with TG_DECODE_SPEC */
     struct tg_podcons *cons;            /* inter-pod terms and host ports, NULL: none */
+    /* Gang definitions beyond the pod-group label (model/workload.h). */
+    uint8_t group_api;                  /* enum tg_pg_api that named group (0: a label) */
+    uint32_t derived;                   /* interned "Kind/name[/group]": the gang its
+                                           controller owner forms, 0 none */
+    struct tg_ganghints *hints;         /* owned; NULL: no gang annotation */
 };
 
 static inline const char *tg_pod_name(const struct tg_pod *p) { return p->key + p->name_off; }
@@ -285,6 +291,16 @@ struct tg_podgroup {
     uint32_t required, preferred;       /* interned level names, 0 = none */
     int64_t created_ms;
     char *uid, *rv;                     /* owned, may be NULL */
+    /* The peers' PodGroups (model/workload.h); all zero for topogang.io. */
+    uint8_t api;                        /* enum tg_pg_api */
+    uint8_t sched_true;                 /* upstream: its PodGroupScheduled condition is True */
+    uint8_t tier_hard;                  /* Volcano networkTopology.mode hard */
+    int16_t tier;                       /* Volcano highestTierAllowed, -1 none */
+    uint32_t topo_req, topo_pref;       /* interned level name or node label key, 0 none:
+                                           resolved against the policy by the gang layer */
+    const char *topo_req_field, *topo_pref_field; /* static: where they were read */
+    char *problem;                      /* owned: "field: why" when the spec is unusable */
+    int64_t generation;                 /* metadata.generation */
 };
 
 /* Decodes a PodGroup (topogang.io/v1alpha1; scheduling.x-k8s.io too). Level
