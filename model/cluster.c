@@ -281,6 +281,8 @@ static int usage_meta(struct tg_cluster *c, struct tg_usage *u, const struct tg_
     u->nlabels = p->nlabels;
     u->ns = p->ns;
     u->group = p->group;
+    u->sched = p->sched;
+    u->derived = p->derived;
     u->prio_class = p->prio_class;
     u->owner_kind = p->owner_kind;
     u->owner_name = p->owner_name;

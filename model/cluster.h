@@ -61,6 +61,8 @@ struct tg_usage {
     uint16_t nlabels;
     struct tg_label *labels;            /* owned copy of the pod's labels */
     struct tg_podcons *cons;            /* owned copy of its inter-pod terms and host ports, or NULL */
+    uint32_t sched;                     /* interned spec.schedulerName */
+    uint32_t derived;                   /* the gang its owner forms (tg_pod.derived), 0 none */
     struct tg_rq req[];
 };
 
