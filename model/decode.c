@@ -5,6 +5,7 @@
 #include "model/objects.h"
 #include "model/qos.h"
 #include "model/quantity.h"
+#include "model/workload.h"
 #include "util/err.h"
 #include "util/hmap.h"
 #include "util/intern.h"
@@ -1170,6 +1171,8 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
     drop_churning_labels(p);
     if ((rc = decode_owner(&x, obj, p)) == TG_ENOMEM)
         goto fail;
+    if ((rc = tg_pod_gang_decode(obj, d, p)) == TG_ENOMEM) /* model/workload.h */
+        goto fail;
 
     const cJSON *spec = want_map(&x, obj, "spec", "spec");
     const char *node = want_str(&x, spec, "nodeName", "spec.nodeName");
@@ -1226,6 +1229,7 @@ void tg_pod_free(struct tg_pod **pp)
     free(p->labels);
     podspec_free(p->spec);
     tg_podcons_free(&p->cons);
+    free(p->hints);
     free(p);
     *pp = NULL;
 }
@@ -1686,6 +1690,7 @@ void tg_podgroup_free(struct tg_podgroup **pg)
     free(g->key);
     free(g->uid);
     free(g->rv);
+    free(g->problem);
     free(g);
     *pg = NULL;
 }

@@ -1,0 +1,716 @@
+/* Decoders for the peers' PodGroups, the workloads that form gangs without
+ * one, and what a pod says about its gang; see workload.h. Like decode.c,
+ * never trusts a type or a count; unlike it, a peer's spec problem keeps the
+ * object (with `problem` set) so that the scheduler can tell its owner. */
+#include "model/workload.h"
+#include "util/err.h"
+#include "util/intern.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const struct tg_pg_apiinfo tg_pg_apis[TG_PG_NAPI] = {
+    [TG_PG_TOPOGANG] = {"topogang.io", "v1alpha1", "topogang.io/v1alpha1", "topogang", "topogang"},
+    [TG_PG_UPSTREAM] = {"scheduling.k8s.io", "v1alpha2", "scheduling.k8s.io/v1alpha2", "upstream",
+                        "upstream"},
+    [TG_PG_XK8S] = {"scheduling.x-k8s.io", "v1alpha1", "scheduling.x-k8s.io/v1alpha1",
+                    "scheduler-plugins", "scheduler-plugins"},
+    [TG_PG_VOLCANO] = {"scheduling.volcano.sh", "v1beta1", "scheduling.volcano.sh/v1beta1",
+                       "Volcano", "volcano"},
+    [TG_PG_KAI] = {"scheduling.run.ai", "v2alpha2", "scheduling.run.ai/v2alpha2", "KAI", "kai"},
+};
+
+const struct tg_wl_kindinfo tg_wl_kinds[TG_WL_N] = {
+    [TG_WL_JOB] = {"Job", "batch", "v1", "jobs", "job"},
+    [TG_WL_JOBSET] = {"JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", "jobset"},
+    [TG_WL_LWS] = {"LeaderWorkerSet", "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "lws"},
+    [TG_WL_PYTORCHJOB] = {"PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", "pytorchjob"},
+    [TG_WL_MPIJOB] = {"MPIJob", "kubeflow.org", "v1", "mpijobs", "mpijob"},
+    [TG_WL_TRAINJOB] = {"TrainJob", "trainer.kubeflow.org", "v1alpha1", "trainjobs", "trainjob"},
+};
+
+int tg_pg_api_of(const char *av)
+{
+    for (int i = 0; av && i < TG_PG_NAPI; i++) {
+        size_t n = strlen(tg_pg_apis[i].group);
+        if (!strncmp(av, tg_pg_apis[i].group, n) && av[n] == '/')
+            return i;
+    }
+    return -1;
+}
+
+int tg_wl_kind_of(const char *kind)
+{
+    for (int i = 1; kind && i < TG_WL_N; i++)
+        if (!strcmp(kind, tg_wl_kinds[i].kind))
+            return i;
+    return TG_WL_NONE;
+}
+
+/* ---- a decoding pass ------------------------------------------------------------ */
+
+struct wdec {
+    struct tg_diag *d;
+    char what[400];
+    char problem[512];                  /* the first spec problem ("field: why") */
+    int bad;                            /* the object cannot be kept at all */
+};
+
+static const cJSON *get(const cJSON *o, const char *k)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *j = get(o, k);
+    return cJSON_IsString(j) ? j->valuestring : NULL;
+}
+
+/* A problem with the spec: the object stays, marked; reported as a warning. */
+static void problem(struct wdec *x, const cJSON *at, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void problem(struct wdec *x, const cJSON *at, const char *field, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!x->problem[0])
+        snprintf(x->problem, sizeof x->problem, "%s: %s", field, msg);
+    tg_diag_warn(x->d, at, x->what, field, "%s (the gang waits; an Event says so)", msg);
+}
+
+/* Optional int field within [lo, hi]: 1 given, 0 absent/null, -1 bad (a problem). */
+static int opt_int(struct wdec *x, const cJSON *o, const char *k, const char *field, int64_t lo,
+                   int64_t hi, int64_t *out)
+{
+    const cJSON *j = get(o, k);
+    if (!j || cJSON_IsNull(j))
+        return 0;
+    if (!cJSON_IsNumber(j) || j->valuedouble != (double)(int64_t)j->valuedouble) {
+        problem(x, j, field, "must be a whole number");
+        return -1;
+    }
+    int64_t v = (int64_t)j->valuedouble;
+    if (v < lo || v > hi) {
+        problem(x, j, field, "must be %lld..%lld, not %lld", (long long)lo, (long long)hi,
+                (long long)v);
+        return -1;
+    }
+    *out = v;
+    return 1;
+}
+
+static const char *opt_str(struct wdec *x, const cJSON *o, const char *k, const char *field)
+{
+    const cJSON *j = get(o, k);
+    if (!j || cJSON_IsNull(j))
+        return NULL;
+    if (!cJSON_IsString(j)) {
+        problem(x, j, field, "must be a string");
+        return NULL;
+    }
+    return j->valuestring;
+}
+
+/* Every key of map o must be one of known (NULL-terminated). */
+static void known_fields(struct wdec *x, const cJSON *o, const char *path, const char *const *known)
+{
+    const cJSON *e, *map = cJSON_IsObject(o) ? o : NULL;
+    cJSON_ArrayForEach(e, map)
+    {
+        int ok = 0;
+        for (const char *const *k = known; *k && !ok; k++)
+            ok = !strcmp(e->string, *k);
+        if (!ok) {
+            char field[300];
+            snprintf(field, sizeof field, "%s.%s", path, e->string);
+            problem(x, e, field, "unknown field");
+        }
+    }
+}
+
+struct wmeta {
+    const char *ns, *name, *uid, *rv;
+    const cJSON *md, *annotations, *labels;
+    int64_t created_ms, generation;
+};
+
+/* metadata; 0, or -1 when the object cannot be named (reported, skipped). */
+static int wmeta(struct wdec *x, const cJSON *obj, const char *kind, const char *api,
+                 struct wmeta *m)
+{
+    memset(m, 0, sizeof *m);
+    m->md = get(obj, "metadata");
+    m->name = str(m->md, "name");
+    m->ns = str(m->md, "namespace");
+    if (!m->ns || !*m->ns)
+        m->ns = "default";
+    snprintf(x->what, sizeof x->what, "%s %s/%s%s%s%s", kind, m->ns, m->name ? m->name : "(unnamed)",
+             api ? " (" : "", api ? api : "", api ? ")" : "");
+    if (!cJSON_IsObject(obj) || !m->name || !*m->name || strlen(m->name) > 253) {
+        tg_diag_error(x->d, m->md ? m->md : obj, x->what, "metadata.name", "is required");
+        return -1;
+    }
+    m->uid = str(m->md, "uid");
+    m->rv = str(m->md, "resourceVersion");
+    m->annotations = get(m->md, "annotations");
+    m->labels = get(m->md, "labels");
+    const char *ts = str(m->md, "creationTimestamp");
+    if (ts && tg_parse_time(ts, &m->created_ms))
+        m->created_ms = 0;
+    const cJSON *gen = get(m->md, "generation");
+    m->generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+    return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* ---- the peers' PodGroups --------------------------------------------------------- */
+
+static const char *const xk8s_spec[] = {"minMember", "minResources", "scheduleTimeoutSeconds", NULL};
+static const char *const volcano_spec[] = {"minMember", "minResources", "minTaskMember",
+                                           "networkTopology", "priorityClassName", "queue",
+                                           "subGroupPolicy", NULL};
+static const char *const volcano_nt[] = {"mode", "highestTierAllowed", "highestTierName", NULL};
+static const char *const kai_spec[] = {"backoffLimit", "completions", "markUnschedulable",
+                                       "minMember", "parallelism", "preemptibility",
+                                       "priorityClassName", "queue", "schedulingBackoff",
+                                       "subGroups", "topologyConstraint", NULL};
+static const char *const kai_tc[] = {"topology", "requiredTopologyLevel", "preferredTopologyLevel",
+                                     NULL};
+static const char *const up_spec[] = {"podGroupTemplateRef", "schedulingPolicy",
+                                      "schedulingConstraints", "resourceClaims", "disruptionMode",
+                                      "priorityClassName", "priority", NULL};
+
+/* spec.minMember, required, >= 1 (Volcano: 0 is taken as 1). */
+static void min_member(struct wdec *x, const cJSON *spec, int64_t lo, struct tg_podgroup *g)
+{
+    int64_t v = 1;
+    int r = opt_int(x, spec, "minMember", "spec.minMember", lo, 1000000, &v);
+    if (r == 0)
+        problem(x, spec, "spec.minMember", "is required (the number of pods that must start "
+                                           "together)");
+    g->min_member = (int32_t)(v < 1 ? 1 : v);
+}
+
+static void prio_class(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
+{
+    const char *pc = opt_str(x, spec, "priorityClassName", "spec.priorityClassName");
+    g->prio_class = pc && *pc ? tg_intern(pc) : 0;
+}
+
+static void decode_xk8s(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
+{
+    known_fields(x, spec, "spec", xk8s_spec);
+    min_member(x, spec, 1, g);
+    int64_t v = 0;
+    if (opt_int(x, spec, "scheduleTimeoutSeconds", "spec.scheduleTimeoutSeconds", 0, 31536000, &v) > 0)
+        g->timeout_s = (int32_t)v;
+}
+
+static void decode_volcano(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
+{
+    known_fields(x, spec, "spec", volcano_spec);
+    min_member(x, spec, 0, g);
+    prio_class(x, spec, g);
+    g->tier = -1;
+    const cJSON *nt = get(spec, "networkTopology");
+    if (!nt || cJSON_IsNull(nt))
+        return;
+    if (!cJSON_IsObject(nt)) {
+        problem(x, nt, "spec.networkTopology", "must be a map");
+        return;
+    }
+    known_fields(x, nt, "spec.networkTopology", volcano_nt);
+    const char *mode = opt_str(x, nt, "mode", "spec.networkTopology.mode");
+    if (mode && strcmp(mode, "hard") && strcmp(mode, "soft")) {
+        problem(x, get(nt, "mode"), "spec.networkTopology.mode", "must be hard or soft, not \"%s\"",
+                mode);
+        return;
+    }
+    g->tier_hard = !mode || !strcmp(mode, "hard");
+    int64_t tier;
+    int has_tier = opt_int(x, nt, "highestTierAllowed", "spec.networkTopology.highestTierAllowed",
+                           0, 64, &tier);
+    const char *tname = opt_str(x, nt, "highestTierName", "spec.networkTopology.highestTierName");
+    if (has_tier > 0 && tname) {
+        problem(x, nt, "spec.networkTopology", "highestTierAllowed and highestTierName exclude "
+                                               "each other");
+        return;
+    }
+    if (has_tier > 0) {
+        g->tier = (int16_t)tier;
+    } else if (tname && *tname) {
+        uint32_t *slot = g->tier_hard ? &g->topo_req : &g->topo_pref;
+        *slot = tg_intern(tname);
+        if (g->tier_hard)
+            g->topo_req_field = "spec.networkTopology.highestTierName";
+        else
+            g->topo_pref_field = "spec.networkTopology.highestTierName";
+    } else if (has_tier == 0 && g->tier_hard) {
+        problem(x, nt, "spec.networkTopology.highestTierAllowed",
+                "is required with mode hard (or highestTierName)");
+    } else if (has_tier == 0) {
+        g->tier = 1; /* soft, no tier: as tight as the first tier above the nodes */
+    }
+}
+
+static void decode_kai(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
+{
+    known_fields(x, spec, "spec", kai_spec);
+    min_member(x, spec, 1, g);
+    prio_class(x, spec, g);
+    const cJSON *tc = get(spec, "topologyConstraint");
+    if (!tc || cJSON_IsNull(tc))
+        return;
+    if (!cJSON_IsObject(tc)) {
+        problem(x, tc, "spec.topologyConstraint", "must be a map");
+        return;
+    }
+    known_fields(x, tc, "spec.topologyConstraint", kai_tc);
+    const char *r = opt_str(x, tc, "requiredTopologyLevel",
+                            "spec.topologyConstraint.requiredTopologyLevel");
+    const char *p = opt_str(x, tc, "preferredTopologyLevel",
+                            "spec.topologyConstraint.preferredTopologyLevel");
+    if (r && *r) {
+        g->topo_req = tg_intern(r);
+        g->topo_req_field = "spec.topologyConstraint.requiredTopologyLevel";
+    }
+    if (p && *p) {
+        g->topo_pref = tg_intern(p);
+        g->topo_pref_field = "spec.topologyConstraint.preferredTopologyLevel";
+    }
+}
+
+static void upstream_status(const cJSON *obj, struct tg_podgroup *g)
+{
+    const cJSON *c, *conds = get(get(obj, "status"), "conditions");
+    if (!cJSON_IsArray(conds))
+        return;
+    cJSON_ArrayForEach(c, conds)
+    {
+        const char *t = str(c, "type"), *s = str(c, "status");
+        if (t && s && !strcmp(t, "PodGroupScheduled") && !strcmp(s, "True"))
+            g->sched_true = 1;
+    }
+}
+
+static void decode_upstream(struct wdec *x, const cJSON *obj, const cJSON *spec,
+                            struct tg_podgroup *g)
+{
+    known_fields(x, spec, "spec", up_spec);
+    g->min_member = 1;
+    const cJSON *sp = get(spec, "schedulingPolicy");
+    const cJSON *gang = get(sp, "gang");
+    int64_t v = 1;
+    if (cJSON_IsObject(gang)) {
+        if (opt_int(x, gang, "minCount", "spec.schedulingPolicy.gang.minCount", 1, 1000000, &v) == 0)
+            problem(x, gang, "spec.schedulingPolicy.gang.minCount", "is required");
+        g->min_member = (int32_t)v;
+    } else if (!cJSON_IsObject(get(sp, "basic"))) {
+        problem(x, sp ? sp : spec, "spec.schedulingPolicy", "needs gang (minCount) or basic");
+    }
+    prio_class(x, spec, g);
+    if (opt_int(x, spec, "priority", "spec.priority", -2147483648LL, 2147483647LL, &v) > 0) {
+        g->priority = (int32_t)v;
+        g->has_priority = 1;
+    }
+    const cJSON *topo = get(get(spec, "schedulingConstraints"), "topology");
+    if (cJSON_IsArray(topo) && cJSON_GetArraySize(topo) > 0) {
+        const cJSON *t0 = cJSON_GetArrayItem(topo, 0);
+        const char *key = opt_str(x, t0, "key", "spec.schedulingConstraints.topology[0].key");
+        if (!key || !*key)
+            problem(x, t0, "spec.schedulingConstraints.topology[0].key", "is required");
+        else {
+            g->topo_req = tg_intern(key);
+            g->topo_req_field = "spec.schedulingConstraints.topology[0].key";
+        }
+        if (cJSON_GetArraySize(topo) > 1)
+            problem(x, topo, "spec.schedulingConstraints.topology",
+                    "holds %d constraints; one is supported", cJSON_GetArraySize(topo));
+    }
+    upstream_status(obj, g);
+}
+
+int tg_podgroup_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct tg_podgroup **out)
+{
+    *out = NULL;
+    if (api == TG_PG_TOPOGANG)
+        return tg_podgroup_decode(obj, d, out);
+    if (api < 0 || api >= TG_PG_NAPI)
+        return TG_EINVAL;
+    struct wdec x = {.d = d};
+    struct wmeta m;
+    if (wmeta(&x, obj, "PodGroup", tg_pg_apis[api].api_version, &m))
+        return TG_EPARSE;
+    struct tg_podgroup *g = calloc(1, sizeof *g);
+    if (!g)
+        return TG_ENOMEM;
+    g->api = (uint8_t)api;
+    g->tier = -1;
+    size_t kl = strlen(m.ns) + strlen(m.name) + strlen(tg_pg_apis[api].group) + 3;
+    g->key = malloc(kl);
+    g->uid = dup_or_null(m.uid);
+    g->rv = dup_or_null(m.rv);
+    if (!g->key || (m.uid && !g->uid) || (m.rv && !g->rv))
+        goto nomem;
+    snprintf(g->key, kl, "%s/%s@%s", m.ns, m.name, tg_pg_apis[api].group);
+    g->ns = tg_intern(m.ns);
+    g->name = tg_intern(m.name);
+    g->created_ms = m.created_ms;
+    g->generation = m.generation;
+    const cJSON *spec = get(obj, "spec");
+    if (!cJSON_IsObject(spec))
+        problem(&x, obj, "spec", "is required");
+    switch (api) {
+    case TG_PG_UPSTREAM: decode_upstream(&x, obj, spec, g); break;
+    case TG_PG_XK8S: decode_xk8s(&x, spec, g); break;
+    case TG_PG_VOLCANO: decode_volcano(&x, spec, g); break;
+    default: decode_kai(&x, spec, g); break;
+    }
+    if (x.problem[0] && !(g->problem = strdup(x.problem)))
+        goto nomem;
+    *out = g;
+    return 0;
+nomem:
+    tg_podgroup_free(&g);
+    return TG_ENOMEM;
+}
+
+int tg_podgroup_decode_any(const cJSON *obj, struct tg_diag *d, struct tg_podgroup **out)
+{
+    const char *av = str(obj, "apiVersion");
+    int api = tg_pg_api_of(av);
+    if (api < 0) {
+        *out = NULL;
+        tg_diag_error(d, obj, "PodGroup", "apiVersion", "\"%s\" is none of topogang.io, "
+                      "scheduling.k8s.io, scheduling.x-k8s.io, scheduling.volcano.sh, "
+                      "scheduling.run.ai", av ? av : "");
+        return TG_EPARSE;
+    }
+    return tg_podgroup_decode_api(obj, api, d, out);
+}
+
+/* ---- workloads ----------------------------------------------------------------------- */
+
+/* The controller owner reference of an object (controller: true). */
+static void owner_of(const cJSON *md, uint32_t *kind, uint32_t *name)
+{
+    const cJSON *r, *refs = get(md, "ownerReferences");
+    *kind = *name = 0;
+    if (!cJSON_IsArray(refs))
+        return;
+    cJSON_ArrayForEach(r, refs)
+    {
+        const char *k = str(r, "kind"), *n = str(r, "name");
+        if (cJSON_IsTrue(get(r, "controller")) && k && n && *k && *n) {
+            *kind = tg_intern(k);
+            *name = tg_intern(n);
+            return;
+        }
+    }
+}
+
+/* What one Job spec runs at once: parallelism (default 1), or completions -
+ * succeeded when smaller. */
+static int32_t job_size(struct wdec *x, const cJSON *spec, int64_t succeeded, const char *path)
+{
+    char f[200];
+    int64_t par = 1, comp = 0;
+    snprintf(f, sizeof f, "%s.parallelism", path);
+    opt_int(x, spec, "parallelism", f, 0, 1000000, &par);
+    snprintf(f, sizeof f, "%s.completions", path);
+    if (opt_int(x, spec, "completions", f, 0, 100000000, &comp) > 0 && comp - succeeded < par)
+        par = comp - succeeded;
+    return (int32_t)(par < 1 ? 1 : par);
+}
+
+static void decode_jobset(struct wdec *x, const cJSON *spec, struct tg_workload *w)
+{
+    const cJSON *rjs = get(spec, "replicatedJobs"), *rj;
+    if (!cJSON_IsArray(rjs) || !cJSON_GetArraySize(rjs)) {
+        problem(x, spec, "spec.replicatedJobs", "is required");
+        return;
+    }
+    int64_t total = 0;
+    int i = 0;
+    cJSON_ArrayForEach(rj, rjs)
+    {
+        char f[120];
+        snprintf(f, sizeof f, "spec.replicatedJobs[%d].replicas", i);
+        int64_t reps = 1;
+        opt_int(x, rj, "replicas", f, 0, 100000, &reps);
+        snprintf(f, sizeof f, "spec.replicatedJobs[%d].template.spec", i);
+        total += reps * job_size(x, get(get(rj, "template"), "spec"), 0, f);
+        i++;
+    }
+    w->npsets = (uint16_t)i;
+    w->size = (int32_t)(total > 1000000 ? 1000000 : total < 1 ? 1 : total);
+}
+
+/* Kubeflow: the replicas of every replica type ("Master", "Worker", ...). */
+static void decode_replicas(struct wdec *x, const cJSON *spec, const char *field,
+                            struct tg_workload *w)
+{
+    const cJSON *m = get(spec, field), *e;
+    char f[200];
+    if (!cJSON_IsObject(m) || !cJSON_GetArraySize(m)) {
+        snprintf(f, sizeof f, "spec.%s", field);
+        problem(x, spec, f, "is required");
+        return;
+    }
+    int64_t total = 0;
+    cJSON_ArrayForEach(e, m)
+    {
+        int64_t r = 1;
+        snprintf(f, sizeof f, "spec.%s.%s.replicas", field, e->string);
+        opt_int(x, e, "replicas", f, 0, 100000, &r);
+        total += r;
+        w->npsets++;
+    }
+    w->size = (int32_t)(total > 1000000 ? 1000000 : total < 1 ? 1 : total);
+}
+
+static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, struct tg_workload *w)
+{
+    int64_t v = 1;
+    w->size = 1;
+    w->npsets = 1;
+    switch (w->kind) {
+    case TG_WL_JOB:
+        v = 0;
+        opt_int(x, get(obj, "status"), "succeeded", "status.succeeded", 0, 100000000, &v);
+        w->size = job_size(x, spec, v, "spec");
+        w->suspended = (uint8_t)cJSON_IsTrue(get(spec, "suspend"));
+        break;
+    case TG_WL_JOBSET:
+        w->npsets = 0;
+        decode_jobset(x, spec, w);
+        w->suspended = (uint8_t)cJSON_IsTrue(get(spec, "suspend"));
+        break;
+    case TG_WL_LWS: {
+        const cJSON *t = get(spec, "leaderWorkerTemplate");
+        opt_int(x, t, "size", "spec.leaderWorkerTemplate.size", 1, 100000, &v);
+        w->size = (int32_t)v;
+        w->npsets = v > 1 ? 2 : 1;
+        const char *sp = opt_str(x, spec, "startupPolicy", "spec.startupPolicy");
+        if (sp && !strcmp(sp, "LeaderReady") && v > 1)
+            problem(x, get(spec, "startupPolicy"), "spec.startupPolicy",
+                    "LeaderReady creates the workers only once the leader runs, so the group "
+                    "can never start as one gang (use LeaderCreated)");
+        break;
+    }
+    case TG_WL_PYTORCHJOB:
+        w->npsets = 0;
+        decode_replicas(x, spec, "pytorchReplicaSpecs", w);
+        break;
+    case TG_WL_MPIJOB:
+        w->npsets = 0;
+        decode_replicas(x, spec, "mpiReplicaSpecs", w);
+        break;
+    default: /* TrainJob: its JobSet says better, when seen */
+        if (opt_int(x, get(spec, "trainer"), "numNodes", "spec.trainer.numNodes", 1, 100000, &v) == 0)
+            problem(x, spec, "spec.trainer.numNodes", "is not set (the runtime decides; its "
+                                                       "JobSet says how many pods)");
+        w->size = (int32_t)v;
+        break;
+    }
+}
+
+int tg_workload_decode(const cJSON *obj, struct tg_diag *d, struct tg_workload **out)
+{
+    *out = NULL;
+    const char *k = str(obj, "kind");
+    int kind = tg_wl_kind_of(k);
+    struct wdec x = {.d = d};
+    struct wmeta m;
+    if (wmeta(&x, obj, k ? k : "(no kind)", NULL, &m))
+        return TG_EPARSE;
+    if (!kind) {
+        tg_diag_error(d, obj, x.what, "kind", "is not a workload kind topogang derives gangs from");
+        return TG_EPARSE;
+    }
+    struct tg_workload *w = calloc(1, sizeof *w);
+    if (!w)
+        return TG_ENOMEM;
+    w->kind = (uint8_t)kind;
+    size_t kl = strlen(m.ns) + strlen(k) + strlen(m.name) + 3;
+    w->key = malloc(kl);
+    w->uid = dup_or_null(m.uid);
+    w->rv = dup_or_null(m.rv);
+    if (!w->key || (m.uid && !w->uid) || (m.rv && !w->rv))
+        goto nomem;
+    snprintf(w->key, kl, "%s/%s/%s", m.ns, k, m.name);
+    w->ns = tg_intern(m.ns);
+    w->name = tg_intern(m.name);
+    w->created_ms = m.created_ms;
+    owner_of(m.md, &w->owner_kind, &w->owner_name);
+    const cJSON *spec = get(obj, "spec");
+    if (!cJSON_IsObject(spec))
+        problem(&x, obj, "spec", "is required");
+    decode_wl_spec(&x, obj, spec, w);
+    if (x.problem[0] && !(w->problem = strdup(x.problem)))
+        goto nomem;
+    *out = w;
+    return 0;
+nomem:
+    tg_workload_free(&w);
+    return TG_ENOMEM;
+}
+
+void tg_workload_free(struct tg_workload **pw)
+{
+    struct tg_workload *w = *pw;
+    if (!w)
+        return;
+    free(w->key);
+    free(w->uid);
+    free(w->rv);
+    free(w->problem);
+    free(w);
+    *pw = NULL;
+}
+
+/* ---- what a pod says about its gang ---------------------------------------------- */
+
+const char *tg_hint_annotation(int src, int required)
+{
+    switch (src) {
+    case TG_HINT_TOPOGANG: return required ? TG_ANN_TOPO_REQUIRED : TG_ANN_TOPO_PREFERRED;
+    case TG_HINT_KUEUE: return required ? TG_ANN_KUEUE_REQUIRED : TG_ANN_KUEUE_PREFERRED;
+    case TG_HINT_KAI: return required ? TG_ANN_KAI_REQUIRED : TG_ANN_KAI_PREFERRED;
+    default: return "";
+    }
+}
+
+static uint32_t label(const struct tg_pod *p, const char *key)
+{
+    uint32_t k = tg_intern_lookup(key, strlen(key));
+    if (k == TG_STR_NONE)
+        return 0;
+    uint32_t v = tg_labels_get(p->labels, p->nlabels, k);
+    return v == TG_STR_NONE ? 0 : v;
+}
+
+/* The gang the pod's controller forms, "Kind/name[/group]", or 0. */
+static uint32_t derive(const struct tg_pod *p)
+{
+    if (!p->owner_kind)
+        return 0;
+    const char *kind = tg_str(p->owner_kind), *owner = tg_str(p->owner_name);
+    char buf[600];
+    uint32_t a, b;
+    if (!strcmp(kind, "Job") && (a = label(p, "jobset.sigs.k8s.io/jobset-name")) && *tg_str(a))
+        snprintf(buf, sizeof buf, "JobSet/%s", tg_str(a));
+    else if (!strcmp(kind, "Job") || !strcmp(kind, "PyTorchJob") || !strcmp(kind, "MPIJob"))
+        snprintf(buf, sizeof buf, "%s/%s", kind, owner);
+    else if (!strcmp(kind, "StatefulSet") && (a = label(p, "leaderworkerset.sigs.k8s.io/name")) &&
+             (b = label(p, "leaderworkerset.sigs.k8s.io/group-index")) && *tg_str(a) && *tg_str(b))
+        snprintf(buf, sizeof buf, "LeaderWorkerSet/%s/%s", tg_str(a), tg_str(b));
+    else
+        return 0;
+    uint32_t id = tg_intern(buf);
+    return id == TG_STR_NONE ? 0 : id;
+}
+
+int tg_derived_kind(uint32_t derived)
+{
+    if (!derived)
+        return TG_WL_NONE;
+    const char *s = tg_str(derived), *slash = strchr(s, '/');
+    if (!slash)
+        return TG_WL_NONE;
+    for (int i = 1; i < TG_WL_N; i++)
+        if ((size_t)(slash - s) == strlen(tg_wl_kinds[i].kind) &&
+            !strncmp(s, tg_wl_kinds[i].kind, (size_t)(slash - s)))
+            return i;
+    return TG_WL_NONE;
+}
+
+const char *tg_derived_owner_key(uint32_t ns, uint32_t derived, char *buf, size_t n)
+{
+    const char *s = tg_str(derived), *slash = strchr(s, '/');
+    const char *second = slash ? strchr(slash + 1, '/') : NULL;
+    int len = second ? (int)(second - s) : (int)strlen(s);
+    snprintf(buf, n, "%s/%.*s", tg_str(ns), len, s);
+    return buf;
+}
+
+static const char *ann(const cJSON *an, const char *k)
+{
+    const char *v = str(an, k);
+    return v && *v ? v : NULL;
+}
+
+/* topogang.io's, then Kueue's, then KAI's spelling of one hint. */
+static void hint(const cJSON *an, int required, uint32_t *val, uint8_t *src)
+{
+    for (int s = TG_HINT_TOPOGANG; s <= TG_HINT_KAI; s++) {
+        const char *v = ann(an, tg_hint_annotation(s, required));
+        if (v) {
+            *val = tg_intern(v);
+            *src = (uint8_t)s;
+            return;
+        }
+    }
+}
+
+static int decode_hints(const cJSON *an, struct tg_diag *d, struct tg_pod *p)
+{
+    struct tg_ganghints h = {0};
+    hint(an, 1, &h.req, &h.req_src);
+    hint(an, 0, &h.pref, &h.pref_src);
+    const char *mm = ann(an, TG_ANN_MIN_MEMBER);
+    if (mm) {
+        char *end;
+        long v = strtol(mm, &end, 10);
+        h.min = *end || end == mm || v < 1 || v > 1000000 ? -1 : (int32_t)v;
+        if (h.min < 0) {
+            char what[300];
+            snprintf(what, sizeof what, "Pod %s", p->key);
+            tg_diag_warn(d, get(an, TG_ANN_MIN_MEMBER), what,
+                         "metadata.annotations[" TG_ANN_MIN_MEMBER "]",
+                         "must be a whole number 1..1000000, not \"%s\"", mm);
+        }
+    }
+    if (!h.req && !h.pref && !h.min)
+        return 0;
+    if (h.req == TG_STR_NONE || h.pref == TG_STR_NONE || !(p->hints = malloc(sizeof h)))
+        return TG_ENOMEM;
+    *p->hints = h;
+    return 0;
+}
+
+int tg_pod_gang_decode(const cJSON *obj, struct tg_diag *d, struct tg_pod *p)
+{
+    const cJSON *md = get(obj, "metadata"), *an = get(md, "annotations");
+    const cJSON *labels = get(md, "labels");
+    if (p->group) {
+        p->group_api = cJSON_IsString(get(labels, TG_LABEL_POD_GROUP)) ? TG_PG_TOPOGANG : TG_PG_XK8S;
+    } else {
+        const char *name = str(get(get(obj, "spec"), "schedulingGroup"), "podGroupName");
+        int api = TG_PG_UPSTREAM;
+        if (!name || !*name)
+            name = ann(an, TG_ANN_VOLCANO_GROUP), api = TG_PG_VOLCANO;
+        if (!name)
+            name = ann(an, TG_ANN_KAI_GROUP), api = TG_PG_KAI;
+        if (name && *name) {
+            p->group = tg_intern(name);
+            p->group_api = (uint8_t)api;
+            if (p->group == TG_STR_NONE)
+                return TG_ENOMEM;
+        }
+    }
+    if (!p->group)
+        p->derived = derive(p);
+    return cJSON_IsObject(an) ? decode_hints(an, d, p) : 0;
+}
