@@ -1,6 +1,6 @@
 /* Placement benchmark: synthetic GPU clusters and workloads, medians.
  *
- *   bench_place [--nodes N] [--runs R] [--write-yaml FILE]
+ *   bench_place [--nodes N] [--runs R] [--write-yaml FILE] [--no-serving]
  *
  * Cluster: N nodes (default 10,000) with 8 GPUs, 192 cpu, 2 TiB, 5 levels:
  * zone (4) / block (5 per zone) / rack (20 nodes) / nvlink-domain (4 nodes) /
@@ -10,9 +10,16 @@
  *  2. 2,000 mixed gangs (1 to 512 pods, 1-8 GPUs or cpu-only) placed in
  *     queue order into the empty cluster: pods/s over the whole run, R runs;
  *  3. the model of N nodes + 10 x N bound pods: RSS in MB, and per pod
- *     (measured first, in a fresh process).
+ *     (measured first, in a fresh process);
+ *  4. one 256-pod x 1-GPU gang with "one replica per node" (required
+ *     anti-affinity with itself on kubernetes.io/hostname; required block,
+ *     preferred rack), placed and rolled back: median and p90 in ms;
+ *  5. 2,000 serving gangs (1 to 32 pods, 1-4 GPUs), each one replica per
+ *     node, a quarter also spread over zones (DoNotSchedule, maxSkew 1),
+ *     placed in queue order into the empty cluster: pods/s.
  * --write-yaml writes the cluster, 10 x N bound pods and the 2,000 gangs as
- * Kubernetes YAML, to time `topogang simulate` end to end. */
+ * Kubernetes YAML, to time `topogang simulate` end to end. --no-serving
+ * skips 4 and 5 (the workload of the figures before them, for callgrind). */
 #include "config/policy.h"
 #include "model/objects.h"
 #include "scheduler/cycle.h"
@@ -106,7 +113,20 @@ static void make_gangs(struct gangspec *g, uint32_t n)
     }
 }
 
-static void gang_yaml(struct tg_sb *b, uint32_t id, const struct gangspec *g)
+/* The pod spec lines of a serving gang: one replica per node, and with
+ * spread, an even spread over zones. */
+static void serving_yaml(struct tg_sb *b, uint32_t id, int spread)
+{
+    tg_sb_printf(b, "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+                    "      - labelSelector: {matchLabels: {app: job-%04u}}\n"
+                    "        topologyKey: kubernetes.io/hostname\n", id);
+    if (spread)
+        tg_sb_printf(b, "  topologySpreadConstraints:\n  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, "
+                        "whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: job-%04u}}}\n", id);
+}
+
+/* serving: 0 a training gang; 1 one replica per node; 2 and spread over zones. */
+static void gang_yaml_as(struct tg_sb *b, uint32_t id, const struct gangspec *g, int serving)
 {
     tg_sb_printf(b, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
                     "metadata: {name: job-%04u, namespace: ml, creationTimestamp: \"2026-11-01T%02u:%02u:%02uZ\"}\n"
@@ -115,15 +135,25 @@ static void gang_yaml(struct tg_sb *b, uint32_t id, const struct gangspec *g)
                  g->size > 128 ? "zone" : "block", g->size > 16 ? "rack" : "nvlink-domain");
     for (uint32_t k = 0; k < g->size; k++) {
         tg_sb_printf(b, "---\nkind: Pod\nmetadata: {name: job-%04u-%u, namespace: ml, "
-                        "labels: {topogang.io/pod-group: job-%04u}}\n"
-                        "spec:\n  schedulerName: topogang\n  containers:\n  - name: main\n",
+                        "labels: {topogang.io/pod-group: job-%04u",
                      id, k, id);
+        if (serving)
+            tg_sb_printf(b, ", app: job-%04u", id);
+        tg_sb_puts(b, "}}\nspec:\n  schedulerName: topogang\n");
+        if (serving)
+            serving_yaml(b, id, serving > 1);
+        tg_sb_puts(b, "  containers:\n  - name: main\n");
         if (g->cpu_only)
             tg_sb_puts(b, "    resources: {requests: {cpu: \"8\", memory: 32Gi}}\n");
         else
             tg_sb_printf(b, "    resources: {requests: {cpu: \"%u\", memory: %uGi, nvidia.com/gpu: %u}}\n",
                          g->gpus * 12, g->gpus * 100, g->gpus);
     }
+}
+
+static void gang_yaml(struct tg_sb *b, uint32_t id, const struct gangspec *g)
+{
+    gang_yaml_as(b, id, g, 0);
 }
 
 /* Decodes every document of a YAML text into the scheduler's model, or into
@@ -191,9 +221,99 @@ static void rollback(struct tg_sched *s, struct tg_pod **pods, uint32_t n)
         tg_cluster_pod_delete(&s->cluster, pods[i]->key);
 }
 
+/* 4 and 5: gangs whose members keep one per node (and spread over zones). */
+static void bench_serving(const struct tg_policy *pol, uint32_t nodes, uint32_t runs)
+{
+    struct tg_sched s;
+    build_cluster(&s, pol, nodes);
+    struct tg_sb b = {0};
+    struct gangspec one = {256, 1, 0};
+    gang_yaml_as(&b, 9998, &one, 1);
+    struct tg_pod *pending[300];
+    struct loadctx x = {&s, pending, 0};
+    load(&x, &b);
+    tg_sb_free(&b);
+    struct tg_podgroup pg = {.min_member = 256, .required = tg_intern("block"),
+                             .preferred = tg_intern("rack"), .key = "ml/job-9998"};
+    struct tg_gang g = {.name = "ml/job-9998", .pg = &pg, .pods = pending, .npods = 256,
+                        .anchor = TG_NONE};
+    double *t = calloc(runs * 4 + 8, sizeof *t);
+    for (uint32_t r = 0; r < runs * 4; r++) {
+        struct tg_result res;
+        double t0 = now_ms();
+        tg_sched_gang(&s, &g, &res);
+        t[r] = now_ms() - t0;
+        if (res.status != TG_GANG_SCHEDULED || res.nplaced != 256) {
+            fprintf(stderr, "serving gang not placed: %s\n", res.reason);
+            exit(1);
+        }
+        tg_result_free(&res);
+        rollback(&s, pending, 256);
+    }
+    qsort(t, runs * 4, sizeof *t, cmp_d);
+    printf("256-pod x 1-GPU gang, one replica per node, on %u nodes: median %.2f ms, p90 %.2f ms (%u runs)\n",
+           nodes, t[runs * 2], t[runs * 4 * 9 / 10], runs * 4);
+    for (uint32_t i = 0; i < x.npending; i++)
+        tg_pod_free(&pending[i]);
+    tg_sched_free(&s);
+    free(t);
+
+    enum { NSERVING = 2000 };
+    static struct gangspec sv[NSERVING];
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < NSERVING; i++) {
+        uint32_t e = rnd(6);
+        sv[i] = (struct gangspec){(1u << e) - (e > 1 ? rnd(1u << (e - 1)) : 0), (uint32_t[]){1, 1, 2, 4}[rnd(4)], 0};
+        total += sv[i].size;
+    }
+    struct tg_pod **all = calloc(total + 1, sizeof *all);
+    struct tg_podgroup *pgs = calloc(NSERVING, sizeof *pgs);
+    double *rate = calloc(runs + 1, sizeof *rate);
+    uint32_t placed = 0, gsched = 0;
+    for (uint32_t r = 0; r < runs; r++) {
+        build_cluster(&s, pol, nodes);
+        struct loadctx lx = {&s, all, 0};
+        struct tg_sb gb = {0};
+        for (uint32_t i = 0; i < NSERVING; i++)
+            gang_yaml_as(&gb, i, &sv[i], i % 4 == 0 ? 2 : 1);
+        load(&lx, &gb);
+        tg_sb_free(&gb);
+        placed = gsched = 0;
+        double t0 = now_ms();
+        uint32_t off = 0;
+        for (uint32_t i = 0; i < NSERVING; i++) {
+            pgs[i] = (struct tg_podgroup){.min_member = (int32_t)sv[i].size,
+                                          .required = i % 4 == 0 ? 0 : tg_intern(sv[i].size > 16 ? "zone" : "block"),
+                                          .preferred = tg_intern("rack"), .key = "bench"};
+            struct tg_gang gg = {.name = "bench", .pg = &pgs[i], .pods = all + off,
+                                 .npods = sv[i].size, .anchor = TG_NONE};
+            struct tg_result res;
+            tg_sched_gang(&s, &gg, &res);
+            if (res.status == TG_GANG_SCHEDULED) {
+                placed += res.nplaced;
+                gsched++;
+            }
+            tg_result_free(&res);
+            off += sv[i].size;
+        }
+        rate[r] = placed / ((now_ms() - t0) / 1e3);
+        for (uint32_t i = 0; i < total; i++)
+            tg_pod_free(&all[i]);
+        tg_sched_free(&s);
+    }
+    qsort(rate, runs, sizeof *rate, cmp_d);
+    printf("2,000 serving gangs (%u pods, 1-32 per gang, one replica per node, 1/4 spread over zones): "
+           "%u gangs / %u pods placed, median %.0f pods/s (min %.0f, max %.0f)\n",
+           total, gsched, placed, rate[runs / 2], rate[0], rate[runs - 1]);
+    free(all);
+    free(pgs);
+    free(rate);
+}
+
 int main(int argc, char **argv)
 {
     uint32_t nodes = 10000, runs = 7;
+    int serving = 1;
     const char *yaml_out = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--nodes") && i + 1 < argc)
@@ -202,8 +322,10 @@ int main(int argc, char **argv)
             runs = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--write-yaml") && i + 1 < argc)
             yaml_out = argv[++i];
+        else if (!strcmp(argv[i], "--no-serving"))
+            serving = 0;
         else {
-            fprintf(stderr, "usage: bench_place [--nodes N] [--runs R] [--write-yaml FILE]\n");
+            fprintf(stderr, "usage: bench_place [--nodes N] [--runs R] [--write-yaml FILE] [--no-serving]\n");
             return 2;
         }
     }
@@ -343,11 +465,12 @@ int main(int argc, char **argv)
     printf("2,000 mixed gangs (%u pods, 1-512 per gang): %u gangs / %u pods placed, "
            "median %.0f pods/s (min %.0f, max %.0f)\n",
            total, gsched, placed, rate[runs / 2], rate[0], rate[runs - 1]);
-
     tg_sched_free(&s);
     free(all);
     free(pgs);
     free(rate);
     free(t);
+    if (serving)
+        bench_serving(&pol, nodes, runs);
     return 0;
 }

@@ -891,10 +891,31 @@ static int decode_ports(struct dec *x, const cJSON *cs, const char *field, int h
     return 0;
 }
 
+/* Whether spec may hold inter-pod terms or host ports (a quick look: most
+ * pods have none, and their decoding stays as it was). */
+static int may_have_cons(const cJSON *spec)
+{
+    const cJSON *aff = get(spec, "affinity");
+    if (get(aff, "podAffinity") || get(aff, "podAntiAffinity") || cJSON_IsTrue(get(spec, "hostNetwork")))
+        return 1;
+    static const char *const lists[2] = {"containers", "initContainers"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *l = get(spec, lists[i]), *ct;
+        if (!cJSON_IsArray(l))
+            continue;
+        cJSON_ArrayForEach(ct, l)
+            if (get(ct, "ports"))
+                return 1;
+    }
+    return 0;
+}
+
 /* Inter-pod affinity, anti-affinity and host ports into p->cons (left NULL
  * when the pod has none). */
 static int decode_cons(struct dec *x, const cJSON *spec, struct tg_pod *p)
 {
+    if (!may_have_cons(spec))
+        return 0;
     struct tg_podcons *c = calloc(1, sizeof *c);
     if (!c)
         return TG_ENOMEM;

@@ -38,6 +38,13 @@ static uint32_t new_domain(struct tg_tree *t, uint32_t parent, uint32_t name, ui
         return NONE;
     t->dom[id] = (struct tg_domain){.parent = parent, .name = name, .level = level};
     t->ndom++;
+    if (name) {
+        uint64_t seen, k = (uint64_t)level << 32 | name;
+        if (tg_imap_get(&t->names, k, &seen))
+            t->ndup[level]++;
+        else if (tg_imap_put(&t->names, k, 1))
+            t->ndup[level]++; /* out of memory: say "not unique", the safe answer */
+    }
     if (parent != NONE) {
         struct tg_domain *p = &t->dom[parent];
         if (push(&p->child, &p->nchild, &p->cap, id) ||
@@ -68,6 +75,7 @@ void tg_tree_free(struct tg_tree *t)
     for (uint32_t l = 0; l <= TG_MAX_LEVELS; l++)
         free(t->bylevel[l]);
     tg_imap_free(&t->index);
+    tg_imap_free(&t->names);
     free(t->leaf);
     free(t->pos);
     memset(t, 0, sizeof *t);

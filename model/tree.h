@@ -39,6 +39,11 @@ struct tg_tree {
     uint32_t nslots;
     uint32_t *bylevel[TG_MAX_LEVELS + 1]; /* domain ids per level */
     uint32_t nbylevel[TG_MAX_LEVELS + 1], capbylevel[TG_MAX_LEVELS + 1];
+    /* Per level: domains whose name another domain of the level has too (a
+     * rack "r1" in two zones); 0 when a name there is one domain, as a
+     * topologyKey sees it. Names "" (label missing) do not count. */
+    uint32_t ndup[TG_MAX_LEVELS + 1];
+    struct tg_imap names;               /* level << 32 | name -> 1 */
 };
 
 /* Empty tree for the given level label ids (nlevels <= TG_MAX_LEVELS).

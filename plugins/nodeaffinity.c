@@ -6,6 +6,8 @@
 #include "plugins/builtin.h"
 #include "util/intern.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static int has_val(const struct tg_selreq *r, uint32_t v)
@@ -50,10 +52,16 @@ int tg__node_affinity_match(const struct tg_podspec *ps, const struct tg_node_ob
             *bad_key = ps->selector[i].key;
             return 0;
         }
-    if (ps->nterms == 0)
+    if (ps->nterms == 0 || tg__node_terms_match(ps->terms, ps->nterms, o))
         return 1;
-    for (uint16_t t = 0; t < ps->nterms; t++) {
-        const struct tg_selterm *term = &ps->terms[t];
+    *bad_key = TG_STR_NONE;
+    return 0;
+}
+
+int tg__node_terms_match(const struct tg_selterm *terms, uint16_t n, const struct tg_node_obj *o)
+{
+    for (uint16_t t = 0; t < n; t++) {
+        const struct tg_selterm *term = &terms[t];
         if (term->nreq == 0)
             continue;
         int ok = 1;
@@ -62,8 +70,18 @@ int tg__node_affinity_match(const struct tg_podspec *ps, const struct tg_node_ob
         if (ok)
             return 1;
     }
-    *bad_key = TG_STR_NONE;
     return 0;
+}
+
+uint32_t tg__istr(const char *fmt, ...)
+{
+    char buf[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    uint32_t id = tg_intern(buf);
+    return id == TG_STR_NONE ? 0 : id;
 }
 
 static int filter(const struct tg_cycle_ctx *cx, const struct tg_shape *s, uint32_t slot,

@@ -3,6 +3,7 @@
  * first, counting plugins last. */
 #include "plugins/builtin.h"
 #include "plugins/numa.h"
+#include "plugins/podindex.h"
 #include "model/resources.h"
 #include "util/intern.h"
 
@@ -12,8 +13,13 @@ const struct tg_plugin *const tg_plugins[] = {
     &tg_plugin_nodestate,
     &tg_plugin_nodeaffinity,
     &tg_plugin_taints,
+    &tg_plugin_volumes,
+    &tg_plugin_dra,
+    &tg_plugin_ports,
     &tg_plugin_resources,
     &tg_plugin_numa,
+    &tg_plugin_interpod,
+    &tg_plugin_spread,
     NULL,
 };
 
@@ -44,7 +50,8 @@ const char *tg_reason_text(uint8_t reason, uint32_t arg, char *buf, unsigned n)
         a = tg_res_name(arg);
     else if (reason == TG_R_NUMA_KUBELET)
         a = tg_numa_kubelet_text(arg, kbuf, sizeof kbuf);
-    else if (reason == TG_R_TAINT || reason == TG_R_SELECTOR || reason == TG_R_RESERVED)
+    else if (reason == TG_R_TAINT || reason == TG_R_SELECTOR || reason == TG_R_RESERVED ||
+             reason >= TG_R_POD_AFFINITY)
         a = tg_str(arg);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
@@ -68,10 +75,32 @@ static void usage_changed(void *ud, struct tg_cluster *c, struct tg_usage *u, in
     for (const struct tg_plugin *const *p = tg_plugins; *p; p++)
         if ((*p)->usage_changed)
             (*p)->usage_changed(c, u, sign);
+    tg__pidx_usage(c, u, sign);
+}
+
+static void record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
+{
+    (void)ud;
+    tg__pidx_added(c, u);
+}
+
+static void record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u)
+{
+    (void)ud;
+    tg__pidx_removed(c, u);
+}
+
+static void record_changing(void *ud, struct tg_cluster *c, struct tg_usage *u, int done)
+{
+    (void)ud;
+    tg__pidx_changing(c, u, done);
 }
 
 int tg_plugins_attach(struct tg_cluster *c)
 {
-    struct tg_cluster_hooks h = {.node_changed = node_changed, .usage_changed = usage_changed};
-    return tg_cluster_listen(c, &h);
+    struct tg_cluster_hooks h = {.node_changed = node_changed, .usage_changed = usage_changed,
+                                 .record_added = record_added, .record_removed = record_removed,
+                                 .record_changing = record_changing};
+    int rc = tg__pidx_attach(c);
+    return rc ? rc : tg_cluster_listen(c, &h);
 }

@@ -20,6 +20,14 @@ static int tolerated(const struct tg_podspec *ps, const struct tg_taint *t)
     return 0;
 }
 
+int tg__taints_tolerated(const struct tg_podspec *ps, const struct tg_node_obj *o)
+{
+    for (uint16_t i = 0; i < o->ntaints; i++)
+        if (o->taints[i].effect != TG_EFFECT_PREFER_NOSCHEDULE && !tolerated(ps, &o->taints[i]))
+            return 0;
+    return 1;
+}
+
 static int filter(const struct tg_cycle_ctx *cx, const struct tg_shape *s, uint32_t slot,
                   struct tg_status *st)
 {

@@ -94,10 +94,10 @@ int tg_whatif_begin(struct tg_sched *s, const struct tg_gang *g, struct tg_whati
 void tg_whatif_end(struct tg_whatif **w);
 void tg_whatif_hide(struct tg_whatif *w, struct tg_usage *u, int hide);
 /* Members of g that domain d's counts hold (each pod set capped at its size). */
-uint64_t tg_whatif_holds(const struct tg_whatif *w, uint32_t d);
+uint64_t tg_whatif_holds(struct tg_whatif *w, uint32_t d);
 /* The node slots of the session's counts: per slot, 1 if some member of g
  * could go there now (filters pass and room for one). */
-int tg_whatif_slot_fits(const struct tg_whatif *w, uint32_t slot);
+int tg_whatif_slot_fits(struct tg_whatif *w, uint32_t slot);
 /* Would g be placed inside d now? *ok; when ok and slots != NULL, slots[i]
  * receives g->pods[i]'s node slot (TG_NONE for a member left out). Returns 0
  * or TG_ENOMEM. The model is as before on return. */
@@ -107,7 +107,7 @@ int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots);
 uint32_t tg_whatif_domains(struct tg_whatif *w, uint32_t lvl, uint32_t *out, uint32_t cap);
 /* The domain at tree level lvl whose counts hold the most members of g
  * (TG_NONE when the level is empty); *holds receives how many. */
-uint32_t tg_whatif_best(const struct tg_whatif *w, uint32_t lvl, uint64_t *holds);
+uint32_t tg_whatif_best(struct tg_whatif *w, uint32_t lvl, uint64_t *holds);
 uint32_t tg_whatif_must(const struct tg_whatif *w);
 /* The reason text tg_sched_gang would give for g now ("needs 8 x ... in one
  * rack; best rack ... holds 5; ..."), into buf. */

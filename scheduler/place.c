@@ -13,7 +13,20 @@
  *    evenly. Each pod is assumed in the model as it is placed, and counts are
  *    refreshed on the nodes it touched, so pod sets of other shapes see it.
  * 4. A candidate that cannot take every set is rolled back and the next one
- *    tried; a gang with no candidate reserves nothing and gets a reason. */
+ *    tried; a gang with no candidate reserves nothing and gets a reason.
+ *
+ * Constraints between pods (inter-pod affinity and anti-affinity, topology
+ * spread) are plugins too: a prefilter per shape starts live counts per
+ * topology domain and the per-node count applies them (members placed
+ * earlier count like bound pods: "one replica per node" is a count of 1),
+ * except rising ones (spread: placing elsewhere raises the minimum), which
+ * counting leaves out. Each is also a domain constraint (struct tg_dcons):
+ * where its key is a topology level, fill() and holds() cap that level's
+ * domains as members land (per domain, not per node); on another key, a
+ * node is checked afresh before a member goes there. When a cap changes
+ * beyond the domain a member went to (the first pod of a series, a domain
+ * gaining its first match), the set's counts are redone. Shapes without
+ * such terms skip those plugins (prefilter) and keep the plain path. */
 #include "scheduler/cycle.h"
 #include "plugins/plugin.h"
 #include "model/quantity.h"
@@ -34,6 +47,13 @@ struct hist {
     uint32_t len;
 };
 
+/* A domain constraint of a set and where placement applies it. */
+struct sdc {
+    const struct tg_dcons *dc;
+    uint32_t lvl;                       /* tree level whose domains are its domains, 0: none */
+    uint64_t gen;                       /* *dc->gen when the counts were last made */
+};
+
 struct set {
     struct tg_shape sh;
     uint32_t *mem;                      /* indices into gang->pods */
@@ -44,6 +64,21 @@ struct set {
     int32_t *score;                     /* per slot, -1 unknown */
     uint64_t weight;
     struct hist hist;
+    const struct tg_plugin **act;       /* plugins that filter/count/score it (not skipped) */
+    uint32_t nact, nfilt, ncnt;
+    int (**filt)(const struct tg_cycle_ctx *, const struct tg_shape *, uint32_t, struct tg_status *);
+    uint32_t (**cnt)(const struct tg_cycle_ctx *, const struct tg_shape *, uint32_t, struct tg_status *);
+    struct tg_status blocked;           /* code != TG_SUCCESS: a prefilter says no node takes it */
+    struct sdc *dcs;
+    uint32_t ndcs;
+    uint8_t aligned;                    /* has a constraint on a topology level: clamp() */
+    uint8_t verify;                     /* has one on another key: a node is checked afresh */
+    uint8_t rising;                     /* has one whose caps rise: skipped children retried */
+    uint8_t exact;                      /* a rising one on another key: an exact look first */
+    uint8_t wide;                       /* has one a per-node count holds for wider domains */
+    uint8_t stale;                      /* every node's count is to be redone */
+    uint8_t after;                      /* members of other sets may satisfy its affinity */
+    uint8_t soft;                       /* a score states the pod's own preferences */
 };
 
 struct pc {
@@ -59,7 +94,25 @@ struct pc {
     uint32_t ntouched;
     uint8_t *is_touched;
     int64_t weight[MAX_PLUGINS];        /* score weight per tg_plugins[] entry */
+    struct tg_shape **shapes;           /* the sets' shapes, for the plugins (cx.gang) */
+    uint32_t *cslots, ncslots;          /* the slots counted when g->within is set, else NULL */
+    uint8_t any_dcons, released;
 };
+
+/* Adds n nodes to the (reason, arg) entry; max: keeps the larger instead. */
+static void hist_put(struct hist *h, uint8_t reason, uint32_t arg, uint32_t n, int max)
+{
+    for (uint32_t i = 0; i < h->len; i++)
+        if (h->reason[i] == reason && h->arg[i] == arg) {
+            h->n[i] = max ? (n > h->n[i] ? n : h->n[i]) : h->n[i] + n;
+            return;
+        }
+    if (h->len < MAX_HIST) {
+        h->reason[h->len] = reason;
+        h->arg[h->len] = arg;
+        h->n[h->len++] = n;
+    }
+}
 
 static void hist_add(struct hist *h, uint8_t reason, uint32_t arg)
 {
@@ -91,17 +144,15 @@ static uint32_t eval_slot(struct pc *x, struct set *st, uint32_t slot, struct hi
         }
     }
     struct tg_status status = {0};
-    for (const struct tg_plugin *const *p = tg_plugins; *p; p++)
-        if ((*p)->filter && !(*p)->filter(&x->cx, &st->sh, slot, &status)) {
+    for (uint32_t i = 0; i < st->nfilt; i++)
+        if (!st->filt[i](&x->cx, &st->sh, slot, &status)) {
             if (h)
                 hist_add(h, status.reason, status.arg);
             return 0;
         }
     uint32_t n = UINT32_MAX;
-    for (const struct tg_plugin *const *p = tg_plugins; *p && n; p++) {
-        if (!(*p)->count)
-            continue;
-        uint32_t k = (*p)->count(&x->cx, &st->sh, slot, &status);
+    for (uint32_t i = 0; i < st->ncnt && n; i++) {
+        uint32_t k = st->cnt[i](&x->cx, &st->sh, slot, &status);
         if (k < n)
             n = k;
         if (n == 0 && h)
@@ -134,38 +185,144 @@ static void count_slot(struct pc *x, struct set *st, uint32_t slot)
     }
 }
 
-/* Counts the set on every node, or only on those under g->within. */
-static int count_all(struct pc *x, struct set *st)
+/* The slots a gang is counted on: every one, or those under g->within
+ * (kept in x->cslots). */
+static int counted_slots(struct pc *x)
 {
-    const struct tg_cluster *c = &x->s->cluster;
-    const struct tg_tree *t = &c->tree;
-    if (x->g->within == NONE || x->g->within == 0 || x->g->within >= t->ndom) {
-        for (uint32_t slot = 0; slot < c->nslots; slot++)
-            count_slot(x, st, slot);
+    const struct tg_tree *t = &x->s->cluster.tree;
+    if (x->g->within == NONE || x->g->within == 0 || x->g->within >= t->ndom)
         return 0;
-    }
-    uint32_t *slots = tg_arena_alloc(x->a, (t->nslots + 1) * sizeof *slots);
-    if (!slots)
+    x->cslots = tg_arena_alloc(x->a, (t->nslots + 1) * sizeof *x->cslots);
+    if (!x->cslots)
         return TG_ENOMEM;
-    uint32_t n = tg_tree_slots_under(t, x->g->within, slots);
-    for (uint32_t i = 0; i < n; i++)
-        count_slot(x, st, slots[i]);
+    x->ncslots = tg_tree_slots_under(t, x->g->within, x->cslots);
     return 0;
+}
+
+/* Counts the set on every node, or only on those under g->within. */
+static void count_all(struct pc *x, struct set *st)
+{
+    if (st->blocked.code != TG_SUCCESS)
+        return;
+    if (!x->cslots) {
+        for (uint32_t slot = 0; slot < x->s->cluster.nslots; slot++)
+            count_slot(x, st, slot);
+        return;
+    }
+    for (uint32_t i = 0; i < x->ncslots; i++)
+        count_slot(x, st, x->cslots[i]);
+}
+
+/* The set's count on slot afresh. */
+static void recount_one(struct pc *x, struct set *st, uint32_t slot)
+{
+    uint32_t n = st->blocked.code == TG_SUCCESS ? eval_slot(x, st, slot, NULL) : 0;
+    if (n != st->sh.count[slot]) {
+        propagate(x, st, slot, (int64_t)n - st->sh.count[slot]);
+        if (!n != !st->sh.count[slot])
+            propagate_elig(x, st, slot, n ? +1 : -1);
+        st->sh.count[slot] = n;
+    }
+    st->score[slot] = -1;
 }
 
 static void recount(struct pc *x, uint32_t slot)
 {
-    for (uint32_t i = 0; i < x->nsets; i++) {
+    for (uint32_t i = 0; i < x->nsets; i++)
+        recount_one(x, &x->sets[i], slot);
+}
+
+/* Redoes the counts of sets marked stale, on every counted node. */
+static void flush(struct pc *x)
+{
+    for (uint32_t i = 0; x->any_dcons && i < x->nsets; i++) {
         struct set *st = &x->sets[i];
-        uint32_t n = eval_slot(x, st, slot, NULL);
-        if (n != st->sh.count[slot]) {
-            propagate(x, st, slot, (int64_t)n - st->sh.count[slot]);
-            if (!n != !st->sh.count[slot])
-                propagate_elig(x, st, slot, n ? +1 : -1);
-            st->sh.count[slot] = n;
+        if (!st->stale)
+            continue;
+        st->stale = 0;
+        if (!x->cslots) {
+            for (uint32_t slot = 0; slot < x->s->cluster.nslots; slot++)
+                recount_one(x, st, slot);
+        } else {
+            for (uint32_t k = 0; k < x->ncslots; k++)
+                recount_one(x, st, x->cslots[k]);
         }
-        st->score[slot] = -1;
     }
+}
+
+/* Marks sets whose domain constraints moved beyond the node that changed:
+ * a cap rose or fell elsewhere (gen), or, in a what-if, a hidden or shown
+ * record opens or closes a domain wider than its node. */
+static void mark_stale(struct pc *x, int whatif)
+{
+    for (uint32_t i = 0; x->any_dcons && i < x->nsets; i++) {
+        struct set *st = &x->sets[i];
+        for (uint32_t k = 0; k < st->ndcs; k++) {
+            struct sdc *d = &st->dcs[k];
+            if (*d->dc->gen == d->gen)
+                continue;
+            d->gen = *d->dc->gen;
+            if (!d->dc->rising)
+                st->stale = 1; /* per-node counts hold it (a rising one is read live) */
+        }
+        if (whatif && st->wide)
+            st->stale = 1;
+    }
+}
+
+/* After the model changed on slot in a placement (a member assumed or
+ * removed): counts there, and wherever a constraint moved. */
+static void after_change(struct pc *x, uint32_t slot)
+{
+    recount(x, slot);
+    if (x->any_dcons) {
+        mark_stale(x, 0);
+        flush(x);
+    }
+}
+
+/* Members of st that domain d may still take by its constraints on
+ * topology levels at or above d's (UINT32_MAX: no limit); *why receives
+ * the constraint that limits most. */
+static uint32_t clamp(const struct pc *x, const struct set *st, uint32_t d, const struct tg_dcons **why)
+{
+    uint32_t c = UINT32_MAX;
+    if (!st->aligned)
+        return c;
+    const struct tg_tree *t = &x->s->cluster.tree;
+    uint32_t dl = t->dom[d].level;
+    for (uint32_t k = 0; k < st->ndcs; k++) {
+        const struct sdc *sd = &st->dcs[k];
+        if (!sd->lvl || sd->lvl > dl)
+            continue;
+        uint32_t name = t->dom[tg_tree_ancestor(t, d, sd->lvl)].name;
+        uint32_t v = sd->dc->cap(sd->dc, name ? name : TG_STR_NONE);
+        if (v < c) {
+            c = v;
+            if (why)
+                *why = sd->dc;
+        }
+    }
+    return c;
+}
+
+/* 1 when a member of st may go on slot now: room there, its domains'
+ * caps, and (constraints on keys that are not levels) a fresh look, every
+ * constraint applied. */
+static int room_for_one(struct pc *x, struct set *st, uint32_t slot)
+{
+    if (!st->sh.count[slot])
+        return 0;
+    if (st->aligned && !clamp(x, st, x->s->cluster.tree.leaf[slot], NULL))
+        return 0;
+    if (st->verify)
+        recount_one(x, st, slot);
+    if (!st->sh.count[slot] || !st->exact)
+        return st->sh.count[slot] > 0;
+    x->cx.exact = 1;
+    uint32_t n = eval_slot(x, st, slot, NULL);
+    x->cx.exact = 0;
+    return n > 0;
 }
 
 static int32_t slot_score(struct pc *x, struct set *st, uint32_t slot)
@@ -194,14 +351,20 @@ static int assume_one(struct pc *x, struct set *st, uint32_t slot)
         x->is_touched[slot] = 1;
         x->touched[x->ntouched++] = slot;
     }
-    recount(x, slot);
+    after_change(x, slot);
     return 0;
 }
 
 static uint32_t child_count(struct pc *x, struct set *st, const struct tg_domain *d, uint32_t i)
 {
-    return d->level == x->s->cluster.tree.nlevels ? st->sh.count[d->child[i]]
-                                                  : st->dcount[d->child[i]];
+    int leaf = d->level == x->s->cluster.tree.nlevels;
+    uint32_t c = leaf ? st->sh.count[d->child[i]] : st->dcount[d->child[i]];
+    if (c && st->aligned) {
+        uint32_t k = clamp(x, st, leaf ? (uint32_t)(d - x->s->cluster.tree.dom) : d->child[i], NULL);
+        if (k < c)
+            c = k;
+    }
+    return c;
 }
 
 /* pack's choice among the children of d: the one holding `need` with least to
@@ -243,7 +406,7 @@ static int fill_child(struct pc *x, struct set *st, const struct tg_domain *d, u
     if (d->level != x->s->cluster.tree.nlevels)
         return fill(x, st, d->child[i], want, got);
     uint32_t slot = d->child[i];
-    while (*got < want && st->sh.count[slot] > 0 && st->next < st->nmem) {
+    while (*got < want && st->next < st->nmem && room_for_one(x, st, slot)) {
         int rc = assume_one(x, st, slot);
         if (rc)
             return rc;
@@ -307,6 +470,17 @@ static int fill(struct pc *x, struct set *st, uint32_t dom, uint32_t want, uint3
 {
     const struct tg_domain *d = &x->s->cluster.tree.dom[dom];
     uint32_t before = *placed;
+    if (st->aligned) {
+        const struct tg_dcons *why = NULL;
+        uint32_t k = clamp(x, st, dom, &why);
+        if (k < want) {
+            if (!k && why)
+                hist_put(&st->hist, why->reason, why->arg, st->delig[dom], 1);
+            want = k;
+        }
+        if (!want)
+            return 0;
+    }
     if (x->strategy == TG_STRATEGY_SPREAD && d->nchild > 1) {
         int rc = fill_spread(x, st, d, want, placed);
         if (rc)
@@ -318,8 +492,15 @@ static int fill(struct pc *x, struct set *st, uint32_t dom, uint32_t want, uint3
     uint8_t *skip = tg_arena_calloc(x->a, d->nchild + 1, 1);
     if (!skip)
         return TG_ENOMEM;
+    int progress = 0;
     while (left) {
         int i = pick_pack(x, st, d, left, skip);
+        if (i < 0 && st->rising && progress) {
+            /* a spread minimum rose: children refused before may take more */
+            memset(skip, 0, d->nchild);
+            progress = 0;
+            continue;
+        }
         if (i < 0)
             break;
         uint32_t c = child_count(x, st, d, (uint32_t)i);
@@ -329,6 +510,7 @@ static int fill(struct pc *x, struct set *st, uint32_t dom, uint32_t want, uint3
             return rc;
         if (got == 0)
             skip[i] = 1;
+        progress |= got > 0;
         left -= got;
         *placed += got;
     }
@@ -350,21 +532,42 @@ static void rollback(struct pc *x)
         x->is_touched[x->touched[i]] = 0;
     }
     x->ntouched = 0;
+    if (x->any_dcons) {
+        mark_stale(x, 0);
+        flush(x);
+    }
 }
 
-/* Members a domain can take, summed over sets, each capped at its need. */
+/* Members a domain can take, summed over sets, each capped at its need
+ * and by its domain constraints. */
 static uint64_t holds(const struct pc *x, uint32_t d)
 {
     uint64_t h = 0;
     for (uint32_t i = 0; i < x->nsets; i++) {
         uint32_t c = x->sets[i].dcount[d];
+        if (c && x->sets[i].aligned) {
+            uint32_t k = clamp(x, &x->sets[i], d, NULL);
+            c = k < c ? k : c;
+        }
         h += c < x->sets[i].nmem ? c : x->sets[i].nmem;
     }
     return h;
 }
 
-/* The order in which sets are placed inside d: the most constrained first
- * (fewest nodes there with room for one member), then the largest. */
+/* a before b in set_order? Sets whose pod affinity members of other sets
+ * may satisfy go last, and so do sets with no node in d (a member placed
+ * first may open one); then the most constrained (fewest nodes with room
+ * for one), then the largest. */
+static int set_before(const struct set *a, const struct set *b, uint32_t d)
+{
+    if (a->after != b->after)
+        return b->after;
+    if (!a->delig[d] != !b->delig[d])
+        return a->delig[d] != 0;
+    return a->delig[d] < b->delig[d] || (a->delig[d] == b->delig[d] && a->weight >= b->weight);
+}
+
+/* The order in which sets are placed inside d (see set_before). */
 static uint32_t *set_order(struct pc *x, uint32_t d)
 {
     uint32_t *o = tg_arena_alloc(x->a, (x->nsets + 1) * sizeof *o);
@@ -373,8 +576,7 @@ static uint32_t *set_order(struct pc *x, uint32_t d)
     for (uint32_t i = 0; i < x->nsets; i++) {
         uint32_t j = i;
         for (; j > 0; j--) {
-            const struct set *a = &x->sets[o[j - 1]], *b = &x->sets[i];
-            if (a->delig[d] < b->delig[d] || (a->delig[d] == b->delig[d] && a->weight >= b->weight))
+            if (set_before(&x->sets[o[j - 1]], &x->sets[i], d))
                 break;
             o[j] = o[j - 1];
         }
@@ -579,7 +781,7 @@ static void unassume_one(struct pc *x, struct set *st)
     tg_cluster_pod_delete(&x->s->cluster, x->g->pods[m]->key);
     x->r->slot[m] = NONE;
     x->r->nplaced--;
-    recount(x, slot);
+    after_change(x, slot);
 }
 
 struct search {
@@ -601,7 +803,7 @@ static int search(struct search *q, uint32_t oi)
         return x->r->nplaced >= q->must;
     struct set *st = &x->sets[q->order[oi]];
     for (uint32_t j = 0; j < q->m; j++) {
-        if (!st->sh.count[q->slots[j]])
+        if (!room_for_one(x, st, q->slots[j]))
             continue;
         if (++q->steps > EXACT_STEPS)
             return 0;
@@ -632,7 +834,7 @@ static int exact(struct pc *x, uint32_t d, uint32_t must, int *ok)
     int rc = slots_under(x, d, &slots, &m);
     if (rc || !m)
         return rc;
-    if (same_requests(x))
+    if (same_requests(x) && !x->any_dcons)
         return exact_flow(x, slots, m, must, ok);
     uint32_t total = 0;
     for (uint32_t k = 0; k < x->nsets; k++)
@@ -653,14 +855,18 @@ struct cand {
     uint32_t d;
     uint64_t holds;
     uint64_t spare;
+    int64_t pref;                       /* the pod's own preferences (soft scores), nodes only */
 };
 
 static int cand_cmp_pack(const void *a, const void *b)
 {
     const struct cand *x = a, *y = b;
-    /* More members first (all of them when possible), then best fit, then id. */
+    /* More members first (all of them when possible), then what the pod
+     * prefers, then best fit, then id. */
     if (x->holds != y->holds)
         return x->holds > y->holds ? -1 : 1;
+    if (x->pref != y->pref)
+        return x->pref > y->pref ? -1 : 1;
     if (x->spare != y->spare)
         return x->spare < y->spare ? -1 : 1;
     return (x->d > y->d) - (x->d < y->d);
@@ -671,9 +877,22 @@ static int cand_cmp_spread(const void *a, const void *b)
     const struct cand *x = a, *y = b;
     if (x->holds != y->holds)
         return x->holds > y->holds ? -1 : 1;
+    if (x->pref != y->pref)
+        return x->pref > y->pref ? -1 : 1;
     if (x->spare != y->spare)
         return x->spare > y->spare ? -1 : 1;
     return (x->d > y->d) - (x->d < y->d);
+}
+
+/* What the pod prefers on slot: the weighted scores of the plugins that
+ * state its own preferences (preferred inter-pod terms, ScheduleAnyway). */
+static int64_t soft_score(struct pc *x, struct set *st, uint32_t slot)
+{
+    int64_t sum = 0;
+    for (uint32_t i = 0; i < st->nact; i++)
+        if (st->act[i]->prefers && st->act[i]->score)
+            sum += st->act[i]->score(&x->cx, &st->sh, slot);
+    return sum;
 }
 
 /* Candidates at tree level lvl, best first; returns how many. */
@@ -703,7 +922,9 @@ static uint32_t candidates(struct pc *x, uint32_t lvl, uint32_t must, struct can
         if (h < must || h == 0)
             continue;
         uint64_t prim = x->sets[0].dcount[d];
-        struct cand c = {d, h, prim - (prim < x->sets[0].nmem ? prim : x->sets[0].nmem)};
+        struct cand c = {d, h, prim - (prim < x->sets[0].nmem ? prim : x->sets[0].nmem), 0};
+        if (x->sets[0].soft && lvl == t->nlevels && t->dom[d].nchild)
+            c.pref = soft_score(x, &x->sets[0], t->dom[d].child[0]);
         if (n < cap) {
             out[n++] = c;
         } else {
@@ -765,6 +986,17 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
         tg_sb_printf(&b, " in one %s", lname);
     else
         tg_sb_puts(&b, " in the cluster");
+    /* what keeps pod sets off every node, once each */
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        const struct tg_status *v = &x->sets[i].blocked;
+        int seen = v->code == TG_SUCCESS;
+        for (uint32_t k = 0; k < i && !seen; k++)
+            seen = x->sets[k].blocked.reason == v->reason && x->sets[k].blocked.arg == v->arg;
+        if (!seen) {
+            char txt[700];
+            tg_sb_printf(&b, "; %s", tg_reason_text(v->reason, v->arg, txt, sizeof txt));
+        }
+    }
     uint32_t best = NONE;
     uint64_t besth = 0;
     for (uint32_t k = 0; k < t->nbylevel[required]; k++) {
@@ -783,6 +1015,19 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
         tg_sb_printf(&b, "; the cluster holds %llu", (unsigned long long)besth);
     if (tried)
         tg_sb_printf(&b, "; %d candidate %s(s) fit by count but not all pod sets together", tried, lname);
+    /* constraints the members count against themselves */
+    for (uint32_t i = 0; i < x->nsets; i++)
+        for (uint32_t k = 0; k < x->sets[i].ndcs; k++) {
+            const struct tg_dcons *dc = x->sets[i].dcs[k].dc;
+            int seen = !dc->limits;
+            for (uint32_t j = 0; j <= i && !seen; j++)
+                for (uint32_t l = 0; l < (j < i ? x->sets[j].ndcs : k) && !seen; l++)
+                    seen = x->sets[j].dcs[l].dc->reason == dc->reason && x->sets[j].dcs[l].dc->arg == dc->arg;
+            if (!seen) {
+                char txt[700];
+                tg_sb_printf(&b, "; limited by %s", tg_reason_text(dc->reason, dc->arg, txt, sizeof txt));
+            }
+        }
     /* merge the rejection histograms of all sets, most frequent first */
     struct hist all = {0};
     for (uint32_t i = 0; i < x->nsets; i++)
@@ -838,7 +1083,18 @@ static int set_cmp(const void *a, const void *b)
     return (x->mem[0] > y->mem[0]) - (x->mem[0] < y->mem[0]);
 }
 
-/* Groups the gang's pods into sets of one shape, largest first. */
+/* Equal values of the label keys that inter-pod terms can see. */
+static int same_labels(const struct tg_pod *a, const struct tg_pod *b, const uint32_t *keys, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (tg_labels_get(a->labels, a->nlabels, keys[i]) != tg_labels_get(b->labels, b->nlabels, keys[i]))
+            return 0;
+    return 1;
+}
+
+/* Groups the gang's pods into sets of one shape, largest first. Pods of
+ * equal spec whose labels differ where some selector looks (a placed pod's
+ * anti-affinity, a member's own terms or spread) are different shapes. */
 static int make_sets(struct pc *x)
 {
     const struct tg_gang *g = x->g;
@@ -849,11 +1105,21 @@ static int make_sets(struct pc *x)
     uint32_t *setof = tg_arena_alloc(a, g->npods * sizeof *setof);
     if (!x->sets || !hash || !setof)
         return TG_ENOMEM;
+    uint32_t nkeys = tg_plugins_label_keys(&x->s->cluster, g->pods, g->npods, NULL, 0);
+    uint32_t *keys = nkeys ? tg_arena_alloc(a, nkeys * sizeof *keys) : NULL;
+    if (nkeys && !keys)
+        return TG_ENOMEM;
+    if (nkeys)
+        tg_plugins_label_keys(&x->s->cluster, g->pods, g->npods, keys, nkeys);
     for (uint32_t i = 0; i < g->npods; i++) {
-        hash[i] = tg_pod_shape_hash(g->pods[i]);
+        const struct tg_pod *p = g->pods[i];
+        hash[i] = tg_pod_shape_hash(p);
+        for (uint32_t k = 0; k < nkeys; k++)
+            hash[i] = (hash[i] ^ tg_labels_get(p->labels, p->nlabels, keys[k])) * 0x100000001b3ull;
         uint32_t k = 0;
         while (k < x->nsets && !(hash[x->sets[k].mem[0]] == hash[i] &&
-                                 tg_pod_same_shape(x->sets[k].sh.pod, g->pods[i])))
+                                 tg_pod_same_shape(x->sets[k].sh.pod, p) &&
+                                 same_labels(x->sets[k].sh.pod, p, keys, nkeys)))
             k++;
         if (k == x->nsets) {
             x->sets[k].sh.pod = g->pods[i];
@@ -914,22 +1180,163 @@ static void set_weights(struct pc *x)
     }
 }
 
+/* Runs every plugin's prefilter on st: which plugins check it, whether
+ * one says no node takes it now, its domain constraints. */
+static int prefilter(struct pc *x, struct set *st)
+{
+    uint32_t np = 0, nd = 0;
+    while (tg_plugins[np])
+        np++;
+    st->act = tg_arena_alloc(x->a, (np + 1) * sizeof *st->act);
+    st->filt = tg_arena_alloc(x->a, (np + 1) * sizeof *st->filt);
+    st->cnt = tg_arena_alloc(x->a, (np + 1) * sizeof *st->cnt);
+    const struct tg_dcons *const **lists = tg_arena_alloc(x->a, (np + 1) * sizeof *lists);
+    uint32_t *nl = tg_arena_alloc(x->a, (np + 1) * sizeof *nl);
+    if (!st->act || !st->filt || !st->cnt || !lists || !nl)
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < np; i++) {
+        const struct tg_plugin *p = tg_plugins[i];
+        nl[i] = 0;
+        if (p->prefilter) {
+            struct tg_status v = {TG_SUCCESS, 0, 0};
+            int rc = p->prefilter(&x->cx, &st->sh, &v);
+            if (rc)
+                return rc;
+            if (v.code == TG_SKIP)
+                continue;
+            if (v.code != TG_SUCCESS && st->blocked.code == TG_SUCCESS)
+                st->blocked = v;
+        }
+        st->act[st->nact++] = p;
+        if (p->filter)
+            st->filt[st->nfilt++] = p->filter;
+        if (p->count)
+            st->cnt[st->ncnt++] = p->count;
+        if (p->dcons)
+            nd += nl[i] = p->dcons(&x->cx, &st->sh, &lists[i]);
+    }
+    st->soft = st->sh.soft;
+    if (!nd)
+        return 0;
+    if (!(st->dcs = tg_arena_calloc(x->a, nd, sizeof *st->dcs)))
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < np; i++)
+        for (uint32_t k = 0; k < nl[i]; k++)
+            st->dcs[st->ndcs++].dc = lists[i][k];
+    x->any_dcons = 1;
+    return 0;
+}
+
+/* Tree level whose domains are the values of node label key: the level
+ * of that label, when its domains' names are unique (a rack named r1 in
+ * two zones is one domain for a topologyKey, two in the tree); 0 none.
+ * *single: the deepest level, a node per domain. */
+static uint32_t level_of_key(struct pc *x, uint32_t key, int *single)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    *single = 0;
+    for (uint32_t l = 1; l <= t->nlevels; l++)
+        if (t->label[l - 1] == key) {
+            *single = l == t->nlevels;
+            return t->ndup[l] ? 0 : l;
+        }
+    return 0;
+}
+
+/* Where each set's domain constraints apply (see struct set). */
+static void classify(struct pc *x)
+{
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        struct set *st = &x->sets[i];
+        for (uint32_t k = 0; k < st->ndcs; k++) {
+            struct sdc *d = &st->dcs[k];
+            int single;
+            d->lvl = level_of_key(x, d->dc->key, &single);
+            st->aligned |= d->lvl != 0;
+            st->verify |= d->lvl == 0;
+            st->rising |= d->dc->rising;
+            st->exact |= d->dc->rising && !d->lvl;
+            st->after |= d->dc->after;
+            st->wide |= !single && !d->dc->rising;
+        }
+    }
+}
+
+/* Rising constraints are left out of per-node counts: note the nodes of
+ * the domains they close now, for the reason. */
+static void note_caps(struct pc *x, struct set *st)
+{
+    const struct tg_cluster *c = &x->s->cluster;
+    const struct tg_tree *t = &c->tree;
+    for (uint32_t k = 0; k < st->ndcs; k++) {
+        const struct sdc *d = &st->dcs[k];
+        if (!d->dc->rising)
+            continue;
+        if (!d->lvl) {
+            for (uint32_t slot = 0; slot < c->nslots; slot++) {
+                const struct tg_node_obj *o = c->nodes[slot].obj;
+                if (st->sh.count[slot] && o &&
+                    !d->dc->cap(d->dc, tg_labels_get(o->labels, o->nlabels, d->dc->key)))
+                    hist_put(&st->hist, d->dc->reason, d->dc->arg, 1, 0);
+            }
+            continue;
+        }
+        for (uint32_t j = 0; j < t->nbylevel[d->lvl]; j++) {
+            uint32_t dom = t->bylevel[d->lvl][j];
+            uint32_t name = t->dom[dom].name;
+            if (st->delig[dom] && !d->dc->cap(d->dc, name ? name : TG_STR_NONE))
+                hist_put(&st->hist, d->dc->reason, d->dc->arg, st->delig[dom], 0);
+        }
+    }
+}
+
+/* Drops what the plugins registered for the sets (live queries). */
+static void pc_release(struct pc *x)
+{
+    if (x->released)
+        return;
+    x->released = 1;
+    for (uint32_t i = 0; x->sets && i < x->nsets; i++) {
+        struct set *st = &x->sets[i];
+        for (uint32_t k = 0; k < st->nact; k++)
+            if (st->act[k]->release)
+                st->act[k]->release(&x->cx, &st->sh);
+    }
+}
+
 /* Sets up x for g: sets, counts on every node (under g->within). r->slot
- * must hold g->npods entries. Returns 0 or TG_ENOMEM. */
+ * must hold g->npods entries. Returns 0 or TG_ENOMEM (pc_release still
+ * due). */
 static int pc_init(struct pc *x, struct tg_sched *s, struct tg_arena *a, const struct tg_gang *g,
                    struct tg_result *r)
 {
     struct tg_cluster *c = &s->cluster;
-    *x = (struct pc){.s = s, .a = a, .g = g, .r = r, .cx = {c, &s->policy}};
+    *x = (struct pc){.s = s, .a = a, .g = g, .r = r, .cx = {c, &s->policy, &s->store, a, NULL, 0, 0}};
     x->strategy = g->pg && g->pg->strategy ? g->pg->strategy : s->policy.strategy;
     x->touched = tg_arena_alloc(a, (c->nslots + 1) * sizeof *x->touched);
     x->is_touched = tg_arena_calloc(a, c->nslots + 1, 1);
     int rc = TG_ENOMEM;
-    if (!x->touched || !x->is_touched || (rc = make_sets(x)))
+    if (!x->touched || !x->is_touched || (rc = make_sets(x)) || (rc = counted_slots(x)))
         return rc;
+    if (!(x->shapes = tg_arena_alloc(a, (x->nsets + 1) * sizeof *x->shapes)))
+        return TG_ENOMEM;
     for (uint32_t i = 0; i < x->nsets; i++)
-        if ((rc = count_all(x, &x->sets[i])))
+        x->shapes[i] = &x->sets[i].sh;
+    x->cx.gang = x->shapes;
+    x->cx.ngang = x->nsets;
+    for (uint32_t i = 0; i < x->nsets; i++)
+        if ((rc = prefilter(x, &x->sets[i])))
             return rc;
+    if (x->any_dcons)
+        classify(x);
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        struct set *st = &x->sets[i];
+        count_all(x, st);
+        for (uint32_t k = 0; k < st->ndcs; k++)
+            st->dcs[k].gen = *st->dcs[k].dc->gen;
+        if (st->rising)
+            note_caps(x, st);
+    }
     set_weights(x);
     return 0;
 }
@@ -957,8 +1364,10 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
     tg_arena_reset(&s->scratch);
     struct pc x;
     int rc = pc_init(&x, s, &s->scratch, g, r);
-    if (rc)
+    if (rc) {
+        pc_release(&x);
         return rc;
+    }
     uint32_t must = tg_gang_must(g);
     if (x.strategy == TG_STRATEGY_SPREAD)
         preferred = required;
@@ -974,15 +1383,18 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
                 r->status = TG_GANG_SCHEDULED;
                 r->level = lvl;
                 r->domain = cands[i].d;
+                pc_release(&x);
                 return 0;
             }
             tried++;
         }
     }
     explain(&x, must, required, tried);
+    pc_release(&x);
     return 0;
 fail:
     rollback(&x);
+    pc_release(&x);
     return rc;
 }
 
@@ -1033,6 +1445,8 @@ void tg_whatif_end(struct tg_whatif **pw)
     struct tg_whatif *w = *pw;
     if (!w)
         return;
+    if (w->x.s)
+        pc_release(&w->x);
     tg_result_free(&w->r);
     tg_arena_free(&w->arena);
     free(w);
@@ -1045,15 +1459,19 @@ void tg_whatif_hide(struct tg_whatif *w, struct tg_usage *u, int hide)
         return;
     tg_cluster_usage_hide(&w->x.s->cluster, u, hide);
     recount(&w->x, u->slot);
+    if (w->x.any_dcons)
+        mark_stale(&w->x, 1); /* redone lazily: a preemption plan hides many at once */
 }
 
-uint64_t tg_whatif_holds(const struct tg_whatif *w, uint32_t d)
+uint64_t tg_whatif_holds(struct tg_whatif *w, uint32_t d)
 {
+    flush(&w->x);
     return holds(&w->x, d);
 }
 
-int tg_whatif_slot_fits(const struct tg_whatif *w, uint32_t slot)
+int tg_whatif_slot_fits(struct tg_whatif *w, uint32_t slot)
 {
+    flush(&w->x);
     for (uint32_t i = 0; i < w->x.nsets; i++)
         if (w->x.sets[i].sh.count[slot])
             return 1;
@@ -1062,6 +1480,7 @@ int tg_whatif_slot_fits(const struct tg_whatif *w, uint32_t slot)
 
 int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots)
 {
+    flush(&w->x);
     struct tg_arena_mark m = tg_arena_mark(&w->arena);
     *ok = 0;
     int rc = try_domain(&w->x, d, w->must, ok);
@@ -1075,6 +1494,7 @@ int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots)
 
 uint32_t tg_whatif_domains(struct tg_whatif *w, uint32_t lvl, uint32_t *out, uint32_t cap)
 {
+    flush(&w->x);
     struct tg_arena_mark m = tg_arena_mark(&w->arena);
     struct cand *c = tg_arena_alloc(&w->arena, (cap + 1) * sizeof *c);
     uint32_t n = c ? candidates(&w->x, lvl, w->must, c, cap) : 0;
@@ -1086,12 +1506,14 @@ uint32_t tg_whatif_domains(struct tg_whatif *w, uint32_t lvl, uint32_t *out, uin
 
 void tg_whatif_explain(struct tg_whatif *w, char *buf, size_t n)
 {
+    flush(&w->x);
     explain(&w->x, w->must, w->required, 0);
     snprintf(buf, n, "%s", w->r.reason);
 }
 
-uint32_t tg_whatif_best(const struct tg_whatif *w, uint32_t lvl, uint64_t *most)
+uint32_t tg_whatif_best(struct tg_whatif *w, uint32_t lvl, uint64_t *most)
 {
+    flush(&w->x);
     const struct tg_tree *t = &w->x.s->cluster.tree;
     uint32_t best = NONE;
     *most = 0;

@@ -53,6 +53,7 @@ void tg_simdata_free(struct tg_simdata *d)
     tg_hmap_free(&d->pg_idx);
     tg_hmap_free(&d->pdb_idx);
     tg_imap_free(&d->node_idx);
+    tg_objstore_free(&d->store);
     memset(d, 0, sizeof *d);
 }
 
@@ -139,6 +140,8 @@ static int add_pod(struct tg_simdata *d, const cJSON *obj)
         d->warnings++;
         return 0;
     }
+    if (p->spec)
+        p->spec->store = &d->store;
     int64_t dur = -1;
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     const cJSON *an = cJSON_GetObjectItemCaseSensitive(md, "annotations");
@@ -300,6 +303,39 @@ static int add_node(struct tg_simdata *d, const cJSON *obj)
     return tg_imap_put(&d->node_idx, n->name, d->nnodes - 1);
 }
 
+/* Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass,
+ * ResourceClaim: into the store (a later one of the same name replaces). */
+static int add_stored(struct tg_simdata *d, const cJSON *obj, const char *k)
+{
+    void *o = NULL;
+    int rc;
+    if (!strcmp(k, "Namespace"))
+        rc = tg_namespace_decode(obj, &d->diag, (struct tg_namespace **)&o);
+    else if (!strcmp(k, "PersistentVolume"))
+        rc = tg_pv_decode(obj, &d->diag, (struct tg_pv **)&o);
+    else if (!strcmp(k, "PersistentVolumeClaim"))
+        rc = tg_pvc_decode(obj, &d->diag, (struct tg_pvc **)&o);
+    else if (!strcmp(k, "StorageClass"))
+        rc = tg_sc_decode(obj, &d->diag, (struct tg_storageclass **)&o);
+    else
+        rc = tg_rclaim_decode(obj, &d->diag, (struct tg_rclaim **)&o);
+    if (rc == TG_ENOMEM)
+        return rc;
+    if (rc) {
+        d->warnings++;
+        return 0;
+    }
+    if (!strcmp(k, "Namespace"))
+        return tg_objstore_namespace_set(&d->store, o);
+    if (!strcmp(k, "PersistentVolume"))
+        return tg_objstore_pv_set(&d->store, o);
+    if (!strcmp(k, "PersistentVolumeClaim"))
+        return tg_objstore_pvc_set(&d->store, o);
+    if (!strcmp(k, "StorageClass"))
+        return tg_objstore_sc_set(&d->store, o);
+    return tg_objstore_claim_set(&d->store, o);
+}
+
 static int add_object(struct tg_simdata *d, const cJSON *obj);
 
 static int add_list(struct tg_simdata *d, const cJSON *obj)
@@ -348,13 +384,20 @@ static int add_object(struct tg_simdata *d, const cJSON *obj)
         return add_prio_class(d, obj);
     if (!strcmp(k, "PodDisruptionBudget"))
         return add_pdb(d, obj);
-    static const char *const ignored[] = {"Namespace", "ConfigMap", "Job", "Deployment",
-                                          "StatefulSet", "Service", "CustomResourceDefinition"};
+    static const char *const stored[] = {"Namespace", "PersistentVolume", "PersistentVolumeClaim",
+                                         "StorageClass", "ResourceClaim"};
+    for (size_t i = 0; i < sizeof stored / sizeof stored[0]; i++)
+        if (!strcmp(k, stored[i]))
+            return add_stored(d, obj, k);
+    static const char *const ignored[] = {"ConfigMap", "Job", "Deployment", "StatefulSet",
+                                          "Service", "CustomResourceDefinition",
+                                          "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"};
     for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
         if (!strcmp(k, ignored[i]))
             return 0;
     warn_at(d, obj, "unknown kind \"%s\" (skipped; simulate reads Node, Pod, PodGroup, "
-                    "PriorityClass, PodDisruptionBudget, List)", k);
+                    "PriorityClass, PodDisruptionBudget, Namespace, PersistentVolume, "
+                    "PersistentVolumeClaim, StorageClass, ResourceClaim, List)", k);
     return 0;
 }
 

@@ -2,7 +2,10 @@
  * (or JSON, or `kind: List`), from files, directories of *.yaml or stdin.
  *
  * Kinds read: Node, Pod, PodGroup (topogang.io, scheduling.x-k8s.io),
- * PriorityClass, PodDisruptionBudget, List. A pod's annotation
+ * PriorityClass, PodDisruptionBudget, Namespace, PersistentVolume,
+ * PersistentVolumeClaim, StorageClass, ResourceClaim, List. The last five
+ * are kept in the loader's store, which every pod it decodes points at
+ * (tg_podspec.store): placement looks its claims up there. A pod's annotation
  * simulate.topogang.io/duration (seconds, or a Go duration such as "2h30m")
  * is how long it runs once bound, for `simulate --replay`. A bad object is
  * skipped with a message naming the file, line, object and field; a file
@@ -15,6 +18,7 @@
 
 #include "config/policy.h"
 #include "model/objects.h"
+#include "model/objstore.h"
 #include "scheduler/gang.h"
 #include "util/hmap.h"
 #include "util/strbuf.h"
@@ -43,6 +47,7 @@ struct tg_simdata {
     uint32_t npcs, cappcs;
     struct tg_pdb **pdbs;               /* owned */
     uint32_t npdbs, cappdbs;
+    struct tg_objstore store;           /* Namespaces, PVs, PVCs, StorageClasses, ResourceClaims */
     struct tg_hmap pod_idx, pg_idx, pdb_idx; /* key -> index */
     struct tg_imap node_idx;            /* interned name -> index */
     uint32_t warnings, errors;          /* objects skipped, problems reported */

@@ -360,6 +360,265 @@ static void test_heterogeneous(void **state)
     assert_int_equal(hetero_wrong, 0);
 }
 
+/* ---- constraints between pods ---------------------------------------------------
+ * One gang whose members carry app=c and either a required anti-affinity
+ * against app=c (on the hostname, or on the rack label: one member per
+ * domain, none where a bound app=c pod is) or a DoNotSchedule spread over
+ * zones, racks or hosts (maxSkew 1-2, counting bound app=c pods). Rack
+ * names repeat across zones in half the trials: a topologyKey domain is a
+ * label value, so "r0" of two zones is one domain (and no tree level).
+ * Brute force: anti-affinity holds n iff some domain of the required level
+ * has n distinct key values with a node that has room and no app=c pod in
+ * that value; spread is a water-fill into the least loaded domain, the
+ * minimum taken over every domain of the cluster. Checked: the verdict, the
+ * placement obeys the constraint, pack keeps a preferred domain when one can
+ * hold the gang (anti-affinity). */
+
+struct cnode {
+    int zone, rack, gpus, used, tainted, app;
+    char name[16], rackv[16];
+};
+
+enum { K_HOST, K_RACK, K_ZONE };
+
+/* The value of key k on node i, as a small int (racks by label value). */
+static int kval(const struct cnode *m, int nn, int i, int k)
+{
+    if (k == K_HOST)
+        return i;
+    if (k == K_ZONE)
+        return m[i].zone;
+    for (int j = 0; j < nn; j++)
+        if (!strcmp(m[j].rackv, m[i].rackv))
+            return 100 + j; /* first node with this rack value */
+    return -1;
+}
+
+static int cdom(const struct cnode *m, int i, int level)
+{
+    return level == 0 ? 0 : level == 1 ? m[i].zone : level == 2 ? m[i].zone * 10 + m[i].rack : 1000 + i;
+}
+
+static int room(const struct cnode *x, int g)
+{
+    return x->tainted ? 0 : (x->gpus - x->used) / g;
+}
+
+/* Anti-affinity: distinct key values usable inside domain d of level. */
+static int anti_holds(const struct cnode *m, int nn, int level, int d, int k, int g)
+{
+    int vals[64], nv = 0;
+    for (int i = 0; i < nn; i++) {
+        if (cdom(m, i, level) != d || room(&m[i], g) < 1)
+            continue;
+        int v = kval(m, nn, i, k), busy = 0, seen = 0;
+        for (int j = 0; j < nn; j++)
+            busy |= m[j].app && kval(m, nn, j, k) == v;
+        for (int j = 0; j < nv; j++)
+            seen |= vals[j] == v;
+        if (!busy && !seen)
+            vals[nv++] = v;
+    }
+    return nv;
+}
+
+/* Spread: members a water-fill puts inside domain d of level. */
+static int spread_holds(const struct cnode *m, int nn, int level, int d, int k, int g, int skew, int want)
+{
+    int val[64], cnt[64], rm[64], nv = 0;
+    for (int i = 0; i < nn; i++) {
+        int v = kval(m, nn, i, k), j = 0;
+        while (j < nv && val[j] != v)
+            j++;
+        if (j == nv) {
+            val[nv] = v;
+            cnt[nv] = rm[nv] = 0;
+            nv++;
+        }
+        cnt[j] += m[i].app;
+        if (cdom(m, i, level) == d)
+            rm[j] += room(&m[i], g);
+    }
+    int placed = 0;
+    while (placed < want) {
+        int best = -1, min = 1 << 30;
+        for (int j = 0; j < nv; j++)
+            min = cnt[j] < min ? cnt[j] : min;
+        for (int j = 0; j < nv; j++)
+            if (rm[j] > 0 && (best < 0 || cnt[j] < cnt[best]))
+                best = j;
+        if (best < 0 || cnt[best] + 1 - min > skew)
+            break;
+        cnt[best]++;
+        rm[best]--;
+        placed++;
+    }
+    return placed;
+}
+
+static int c_any(const struct cnode *m, int nn, int level, int kind, int k, int g, int skew, int n)
+{
+    for (int i = 0; i < nn; i++) {
+        int d = cdom(m, i, level);
+        int h = kind ? spread_holds(m, nn, level, d, k, g, skew, n) : anti_holds(m, nn, level, d, k, g);
+        if (h >= n)
+            return 1;
+    }
+    return 0;
+}
+
+static int constraint_wrong;
+
+static void constraint_trial(int t)
+{
+    struct cnode m[MAXN];
+    int nn = 0, shared = rnd(2);
+    char *y = NULL;
+    int nz = 1 + rnd(2);
+    for (int z = 0; z < nz; z++) {
+        int nr = 1 + rnd(3);
+        for (int r = 0; r < nr; r++) {
+            int k = 1 + rnd(4);
+            for (int i = 0; i < k && nn < MAXN; i++) {
+                struct cnode *x = &m[nn];
+                x->zone = z;
+                x->rack = r;
+                x->gpus = (int[]){0, 2, 4, 8, 8}[rnd(5)];
+                x->used = x->gpus ? rnd(x->gpus + 1) : 0;
+                x->tainted = rnd(8) == 0;
+                x->app = rnd(5) == 0;
+                snprintf(x->name, sizeof x->name, "n%d", nn);
+                snprintf(x->rackv, sizeof x->rackv, shared ? "r%d" : "r%d-%d", shared ? r : z, r);
+                char zone[8];
+                snprintf(zone, sizeof zone, "z%d", z);
+                tu_cat(&y, "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  labels:\n"
+                           "    kubernetes.io/hostname: %s\n    topology.kubernetes.io/zone: %s\n"
+                           "    topogang.io/rack: %s\n", x->name, x->name, zone, x->rackv);
+                tu_cat(&y, "spec: {%s}\nstatus:\n  allocatable: {cpu: \"64\", memory: 512Gi, pods: \"110\", "
+                           "nvidia.com/gpu: \"%d\"}\n",
+                       x->tainted ? "taints: [{key: bad, effect: NoSchedule}]" : "", x->gpus);
+                if (x->used)
+                    tu_cat(&y, "---\nkind: Pod\nmetadata: {name: used-%d, namespace: other}\n"
+                               "spec: {nodeName: %s, containers: [{resources: {requests: {nvidia.com/gpu: %d}}}]}\n",
+                           nn, x->name, x->used);
+                if (x->app)
+                    tu_cat(&y, "---\nkind: Pod\nmetadata: {name: app-%d, namespace: ml, labels: {app: c}}\n"
+                               "spec: {nodeName: %s, containers: [{resources: {requests: {cpu: \"1\"}}}]}\n",
+                           nn, x->name);
+                nn++;
+            }
+        }
+    }
+    static const char *const lvname[] = {NULL, "zone", "rack", "node"};
+    static const char *const keys[] = {"kubernetes.io/hostname", "topogang.io/rack",
+                                       "topology.kubernetes.io/zone"};
+    int kind = rnd(2), k = rnd(kind ? 3 : 2), skew = 1 + rnd(2);
+    int n = 1 + rnd(6), g = (int[]){1, 2, 4, 8}[rnd(4)];
+    int req = rnd(3), pref = req ? req + rnd(4 - req) : 2;
+    if (pref == 0)
+        pref = 2;
+    char topo[96] = "";
+    if (req)
+        snprintf(topo, sizeof topo, ", topology: {required: %s, preferred: %s}", lvname[req], lvname[pref]);
+    tu_cat(&y, "---\nkind: PodGroup\napiVersion: topogang.io/v1alpha1\n"
+               "metadata: {name: c, namespace: ml}\nspec: {minMember: %d%s}\n", n, topo);
+    char spec[400];
+    if (kind)
+        snprintf(spec, sizeof spec, "  topologySpreadConstraints:\n  - {maxSkew: %d, topologyKey: %s, "
+                                    "whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: c}}}\n",
+                 skew, keys[k]);
+    else
+        snprintf(spec, sizeof spec, "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+                                    "      - {labelSelector: {matchLabels: {app: c}}, topologyKey: %s}\n", keys[k]);
+    for (int i = 0; i < n; i++) {
+        char name[32], rq[48];
+        snprintf(name, sizeof name, "c-%d", i);
+        snprintf(rq, sizeof rq, "nvidia.com/gpu: %d", g);
+        tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: ml, labels: "
+                   "{topogang.io/pod-group: c, app: c}}\nspec:\n  schedulerName: topogang\n%s"
+                   "  containers:\n  - name: x\n    resources: {requests: {%s}}\n", name, spec, rq);
+    }
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *gj = tu_gang(res, "ml/c");
+    int scheduled = !strcmp(tu_str(gj, "status"), "Scheduled");
+    int feasible = c_any(m, nn, req, kind, k, g, skew, n);
+    int pref_ok = !kind && c_any(m, nn, pref, kind, k, g, skew, n);
+    if (scheduled != feasible) {
+        constraint_wrong++;
+        print_error("constraint trial %d (%s on %s, n %d, required %s): scheduled=%d, brute force "
+                    "feasible=%d (%s)\n%s\n", t, kind ? "spread" : "anti-affinity", keys[k], n,
+                    req ? lvname[req] : "cluster", scheduled, feasible, tu_str(gj, "reason"), y);
+    }
+    if (scheduled) {
+        int at[8], first = -1, same_req = 1, same_pref = 1;
+        for (int i = 0; i < n; i++) {
+            char pod[32];
+            snprintf(pod, sizeof pod, "ml/c-%d", i);
+            const char *nd = tu_node_of(res, pod);
+            assert_non_null(nd);
+            at[i] = atoi(nd + 1);
+            m[at[i]].used += g;
+            assert_true(m[at[i]].used <= m[at[i]].gpus);
+            assert_false(m[at[i]].tainted);
+            if (first < 0)
+                first = at[i];
+            same_req &= cdom(m, at[i], req) == cdom(m, first, req);
+            same_pref &= cdom(m, at[i], pref) == cdom(m, first, pref);
+        }
+        assert_true(same_req);
+        if (!kind) {
+            /* one member per value, none beside a bound app=c pod */
+            for (int i = 0; i < n; i++) {
+                for (int j = 0; j < i; j++)
+                    assert_int_not_equal(kval(m, nn, at[i], k), kval(m, nn, at[j], k));
+                for (int j = 0; j < nn; j++)
+                    assert_false(m[j].app && kval(m, nn, j, k) == kval(m, nn, at[i], k));
+            }
+            if (pref_ok && !same_pref)
+                print_error("constraint trial %d: a %s could hold it but it was split\n%s\n", t,
+                            lvname[pref], y);
+            assert_true(!pref_ok || same_pref);
+        } else {
+            /* a domain that got members ends at most maxSkew above the
+             * minimum over every domain of the cluster (the minimum only rises) */
+            int val[64], cnt[64], got[64], nv = 0;
+            for (int i = 0; i < nn; i++) {
+                int v = kval(m, nn, i, k), j = 0, mine = 0;
+                for (int q = 0; q < n; q++)
+                    mine += at[q] == i;
+                while (j < nv && val[j] != v)
+                    j++;
+                if (j == nv) {
+                    val[nv] = v;
+                    cnt[nv] = got[nv] = 0;
+                    nv++;
+                }
+                cnt[j] += m[i].app + mine;
+                got[j] += mine;
+            }
+            int lo = 1 << 30;
+            for (int j = 0; j < nv; j++)
+                lo = cnt[j] < lo ? cnt[j] : lo;
+            for (int j = 0; j < nv; j++) {
+                if (got[j] && cnt[j] - lo > skew)
+                    print_error("constraint trial %d: skew %d > %d\n%s\n", t, cnt[j] - lo, skew, y);
+                assert_true(!got[j] || cnt[j] - lo <= skew);
+            }
+        }
+    }
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_constraints(void **state)
+{
+    (void)state;
+    int nt = getenv("TG_TRIALS") ? atoi(getenv("TG_TRIALS")) : 1500;
+    for (int t = 0; t < nt; t++)
+        constraint_trial(t);
+    assert_int_equal(constraint_wrong, 0);
+}
+
 static void test_single_gang(void **state)
 {
     (void)state;
@@ -380,6 +639,7 @@ int main(void)
         cmocka_unit_test(test_single_gang),
         cmocka_unit_test(test_gang_sequences),
         cmocka_unit_test(test_heterogeneous),
+        cmocka_unit_test(test_constraints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
