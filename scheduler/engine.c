@@ -167,6 +167,7 @@ int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct 
     }
     e->gangs.freed = on_gang_freed;
     e->gangs.ud = e;
+    tg_gangs_set_policy(&e->gangs, &e->sched.policy);
     tg_queue_init(&e->queue, &e->clock);
     return 0;
 }
@@ -212,6 +213,7 @@ int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p)
             tg_queue_unreserve(&e->queue, e->queue.resv[0].owner);
     }
     int rc = tg_sched_set_policy(&e->sched, p);
+    tg_gangs_set_policy(&e->gangs, &e->sched.policy); /* peers' levels resolve again */
     tg_queue_wake(&e->queue);
     return rc;
 }
@@ -269,7 +271,7 @@ int tg_engine_pending_set(struct tg_engine *e, struct tg_pod *p)
     struct tg_grec *g;
     uint32_t before = 0;
     char key[512];
-    struct tg_grec *old = tg_gangs_get(&e->gangs, tg_gang_key_of(p, key, sizeof key));
+    struct tg_grec *old = tg_gangs_get(&e->gangs, tg_gang_key_of(&e->gangs, p, key, sizeof key));
     if (old)
         before = old->npending;
     int rc = tg_gangs_pending_set(&e->gangs, p, tg_engine_now(e), &g);
@@ -841,6 +843,11 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         e->stats.timeouts++;
         tg_queue_unreserve(q, &g->q);
     }
+    int bad;
+    if (tg_grec_unresolved(g, &bad, d->reason, sizeof d->reason)) { /* issue 9: gang.h */
+        d->kind = bad ? TG_D_INVALID : TG_D_WAITING;
+        return tg_queue_done(q, &g->q, bad ? TG_QDONE_UNSCHEDULABLE : TG_QDONE_PARKED);
+    }
     if (g->group && !g->pg) {
         d->kind = TG_D_INVALID;
         snprintf(d->reason, sizeof d->reason, "PodGroup %s does not exist (pods labelled %s=%s wait for it)",
@@ -981,4 +988,21 @@ void tg_engine_bind_done(struct tg_engine *e, struct tg_grec *g, int ok, int som
         tg_queue_backoff(&e->queue, &g->q);
     else
         tg_gangs_release(&e->gangs, g);
+}
+
+/* ---- workloads (issue 9) ---------------------------------------------------------- */
+
+static void workload_requeue(void *ud, struct tg_grec *g)
+{
+    requeue(ud, g);
+}
+
+int tg_engine_workload_set(struct tg_engine *e, const struct tg_workload *w)
+{
+    return tg_gangs_workload_set(&e->gangs, w, workload_requeue, e);
+}
+
+void tg_engine_workload_delete(struct tg_engine *e, const char *key)
+{
+    tg_gangs_workload_delete(&e->gangs, key, workload_requeue, e);
 }

@@ -107,6 +107,13 @@ void tg_engine_bound_gone(struct tg_engine *e, const char *key);
  * nothing. */
 void tg_engine_podgroup_set(struct tg_engine *e, const struct tg_podgroup *pg);
 void tg_engine_podgroup_delete(struct tg_engine *e, const char *key);
+/* Workloads whose pods form gangs with no PodGroup (model/workload.h: Job,
+ * JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, TrainJob), kept by pointer
+ * until replaced or deleted; the gangs they define are woken. Which kinds
+ * count is e->gangs.owner_kinds (the embedder sets it before any pod).
+ * Set returns 0 or TG_ENOMEM. */
+int tg_engine_workload_set(struct tg_engine *e, const struct tg_workload *w);
+void tg_engine_workload_delete(struct tg_engine *e, const char *key);
 /* PriorityClasses by interned name. */
 int tg_engine_pclass_set(struct tg_engine *e, uint32_t name, const struct tg_pclass *pc);
 void tg_engine_pclass_delete(struct tg_engine *e, uint32_t name);

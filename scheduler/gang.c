@@ -7,6 +7,7 @@
 #include "util/intern.h"
 #include "util/vec.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,20 +18,37 @@ struct pidx {
     uint32_t pos;
 };
 
-const char *tg_gang_key_of(const struct tg_pod *p, char *buf, size_t n)
+/* The derived gang name a pod's (or record's) owner gives it here, or 0. */
+static uint32_t derived_of(const struct tg_gangs *gs, uint32_t derived)
 {
-    if (p->group)
-        snprintf(buf, n, "%s/%s", tg_str(p->ns), tg_str(p->group));
+    return derived && (gs->owner_kinds >> tg_derived_kind(derived) & 1) ? derived : 0;
+}
+
+const char *tg_gang_key_of(const struct tg_gangs *gs, const struct tg_pod *p, char *buf, size_t n)
+{
+    uint32_t group = p->group ? p->group : derived_of(gs, p->derived);
+    if (group)
+        snprintf(buf, n, "%s/%s", tg_str(p->ns), tg_str(group));
     else
         snprintf(buf, n, "%s", p->key);
     return buf;
 }
 
-static const char *usage_gang_key(const struct tg_usage *u, char *buf, size_t n)
+/* A placed pod's group: its own, or (a pod of this scheduler) its owner's. */
+static uint32_t usage_group(const struct tg_gangs *gs, const struct tg_usage *u)
 {
-    if (!u->group)
+    if (u->group)
+        return u->group;
+    return u->derived && u->sched == gs->sched ? derived_of(gs, u->derived) : 0;
+}
+
+static const char *usage_gang_key(const struct tg_gangs *gs, const struct tg_usage *u, char *buf,
+                                  size_t n)
+{
+    uint32_t group = usage_group(gs, u);
+    if (!group)
         return u->key;
-    snprintf(buf, n, "%s/%s", tg_str(u->ns), tg_str(u->group));
+    snprintf(buf, n, "%s/%s", tg_str(u->ns), tg_str(group));
     return buf;
 }
 
@@ -50,13 +68,18 @@ struct tg_grec *tg_gangs_get(const struct tg_gangs *gs, const char *key)
 struct tg_grec *tg_gangs_of_usage(const struct tg_gangs *gs, const struct tg_usage *u)
 {
     uint64_t v;
-    if (u->group && tg_imap_get(&gs->by_group, group_id(u->ns, u->group), &v))
+    uint32_t group = usage_group(gs, u);
+    if (group && tg_imap_get(&gs->by_group, group_id(u->ns, group), &v))
         return (struct tg_grec *)(uintptr_t)v;
     char key[512];
-    return tg_gangs_get(gs, usage_gang_key(u, key, sizeof key));
+    return tg_gangs_get(gs, usage_gang_key(gs, u, key, sizeof key));
 }
 
-static struct tg_grec *get_or_make(struct tg_gangs *gs, const char *key, uint32_t ns, uint32_t group)
+static void resolve_pg(struct tg_gangs *gs, struct tg_grec *g);
+static void hints_changed(struct tg_gangs *gs, struct tg_grec *g, const struct tg_pod *p);
+
+static struct tg_grec *get_or_make(struct tg_gangs *gs, const char *key, uint32_t ns, uint32_t group,
+                                   int derived)
 {
     struct tg_grec *g = tg_gangs_get(gs, key);
     if (g)
@@ -82,16 +105,25 @@ static struct tg_grec *get_or_make(struct tg_gangs *gs, const char *key, uint32_
         free(g);
         return NULL;
     }
-    if (group) {
-        uint64_t v;
-        if (tg_hmap_get(&gs->pgs, key, strlen(key), &v))
-            g->pg = (const struct tg_podgroup *)(uintptr_t)v;
-    }
-    tg_grec_resolve(gs, g);
+    g->derived = (uint8_t)(derived != 0);
+    if (group)
+        resolve_pg(gs, g); /* resolves the priority too */
+    else
+        tg_grec_resolve(gs, g);
     return g;
 }
 
 static void maybe_free(struct tg_gangs *gs, struct tg_grec *g);
+
+static void grec_free(struct tg_grec *g)
+{
+    free(g->pending);
+    free(g->members);
+    free(g->eff);
+    free(g->eff_problem);
+    free(g->key);
+    free(g);
+}
 
 /* Frees g when nothing refers to it any more. */
 void tg_gangs_release(struct tg_gangs *gs, struct tg_grec *g)
@@ -109,10 +141,7 @@ static void maybe_free(struct tg_gangs *gs, struct tg_grec *g)
     tg_hmap_del(&gs->by_key, g->key, strlen(g->key));
     if (g->group)
         tg_imap_del(&gs->by_group, group_id(g->ns, g->group));
-    free(g->pending);
-    free(g->members);
-    free(g->key);
-    free(g);
+    grec_free(g);
 }
 
 /* ---- priority ------------------------------------------------------------------ */
@@ -276,8 +305,9 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
     if (u->kind == TG_USAGE_NOMINATED || u->deleting)
         return; /* a Terminating pod is leaving: its gang may already have new members */
     char buf[512];
-    const char *key = usage_gang_key(u, buf, sizeof buf);
-    struct tg_grec *g = u->group ? get_or_make(gs, key, u->ns, u->group) : tg_gangs_get(gs, key);
+    const char *key = usage_gang_key(gs, u, buf, sizeof buf);
+    uint32_t group = usage_group(gs, u);
+    struct tg_grec *g = group ? get_or_make(gs, key, u->ns, group, !u->group) : tg_gangs_get(gs, key);
     if (!g || push_member(g, u))
         return; /* out of memory: the pod still counts as usage, it is just not a member */
     if (is_pending(gs, u->key))
@@ -326,14 +356,12 @@ void tg_gangs_free(struct tg_gangs *gs)
         if (gs->freed)
             gs->freed(gs->ud, g);
         tg_queue_nomination_clear(&g->q);
-        free(g->pending);
-        free(g->members);
-        free(g->key);
-        free(g);
+        grec_free(g);
     }
     tg_hmap_free(&gs->by_key);
     tg_imap_free(&gs->by_group);
     tg_hmap_free(&gs->pgs);
+    tg_hmap_free(&gs->wls);
     pos = 0;
     while ((s = tg_hmap_next(&gs->pidx, &pos))) {
         struct pidx *x = (struct pidx *)(uintptr_t)s->val;
@@ -351,9 +379,10 @@ void tg_gangs_free(struct tg_gangs *gs)
 int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, struct tg_grec **out)
 {
     char key[512];
-    tg_gang_key_of(p, key, sizeof key);
+    tg_gang_key_of(gs, p, key, sizeof key);
     *out = NULL;
-    struct tg_grec *g = get_or_make(gs, key, p->ns, p->group);
+    uint32_t derived = p->group ? 0 : derived_of(gs, p->derived);
+    struct tg_grec *g = get_or_make(gs, key, p->ns, p->group ? p->group : derived, derived);
     if (!g)
         return TG_ENOMEM;
     *out = g;
@@ -361,7 +390,10 @@ int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, str
     if (tg_hmap_get(&gs->pidx, p->key, strlen(p->key), &v)) {
         struct pidx *x = (struct pidx *)(uintptr_t)v;
         if (x->pos < g->npending && !strcmp(g->pending[x->pos]->key, p->key)) {
+            const struct tg_pod *old = g->pending[x->pos];
             g->pending[x->pos] = p;
+            if (g->derived && (old->hints || p->hints))
+                hints_changed(gs, g, p);
             absorb(gs, g, pod_priority(gs, p), p->created_ms, pod_never(gs, p));
             return 0;
         }
@@ -385,6 +417,8 @@ int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, str
     const struct tg_usage *u = tg_cluster_usage(gs->cluster, p->key);
     if (u && u->gpos != UINT32_MAX && u->kind != TG_USAGE_NOMINATED)
         g->npending_placed++;
+    if (g->derived && p->hints)
+        hints_changed(gs, g, p);
     absorb(gs, g, pod_priority(gs, p), p->created_ms, pod_never(gs, p));
     return 0;
 }
@@ -396,7 +430,7 @@ struct tg_grec *tg_gangs_pending_delete(struct tg_gangs *gs, const struct tg_pod
         return NULL;
     struct pidx *x = (struct pidx *)(uintptr_t)v;
     char key[512];
-    struct tg_grec *g = tg_gangs_get(gs, tg_gang_key_of(p, key, sizeof key));
+    struct tg_grec *g = tg_gangs_get(gs, tg_gang_key_of(gs, p, key, sizeof key));
     const struct tg_usage *u = tg_cluster_usage(gs->cluster, p->key);
     if (g && u && u->gpos != UINT32_MAX && u->kind != TG_USAGE_NOMINATED && g->npending_placed)
         g->npending_placed--;
@@ -412,6 +446,8 @@ struct tg_grec *tg_gangs_pending_delete(struct tg_gangs *gs, const struct tg_pod
         if (tg_hmap_get(&gs->pidx, moved, strlen(moved), &v))
             ((struct pidx *)(uintptr_t)v)->pos = pos;
     }
+    if (g->derived && p->hints)
+        resolve_pg(gs, g); /* its annotations may have been the ones in force */
     if (!g->npending && !g->nmembers && g->q.state == TG_Q_OUT) {
         maybe_free(gs, g);
         return NULL;
@@ -421,26 +457,33 @@ struct tg_grec *tg_gangs_pending_delete(struct tg_gangs *gs, const struct tg_pod
 
 /* ---- PodGroups ------------------------------------------------------------------- */
 
+/* The gang of a PodGroup key: "ns/name" (a peer's key ends in "@group"). */
+static struct tg_grec *gang_of_pg_key(const struct tg_gangs *gs, const char *key)
+{
+    const char *at = strchr(key, '@');
+    if (!at)
+        return tg_gangs_get(gs, key);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%.*s", (int)(at - key), key);
+    return tg_gangs_get(gs, buf);
+}
+
 struct tg_grec *tg_gangs_podgroup_set(struct tg_gangs *gs, const struct tg_podgroup *pg)
 {
     if (tg_hmap_put(&gs->pgs, pg->key, strlen(pg->key), (uint64_t)(uintptr_t)pg))
         return NULL;
-    struct tg_grec *g = tg_gangs_get(gs, pg->key);
-    if (g && g->group) {
-        g->pg = pg;
-        tg_grec_resolve(gs, g);
-    }
+    struct tg_grec *g = gang_of_pg_key(gs, pg->key);
+    if (g && g->group && !g->derived)
+        resolve_pg(gs, g);
     return g;
 }
 
 struct tg_grec *tg_gangs_podgroup_delete(struct tg_gangs *gs, const char *key)
 {
     tg_hmap_del(&gs->pgs, key, strlen(key));
-    struct tg_grec *g = tg_gangs_get(gs, key);
-    if (g && g->group) {
-        g->pg = NULL;
-        tg_grec_resolve(gs, g);
-    }
+    struct tg_grec *g = gang_of_pg_key(gs, key);
+    if (g && g->group && !g->derived)
+        resolve_pg(gs, g);
     return g;
 }
 
@@ -449,6 +492,346 @@ const struct tg_podgroup *tg_gangs_podgroup(const struct tg_gangs *gs, const cha
     uint64_t v;
     return tg_hmap_get(&gs->pgs, key, strlen(key), &v) ? (const struct tg_podgroup *)(uintptr_t)v
                                                        : NULL;
+}
+
+/* ---- PodGroups made here: the peers', the derived gangs' ----------------------------- */
+
+/* Tree level (1-based) of a level name or a node label key, or -1. */
+static int level_any(const struct tg_policy *p, uint32_t id)
+{
+    if (!p || !id)
+        return -1;
+    int l = tg_policy_level(p, tg_str(id));
+    for (uint32_t i = 0; l < 0 && i < p->nlevels; i++)
+        if (p->levels[i].label_id == id)
+            l = (int)i + 1;
+    return l;
+}
+
+/* The level `tier` levels above the nodes (a level whose node label is
+ * kubernetes.io/hostname is the nodes themselves, tier 0), or -1. */
+static int tier_level(const struct tg_policy *p, int tier)
+{
+    if (!p)
+        return -1;
+    int nodes = (int)p->nlevels + 1;
+    for (uint32_t i = 0; i < p->nlevels; i++)
+        if (!strcmp(p->levels[i].label, "kubernetes.io/hostname"))
+            nodes = (int)i + 1;
+    int l = nodes - tier;
+    return l >= 1 && l <= (int)p->nlevels ? l : -1;
+}
+
+/* "(levels: zone=topology.kubernetes.io/zone, ...)" for messages. */
+static void levels_text(const struct tg_policy *p, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "levels:");
+    for (uint32_t i = 0; p && i < p->nlevels && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s %s=%s", i ? "," : "", p->levels[i].name,
+                              p->levels[i].label);
+}
+
+static uint32_t level_name(const struct tg_policy *p, int l)
+{
+    uint32_t id = l >= 1 ? tg_intern(p->levels[l - 1].name) : 0;
+    return id == TG_STR_NONE ? 0 : id;
+}
+
+/* Sets g's own problem text (first one wins). */
+static void eff_problem(struct tg_grec *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void eff_problem(struct tg_grec *g, const char *fmt, ...)
+{
+    if (g->eff_problem)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    g->eff_problem = strdup(buf);
+}
+
+/* One topology value of a peer: a level name or node label key. */
+static uint32_t resolve_key(const struct tg_gangs *gs, struct tg_grec *g, uint32_t key,
+                            const char *field)
+{
+    int l = level_any(gs->policy, key);
+    if (l >= 1)
+        return level_name(gs->policy, l);
+    char lv[512];
+    levels_text(gs->policy, lv, sizeof lv);
+    eff_problem(g, "%s: \"%s\" is neither a level of the policy nor the node label of one (%s)",
+                field ? field : "topology", tg_str(key), lv);
+    return 0;
+}
+
+static void resolve_peer(struct tg_gangs *gs, struct tg_grec *g, const struct tg_podgroup *raw)
+{
+    struct tg_podgroup *e = g->eff;
+    *e = *raw;
+    e->required = e->preferred = 0;
+    if (raw->problem)
+        return; /* borrowed, like the rest */
+    if (raw->api == TG_PG_VOLCANO && raw->tier >= 0) {
+        int l = tier_level(gs->policy, raw->tier);
+        if (l < 1) {
+            char lv[512];
+            levels_text(gs->policy, lv, sizeof lv);
+            eff_problem(g, "spec.networkTopology.highestTierAllowed: tier %d does not exist (tiers "
+                           "count the policy's levels from the nodes up; %s)", raw->tier, lv);
+        } else if (raw->tier_hard) {
+            e->required = level_name(gs->policy, l);
+        } else {
+            e->preferred = level_name(gs->policy, l);
+        }
+    }
+    if (raw->topo_req)
+        e->required = resolve_key(gs, g, raw->topo_req, raw->topo_req_field);
+    if (raw->topo_pref)
+        e->preferred = resolve_key(gs, g, raw->topo_pref, raw->topo_pref_field);
+}
+
+/* The workload of a derived gang (a JobSet's gang falls back on the TrainJob
+ * of the same name when the JobSet is not seen). */
+static const struct tg_workload *workload_of(const struct tg_gangs *gs, const struct tg_grec *g)
+{
+    char key[512];
+    const struct tg_workload *w = tg_gangs_workload(gs, tg_derived_owner_key(g->ns, g->group, key,
+                                                                             sizeof key));
+    if (!w && tg_derived_kind(g->group) == TG_WL_JOBSET) {
+        snprintf(key, sizeof key, "%s/TrainJob/%s", tg_str(g->ns), strchr(tg_str(g->group), '/') + 1);
+        w = tg_gangs_workload(gs, key);
+    }
+    return w;
+}
+
+/* The tightest level any pending member's annotation asks (required != 0:
+ * the required one), 0 none; a value that names no level is a problem. */
+static uint32_t member_level(const struct tg_gangs *gs, struct tg_grec *g, int required)
+{
+    int best = 0;
+    for (uint32_t i = 0; i < g->npending; i++) {
+        const struct tg_pod *p = g->pending[i];
+        const struct tg_ganghints *h = p->hints;
+        uint32_t v = h ? (required ? h->req : h->pref) : 0;
+        if (!v)
+            continue;
+        int l = level_any(gs->policy, v);
+        if (l < 1) {
+            char lv[512];
+            levels_text(gs->policy, lv, sizeof lv);
+            eff_problem(g, "Pod %s: metadata.annotations[%s]: \"%s\" is neither a level of the "
+                           "policy nor the node label of one (%s)", p->key,
+                        tg_hint_annotation(required ? h->req_src : h->pref_src, required),
+                        tg_str(v), lv);
+        } else if (l > best) {
+            best = l;
+        }
+    }
+    return level_name(gs->policy, best);
+}
+
+static void resolve_derived(struct tg_gangs *gs, struct tg_grec *g)
+{
+    const struct tg_workload *w = workload_of(gs, g);
+    g->wl = w;
+    g->owner_missing = !w;
+    if (!w) {
+        g->pg = NULL;
+        return;
+    }
+    struct tg_podgroup *e = g->eff;
+    memset(e, 0, sizeof *e);
+    e->key = g->key;
+    e->ns = g->ns;
+    e->name = g->group;
+    e->uid = w->uid;
+    e->rv = w->rv;
+    e->created_ms = w->created_ms;
+    e->min_member = w->size > 0 ? w->size : 1;
+    e->tier = -1;
+    int32_t min = 0;
+    memset(&g->seen, 0, sizeof g->seen);
+    for (uint32_t i = 0; i < g->npending; i++) {
+        const struct tg_ganghints *h = g->pending[i]->hints;
+        if (h && h->min < 0)
+            eff_problem(g, "Pod %s: metadata.annotations[" TG_ANN_MIN_MEMBER "]: must be a whole "
+                           "number 1..1000000", g->pending[i]->key);
+        else if (h && h->min > min)
+            min = h->min;
+        if (h)
+            g->seen = *h;
+    }
+    if (min)
+        e->min_member = min;
+    e->required = member_level(gs, g, 1);
+    e->preferred = member_level(gs, g, 0);
+    if (w->problem)
+        e->problem = w->problem;
+}
+
+/* Chooses and builds g->pg (see gang.h), then its priority. */
+static void resolve_pg(struct tg_gangs *gs, struct tg_grec *g)
+{
+    free(g->eff_problem);
+    g->eff_problem = NULL;
+    const struct tg_podgroup *raw = NULL;
+    if (!g->derived) {
+        char key[600];
+        uint64_t v;
+        for (int api = 0; api < TG_PG_NAPI && !raw; api++) {
+            if (api == TG_PG_TOPOGANG)
+                snprintf(key, sizeof key, "%s", g->key);
+            else
+                snprintf(key, sizeof key, "%s@%s", g->key, tg_pg_apis[api].group);
+            if (tg_hmap_get(&gs->pgs, key, strlen(key), &v))
+                raw = (const struct tg_podgroup *)(uintptr_t)v;
+        }
+        if (!raw || raw->api == TG_PG_TOPOGANG) {
+            g->pg = raw;
+            tg_grec_resolve(gs, g);
+            return;
+        }
+    }
+    if (!g->eff && !(g->eff = calloc(1, sizeof *g->eff))) {
+        g->pg = NULL; /* out of memory: it waits as if it had none */
+        tg_grec_resolve(gs, g);
+        return;
+    }
+    if (g->derived)
+        resolve_derived(gs, g);
+    else
+        resolve_peer(gs, g, raw);
+    if (g->eff_problem && !g->eff->problem)
+        g->eff->problem = g->eff_problem;
+    if (!g->derived || g->wl)
+        g->pg = g->eff;
+    tg_grec_resolve(gs, g);
+}
+
+/* A derived gang's member came with (or lost) annotations: resolve again
+ * unless they are those resolved last. */
+static void hints_changed(struct tg_gangs *gs, struct tg_grec *g, const struct tg_pod *p)
+{
+    const struct tg_ganghints *h = p->hints;
+    if (h && g->pg && !g->eff_problem && h->req == g->seen.req && h->pref == g->seen.pref &&
+        h->min == g->seen.min)
+        return;
+    resolve_pg(gs, g);
+}
+
+void tg_gangs_set_policy(struct tg_gangs *gs, const struct tg_policy *p)
+{
+    gs->policy = p;
+    uint32_t sched = p ? tg_intern(p->scheduler_name) : 0;
+    gs->sched = sched == TG_STR_NONE ? 0 : sched;
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&gs->by_key, &pos))) {
+        struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
+        if (g->group)
+            resolve_pg(gs, g);
+    }
+}
+
+const struct tg_workload *tg_gangs_workload(const struct tg_gangs *gs, const char *key)
+{
+    uint64_t v;
+    return tg_hmap_get(&gs->wls, key, strlen(key), &v) ? (const struct tg_workload *)(uintptr_t)v
+                                                       : NULL;
+}
+
+/* Resolves again every derived gang of the workload key (an LWS: each group;
+ * a TrainJob: its JobSet's). */
+static void workload_changed(struct tg_gangs *gs, const char *key, tg_grec_fn each, void *ud)
+{
+    const char *s1 = strchr(key, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+    if (!s2)
+        return;
+    int trainjob = !strncmp(s1 + 1, "TrainJob/", 9);
+    char alt[512];
+    if (trainjob) /* its pods are its JobSet's */
+        snprintf(alt, sizeof alt, "%.*s/JobSet/%s", (int)(s1 - key), key, s2 + 1);
+    const char *want = trainjob ? alt : key;
+    if (strncmp(s1 + 1, "LeaderWorkerSet/", 16)) { /* one gang, of the same key */
+        struct tg_grec *g = tg_gangs_get(gs, want);
+        if (g && g->derived) {
+            resolve_pg(gs, g);
+            if (each)
+                each(ud, g);
+        }
+        return;
+    }
+    size_t wl = strlen(want); /* an LWS: a gang per group, "<key>/<group>" */
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&gs->by_key, &pos))) {
+        struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
+        if (g->derived && !strncmp(g->key, want, wl) && g->key[wl] == '/') {
+            resolve_pg(gs, g);
+            if (each)
+                each(ud, g);
+        }
+    }
+}
+
+int tg_gangs_workload_set(struct tg_gangs *gs, const struct tg_workload *w, tg_grec_fn each, void *ud)
+{
+    if (tg_hmap_put(&gs->wls, w->key, strlen(w->key), (uint64_t)(uintptr_t)w))
+        return TG_ENOMEM;
+    workload_changed(gs, w->key, each, ud);
+    return 0;
+}
+
+void tg_gangs_workload_delete(struct tg_gangs *gs, const char *key, tg_grec_fn each, void *ud)
+{
+    tg_hmap_del(&gs->wls, key, strlen(key));
+    workload_changed(gs, key, each, ud);
+}
+
+const char *tg_grec_describe(const struct tg_grec *g, char *buf, size_t n)
+{
+    if (g->derived) {
+        const char *s = tg_str(g->group), *slash = strchr(s, '/');
+        snprintf(buf, n, "%.*s %s/%s", (int)(slash - s), s, tg_str(g->ns), slash + 1);
+        if (g->wl && g->wl->kind != tg_derived_kind(g->group))
+            snprintf(buf + strlen(buf), n - strlen(buf), " (%s %s)", tg_wl_kinds[g->wl->kind].kind,
+                     tg_str(g->wl->name));
+    } else if (g->pg && g->pg->api != TG_PG_TOPOGANG) {
+        snprintf(buf, n, "PodGroup %s/%s (%s)", tg_str(g->ns), tg_str(g->pg->name),
+                 tg_pg_apis[g->pg->api].api_version);
+    } else {
+        snprintf(buf, n, "PodGroup %s", g->key);
+    }
+    return buf;
+}
+
+int tg_grec_unresolved(const struct tg_grec *g, int *invalid, char *reason, size_t n)
+{
+    char what[600];
+    *invalid = 0;
+    if (g->derived && g->owner_missing) {
+        tg_grec_describe(g, what, sizeof what);
+        snprintf(reason, n, "waiting for %s: not seen yet (its pods form one gang)", what);
+        return 1;
+    }
+    if (g->pg && g->pg->problem) {
+        *invalid = 1;
+        snprintf(reason, n, "%s: %s", tg_grec_describe(g, what, sizeof what), g->pg->problem);
+        return 1;
+    }
+    if (g->group && !g->derived && !g->pg && g->npending && g->pending[0]->group_api != TG_PG_TOPOGANG &&
+        g->pending[0]->group_api != TG_PG_XK8S) {
+        static const char *const how[TG_PG_NAPI] = {
+            [TG_PG_UPSTREAM] = "spec.schedulingGroup.podGroupName",
+            [TG_PG_VOLCANO] = "the annotation " TG_ANN_VOLCANO_GROUP,
+            [TG_PG_KAI] = "the annotation " TG_ANN_KAI_GROUP};
+        *invalid = 1;
+        snprintf(reason, n, "PodGroup %s does not exist (pods name it by %s and wait for it)", g->key,
+                 how[g->pending[0]->group_api]);
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- views ------------------------------------------------------------------------ */

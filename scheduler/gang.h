@@ -3,8 +3,14 @@
  * used by the daemon and by `simulate` (snapshot and replay) through the
  * engine (engine.h).
  *
- * Membership. A pod belongs to the gang its pod-group label names in its
- * namespace ("ns/group"); a pod without a group is a gang of one ("ns/pod").
+ * Membership. A pod belongs to the gang its group names in its namespace
+ * ("ns/group": the pod-group label, else spec.schedulingGroup.podGroupName,
+ * else the Volcano or KAI annotation, see model/workload.h); a pod without a
+ * group whose controller is a workload of a kind the embedder reads
+ * (owner_kinds) belongs to the gang that workload forms ("ns/Kind/name", an
+ * LWS "ns/LeaderWorkerSet/name/group"); any other pod is a gang of one
+ * ("ns/pod"). A bound pod joins such a derived gang only when it is of this
+ * scheduler (its schedulerName, `sched`).
  * A gang record holds
  *   - its pending members: pods waiting to be placed, as pointers the caller
  *     owns and keeps current (every add, update and delete of a pending pod
@@ -15,7 +21,17 @@
  *     gang's new pods), followed through a cluster listener, so that bound
  *     pods of any scheduler form gangs too (they are the units preemption
  *     may evict);
- *   - its PodGroup, by key, when one exists.
+ *   - its PodGroup, by key, when one exists: topogang's own object as is; a
+ *     peer's (when no topogang.io PodGroup has that name: upstream, then
+ *     scheduler-plugins, Volcano, KAI) as a copy made here, its topology
+ *     (node label keys, Volcano tiers counted from the nodes up) resolved
+ *     against the policy's levels; a derived gang's is made here from its
+ *     workload (minMember: the workload's size) and its pending members'
+ *     annotations (topology-required/-preferred as a level name or node label
+ *     key, the tightest of the members; min-member, the largest). What
+ *     cannot be resolved makes the gang invalid with the object and the field
+ *     named (tg_grec_unresolved); a derived gang whose workload is not seen
+ *     yet waits for it.
  * A record lives while it has a pending or placed member.
  *
  * Priority. A gang's priority is its PodGroup's spec.priority, else the value
@@ -30,6 +46,7 @@
 #include <stdint.h>
 
 #include "model/cluster.h"
+#include "model/workload.h"
 #include "scheduler/cycle.h"
 #include "scheduler/queue.h"
 #include "util/hmap.h"
@@ -58,6 +75,13 @@ struct tg_grec {
                                            a node cannot help this gang (engine wake-ups) */
     uint8_t nhint;                      /* 0: unknown (any room may help) */
     void *user;                         /* the embedder's per-gang state (daemon: report) */
+    uint8_t derived;                    /* group is a derived name: a workload's gang */
+    uint8_t owner_missing;              /* derived: its workload is not seen (yet) */
+    struct tg_podgroup *eff;            /* owned: pg when made here (a peer's, a derived
+                                           gang's); its strings are borrowed */
+    char *eff_problem;                  /* owned: eff's problem when found here */
+    const struct tg_workload *wl;       /* derived: its workload, NULL none */
+    struct tg_ganghints seen;           /* derived: the last member hints resolved */
 };
 
 struct tg_pclass {
@@ -81,14 +105,42 @@ struct tg_gangs {
     /* Called when a placed member goes away (room freed). */
     void (*member_gone)(void *ud, struct tg_grec *g, const struct tg_usage *u);
     void *ud;
+    struct tg_hmap wls;                 /* workload key -> const struct tg_workload * */
+    const struct tg_policy *policy;     /* the levels peers' topology resolves to; NULL none */
+    uint32_t sched;                     /* interned schedulerName: its bound pods join
+                                           derived gangs */
+    unsigned owner_kinds;               /* bit per enum tg_wl_kind whose pods form derived
+                                           gangs (the embedder reads those workloads);
+                                           0 at init: none */
 };
 
 /* Listens to c's records. Returns 0 or TG_ENOMEM. Free with tg_gangs_free. */
 int tg_gangs_init(struct tg_gangs *gs, struct tg_cluster *c);
 void tg_gangs_free(struct tg_gangs *gs);
 
-/* The gang key of a pod ("ns/group" or "ns/pod") into buf; returns buf. */
-const char *tg_gang_key_of(const struct tg_pod *p, char *buf, size_t n);
+/* The gang key of a pod ("ns/group", "ns/Kind/name[/group]" or "ns/pod")
+ * into buf; returns buf. */
+const char *tg_gang_key_of(const struct tg_gangs *gs, const struct tg_pod *p, char *buf, size_t n);
+/* The policy whose levels the peers' topology and members' annotations
+ * resolve to (kept by pointer; call again after it changed) and the
+ * scheduler name; every made PodGroup is resolved again. */
+void tg_gangs_set_policy(struct tg_gangs *gs, const struct tg_policy *p);
+
+/* Workloads (kept by pointer until replaced or deleted). each() is called
+ * for every gang whose PodGroup changed with it. Set returns 0 or TG_ENOMEM. */
+typedef void (*tg_grec_fn)(void *ud, struct tg_grec *g);
+int tg_gangs_workload_set(struct tg_gangs *gs, const struct tg_workload *w, tg_grec_fn each,
+                          void *ud);
+void tg_gangs_workload_delete(struct tg_gangs *gs, const char *key, tg_grec_fn each, void *ud);
+const struct tg_workload *tg_gangs_workload(const struct tg_gangs *gs, const char *key);
+/* Whether g cannot be tried for a reason of its definition: 1 with
+ * *invalid = 1 (its PodGroup or workload is unusable; reason names the
+ * object and the field) or *invalid = 0 (a derived gang whose workload is
+ * not seen yet); 0 when it can. */
+int tg_grec_unresolved(const struct tg_grec *g, int *invalid, char *reason, size_t n);
+/* What g's PodGroup is, for people: "PodGroup ml/x (scheduling.volcano.sh/v1beta1)",
+ * "Job ml/train"; into buf. */
+const char *tg_grec_describe(const struct tg_grec *g, char *buf, size_t n);
 struct tg_grec *tg_gangs_get(const struct tg_gangs *gs, const char *key);
 /* The gang a usage record belongs to (NULL for a pod of no gang). */
 struct tg_grec *tg_gangs_of_usage(const struct tg_gangs *gs, const struct tg_usage *u);

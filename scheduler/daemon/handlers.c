@@ -92,8 +92,9 @@ static void pending_delete(void *ud, const void *obj)
 static void members(struct tg__handlers *h, const struct tg_pod *p)
 {
     char key[512];
-    if (p->group && h->on_members)
-        h->on_members(h->ud, tg_gang_key_of(p, key, sizeof key));
+    tg_gang_key_of(&h->engine->gangs, p, key, sizeof key);
+    if (h->on_members && strcmp(key, p->key))
+        h->on_members(h->ud, key);
 }
 
 static void bound_set(void *ud, const void *obj)

@@ -53,6 +53,10 @@ void tg_simdata_free(struct tg_simdata *d)
     tg_hmap_free(&d->pg_idx);
     tg_hmap_free(&d->pdb_idx);
     tg_imap_free(&d->node_idx);
+    for (uint32_t i = 0; i < d->nwls; i++)
+        tg_workload_free(&d->wls[i]);
+    free(d->wls);
+    tg_hmap_free(&d->wl_idx);
     tg_objstore_free(&d->store);
     memset(d, 0, sizeof *d);
 }
@@ -336,6 +340,50 @@ static int add_stored(struct tg_simdata *d, const cJSON *obj, const char *k)
     return tg_objstore_claim_set(&d->store, o);
 }
 
+/* A peer's PodGroup (model/workload.h): scheduling.k8s.io, scheduling.x-k8s.io,
+ * scheduling.volcano.sh, scheduling.run.ai. */
+static int add_peer_group(struct tg_simdata *d, const cJSON *obj)
+{
+    struct tg_podgroup *g;
+    int rc = tg_podgroup_decode_any(obj, &d->diag, &g);
+    if (rc == TG_ENOMEM)
+        return rc;
+    if (rc) {
+        d->warnings++;
+        return 0;
+    }
+    if (g->problem)
+        d->warnings++;
+    return keep_last(d, obj, "PodGroup", g->key, g, (void ***)&d->pgs, &d->npgs, &d->cappgs,
+                     &d->pg_idx, pg_free);
+}
+
+static void wl_free(void *o)
+{
+    struct tg_workload *w = o;
+    tg_workload_free(&w);
+}
+
+/* Job, JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, TrainJob. */
+static int add_workload(struct tg_simdata *d, const cJSON *obj)
+{
+    struct tg_workload *w;
+    int rc = tg_workload_decode(obj, &d->diag, &w);
+    if (rc == TG_ENOMEM)
+        return rc;
+    if (rc) {
+        d->warnings++;
+        return 0;
+    }
+    d->wl_kinds |= 1u << w->kind;
+    if (w->kind == TG_WL_TRAINJOB) /* its pods are its JobSet's */
+        d->wl_kinds |= 1u << TG_WL_JOBSET;
+    if (w->problem)
+        d->warnings++;
+    return keep_last(d, obj, w->kind == TG_WL_JOB ? "Job" : tg_wl_kinds[w->kind].kind, w->key, w,
+                     (void ***)&d->wls, &d->nwls, &d->capwls, &d->wl_idx, wl_free);
+}
+
 static int add_object(struct tg_simdata *d, const cJSON *obj);
 
 static int add_list(struct tg_simdata *d, const cJSON *obj)
@@ -371,6 +419,10 @@ static int add_object(struct tg_simdata *d, const cJSON *obj)
         return add_node(d, obj);
     if (!strcmp(k, "Pod"))
         return add_pod(d, obj);
+    if (!strcmp(k, "PodGroup") && tg_pg_api_of(cJSON_IsString(api) ? api->valuestring : NULL) > 0)
+        return add_peer_group(d, obj);
+    if (tg_wl_kind_of(k))
+        return add_workload(d, obj);
     if (!strcmp(k, "PodGroup")) {
         const char *av = cJSON_IsString(api) ? api->valuestring : "";
         if (strncmp(av, "topogang.io/", 12) && strncmp(av, "scheduling.x-k8s.io/", 20)) {

@@ -1,7 +1,11 @@
 /* The simulator's input: Kubernetes objects read from multi-document YAML
  * (or JSON, or `kind: List`), from files, directories of *.yaml or stdin.
  *
- * Kinds read: Node, Pod, PodGroup (topogang.io, scheduling.x-k8s.io),
+ * Kinds read: Node, Pod, PodGroup (topogang.io, scheduling.k8s.io,
+ * scheduling.x-k8s.io, scheduling.volcano.sh, scheduling.run.ai), the
+ * workloads whose pods form gangs (Job, JobSet, LeaderWorkerSet, PyTorchJob,
+ * MPIJob, TrainJob: model/workload.h; the pods of an owner kind of which the
+ * input holds no object are gangs of one, as without this),
  * PriorityClass, PodDisruptionBudget, Namespace, PersistentVolume,
  * PersistentVolumeClaim, StorageClass, ResourceClaim, List. The last five
  * are kept in the loader's store, which every pod it decodes points at
@@ -19,6 +23,7 @@
 #include "config/policy.h"
 #include "model/objects.h"
 #include "model/objstore.h"
+#include "model/workload.h"
 #include "scheduler/gang.h"
 #include "util/hmap.h"
 #include "util/strbuf.h"
@@ -57,6 +62,12 @@ struct tg_simdata {
     const char *origin;
     const void *lines;
     struct tg_diag diag;
+    /* Workloads whose pods form gangs with no PodGroup (model/workload.h) */
+    struct tg_workload **wls;           /* owned */
+    uint32_t nwls, capwls;
+    struct tg_hmap wl_idx;              /* key -> index */
+    unsigned wl_kinds;                  /* bit per enum tg_wl_kind read: the owner kinds
+                                           whose pods form derived gangs (gang.h owner_kinds) */
 };
 
 void tg_simdata_init(struct tg_simdata *d);

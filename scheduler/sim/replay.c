@@ -246,8 +246,12 @@ static struct tg__rgang *gang_of(struct tg_replay *r, struct tg_grec *g)
     if (g->user)
         return g->user;
     uint64_t v;
-    if (tg_hmap_get(&r->gang_idx, g->key, strlen(g->key), &v))
-        return g->user = &r->gangs[v];
+    if (tg_hmap_get(&r->gang_idx, g->key, strlen(g->key), &v)) {
+        struct tg__rgang *rg = &r->gangs[v];
+        if (rg->grouped && !rg->pg) /* a peer's or a derived gang: its PodGroup is made there */
+            rg->min = tg_grec_min(g);
+        return g->user = rg;
+    }
     if (!g->group && tg_hmap_get(&r->live_idx, g->key, strlen(g->key), &v) &&
         r->pods[v].gang != NONE)
         return g->user = &r->gangs[r->pods[v].gang];
@@ -258,7 +262,7 @@ static struct tg__rgang *gang_of(struct tg_replay *r, struct tg_grec *g)
 static struct tg_grec *grec_of(struct tg_replay *r, const struct tg__rpod *rp)
 {
     char key[512];
-    return tg_gangs_get(&r->engine.gangs, tg_gang_key_of(&rp->live, key, sizeof key));
+    return tg_gangs_get(&r->engine.gangs, tg_gang_key_of(&r->engine.gangs, &rp->live, key, sizeof key));
 }
 
 static struct tg__run *open_run(struct tg__rgang *g)
@@ -741,7 +745,7 @@ static void resources(struct tg_replay *r)
 static struct tg__rgang *gang_make(struct tg_replay *r, const struct tg__rpod *rp)
 {
     char key[512];
-    tg_gang_key_of(rp->sp->pod, key, sizeof key);
+    tg_gang_key_of(&r->engine.gangs, rp->sp->pod, key, sizeof key);
     uint64_t v;
     struct tg__rgang *g;
     if (tg_hmap_get(&r->gang_idx, key, strlen(key), &v)) {
@@ -751,7 +755,7 @@ static struct tg__rgang *gang_make(struct tg_replay *r, const struct tg__rpod *r
         if (!(g->key = strdup(key)) || tg_hmap_put(&r->gang_idx, g->key, strlen(g->key), r->ngangs))
             return NULL;
         r->ngangs++;
-        g->grouped = rp->sp->pod->group != 0;
+        g->grouped = strcmp(key, rp->sp->pod->key) != 0; /* a group, or its owner's gang */
         if (g->grouped && tg_hmap_get(&r->data->pg_idx, key, strlen(key), &v))
             g->pg = r->data->pgs[v];
         g->min = g->pg ? (uint32_t)g->pg->min_member : 1;
@@ -843,6 +847,8 @@ static int feed(struct tg_replay *r)
         rc = tg_engine_pclass_set(e, d->pcs[i].name, &d->pcs[i].pc);
     for (uint32_t i = 0; i < d->npgs; i++)
         tg_engine_podgroup_set(e, d->pgs[i]);
+    for (uint32_t i = 0; i < d->nwls && !rc; i++)
+        rc = tg_engine_workload_set(e, d->wls[i]);
     for (uint32_t i = 0; i < d->npdbs && !rc; i++)
         rc = tg_engine_pdb_set(e, d->pdbs[i]);
     for (uint32_t i = 0; i < d->nnodes && !rc; i++) {
@@ -877,6 +883,7 @@ static int setup(struct tg_replay *r)
     if (rc)
         return rc;
     r->engine_up = 1;
+    r->engine.gangs.owner_kinds = r->data->wl_kinds; /* the owners the input holds form gangs */
     return build(r) || feed(r) ? TG_ENOMEM : 0;
 }
 

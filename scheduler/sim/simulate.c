@@ -141,10 +141,13 @@ static int feed(struct tg_sim *sim)
     struct tg_engine *e = &sim->engine;
     uint32_t ours = tg_intern(sim->policy.scheduler_name);
     int rc = 0;
+    e->gangs.owner_kinds = d->wl_kinds; /* the owners the input holds form gangs */
     for (uint32_t i = 0; i < d->npcs && !rc; i++)
         rc = tg_engine_pclass_set(e, d->pcs[i].name, &d->pcs[i].pc);
     for (uint32_t i = 0; i < d->npgs; i++)
         tg_engine_podgroup_set(e, d->pgs[i]);
+    for (uint32_t i = 0; i < d->nwls && !rc; i++)
+        rc = tg_engine_workload_set(e, d->wls[i]);
     for (uint32_t i = 0; i < d->npdbs && !rc; i++)
         rc = tg_engine_pdb_set(e, d->pdbs[i]);
     for (uint32_t i = 0; i < d->nnodes && !rc; i++) {
@@ -179,7 +182,7 @@ static int make_outcomes(struct tg_sim *sim)
         if (p->node || p->sched != ours || tg_pod_terminal(p) || p->deleting)
             continue;
         char key[512];
-        tg_gang_key_of(p, key, sizeof key);
+        tg_gang_key_of(&sim->engine.gangs, p, key, sizeof key);
         struct tg_grec *g = tg_gangs_get(&sim->engine.gangs, key);
         uint64_t k;
         struct outcome *o;
@@ -191,7 +194,7 @@ static int make_outcomes(struct tg_sim *sim)
                 tg_hmap_put(&sim->out_idx, o->key, strlen(o->key), sim->nout))
                 return TG_ENOMEM;
             sim->nout++;
-            o->grouped = p->group != 0;
+            o->grouped = strcmp(key, p->key) != 0; /* a group, or its owner's gang */
             o->status = TG_GANG_UNSCHEDULABLE;
             o->priority = g ? g->priority : p->priority;
             o->created_ms = g ? g->created_ms : p->created_ms;
