@@ -867,7 +867,9 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         snprintf(d->reason, sizeof d->reason,
                  "waiting for members: %u pending + %u bound < minMember %u", unplaced,
                  g->nmembers, min);
-        return tg_queue_done(q, &g->q, TG_QDONE_PARKED);
+        /* with members bound it stays queued: its timeout must come (the
+         * daemon then deletes them) */
+        return tg_queue_done(q, &g->q, g->nmembers ? TG_QDONE_UNSCHEDULABLE : TG_QDONE_PARKED);
     }
 
     int rc, placed = 0;
@@ -983,10 +985,15 @@ void tg_engine_bind_done(struct tg_engine *e, struct tg_grec *g, int ok, int som
             tg_gangs_release(&e->gangs, g);
         return;
     }
-    /* a backoff, as for an unschedulable attempt */
-    if (tg_grec_unplaced(g))
+    /* a backoff, as for an unschedulable attempt; its timeout (cleared when
+     * it was placed) runs again, so that a gang left short of minMember is
+     * decided when it passes */
+    if (tg_grec_unplaced(g)) {
+        int64_t deadline = g->first_seen_ms + timeout_ms(e, g);
+        if (!g->timed_out && deadline > tg_engine_now(e))
+            tg_queue_set_deadline(&e->queue, &g->q, deadline);
         tg_queue_backoff(&e->queue, &g->q);
-    else
+    } else
         tg_gangs_release(&e->gangs, g);
 }
 

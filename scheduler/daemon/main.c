@@ -93,15 +93,23 @@ static void kick(void *ud)
         uv_timer_start(&d->tick, on_tick, KICK_MS, 0);
 }
 
-/* A gang found with some members bound but fewer than minMember, whose rest
- * does not fit next to them, on the first decision this process makes for it
- * (a scheduler died mid-bind): its bound members are deleted. */
+/* A gang with some members bound but fewer than minMember that cannot get
+ * the rest: its bound members are deleted when this is the first decision
+ * this process makes for it and its rest does not fit next to them (a
+ * scheduler died mid-bind), or once it has waited past its timeout (an
+ * UNSCHEDULABLE or WAITING decision: e.g. a rollback whose deletes failed
+ * while the API server was down, or members gone for good). */
 static int rolled_back_half_bound(struct tg_daemon *d, const struct tg_decision *dc)
 {
     struct tg_grec *g = dc->gang;
-    if (tg__report_seen(g) || !g->nmembers || g->nmembers >= tg_grec_min(g))
+    char why[sizeof dc->reason + 64];
+    if (!g->nmembers || g->nmembers >= tg_grec_min(g))
         return 0;
-    tg__binder_rollback(d->binder, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND), dc->reason);
+    if (!g->timed_out && (tg__report_seen(g) || dc->kind != TG_D_UNSCHEDULABLE))
+        return 0;
+    snprintf(why, sizeof why, "%s%s", g->timed_out ? "incomplete past its timeout: " : "",
+             dc->reason);
+    tg__binder_rollback(d->binder, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND), why);
     return 1;
 }
 
@@ -128,6 +136,10 @@ static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
         break;
     case TG_D_NOMINATED:
         tg_metrics_inc(TG_M_ATTEMPT_UNSCHEDULABLE, 1);
+        break;
+    case TG_D_WAITING:
+        if (rolled_back_half_bound(d, dc))
+            return;
         break;
     default:
         break;

@@ -3,6 +3,9 @@
  *   - a PodGroup update that only changes its status (the daemon's own status
  *     patches come back as updates) keeps the gang where it waits; a spec
  *     change wakes it.
+ *   - a gang left short of minMember with members bound (its completion's
+ *     binds were rolled back, some of its pods gone) is decided again when
+ *     its timeout passes, timed out, so that the daemon rolls it back.
  */
 #include "testutil.h"
 #include "config/policy.h"
@@ -102,10 +105,83 @@ static void podgroup_status_update_does_not_wake(void **state)
     free(y);
 }
 
+/* ml/cut (minMember 4, rack, 10 s timeout): cut-0 and cut-1 bound (a
+ * scheduler died mid-bind), cut-2 and cut-3 pending. The completion binds
+ * cut-2 and fails cut-3; cut-2 is deleted by the rollback. Left with 2 bound
+ * + 1 pending < 4, it waits for members; its timeout must still come. */
+static void half_bound_gang_times_out(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "r0-n%d", i);
+        tu_node(&y, name, "", "r0", 8, NULL);
+    }
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+               "metadata: {name: cut, namespace: ml}\n"
+               "spec: {minMember: 4, scheduleTimeoutSeconds: 10, topology: {required: rack}}\n");
+    tu_pod(&y, "cut-0", "cut", "nvidia.com/gpu: 8", "  nodeName: r0-n0\n");
+    tu_pod(&y, "cut-1", "cut", "nvidia.com/gpu: 8", "  nodeName: r0-n1\n");
+    tu_pod(&y, "cut-2", "cut", "nvidia.com/gpu: 8", NULL);
+    tu_pod(&y, "cut-3", "cut", "nvidia.com/gpu: 8", NULL);
+    struct tg_simdata d;
+    load(&d, y);
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    struct tg_engine e;
+    struct tg_clock clk = {test_clock, NULL};
+    clock_ms = 1000000;
+    assert_int_equal(tg_engine_init(&e, &pol, &clk), 0);
+    for (uint32_t i = 0; i < d.nnodes; i++)
+        assert_int_equal(tg_engine_node_set(&e, tg_node_clone(d.nodes[i])), 0);
+    tg_engine_podgroup_set(&e, d.pgs[0]);
+    struct tg_pod *cut2 = NULL;
+    for (uint32_t i = 0; i < d.npods; i++) {
+        struct tg_pod *p = d.pods[i].pod;
+        if (p->node)
+            assert_int_equal(tg_engine_bound_set(&e, p), 0);
+        else
+            assert_int_equal(tg_engine_pending_set(&e, p), 0);
+        if (!strcmp(p->key, "ml/cut-2"))
+            cut2 = p;
+    }
+    assert_non_null(cut2);
+    struct tg_decision dc;
+    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_equal(dc.kind, TG_D_PLACE); /* the rest, next to the bound two */
+    assert_int_equal(dc.must, 2);
+    struct tg_grec *g = dc.gang;
+    tg_decision_free(&dc);
+    /* cut-3's bind refused, cut-2 bound then deleted by the rollback */
+    tg_engine_forget(&e, "ml/cut-3");
+    tg_engine_forget(&e, "ml/cut-2");
+    tg_engine_pending_gone(&e, cut2);
+    tg_engine_bind_done(&e, g, 0, 1);
+    assert_int_equal(g->nmembers, 2);
+    clock_ms += 2000; /* past the backoff */
+    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_equal(dc.kind, TG_D_WAITING);
+    assert_false(dc.timed_out);
+    tg_decision_free(&dc);
+    clock_ms += 11000; /* past the timeout */
+    assert_true(tg_engine_next_due(&e) <= clock_ms);
+    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_equal(dc.kind, TG_D_WAITING);
+    assert_true(dc.timed_out);
+    assert_ptr_equal(dc.gang, g);
+    assert_int_equal(g->nmembers, 2); /* what the daemon deletes */
+    tg_decision_free(&dc);
+    tg_engine_free(&e);
+    tg_simdata_free(&d);
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(podgroup_status_update_does_not_wake),
+        cmocka_unit_test(half_bound_gang_times_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,438 @@
+"""Shared pieces of the Python end-to-end tests (test_crash.py, and
+tests/faults/test_oom.py): a control plane from scripts/cluster-up, a small
+API client (stdlib http.client over TLS with the cluster's token), a pod
+watch that records what the API server says happened to every pod, the
+scheduler as a child process, and gangs of fake GPU pods.
+
+Nothing here asserts: the tests decide what is a violation. Standard library
+only (the tests run where scripts/count-tests runs)."""
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+import urllib.parse
+
+GPU = "nvidia.com/gpu"
+GROUP_LABEL = "topogang.io/pod-group"
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+class Skip(Exception):
+    """The control plane cannot be built here (exit 77)."""
+
+
+class Cluster:
+    """scripts/cluster-up DIR (or an existing DIR with --cluster), torn down
+    by down() unless reused."""
+
+    def __init__(self, src, work, reuse=None):
+        self.src, self.owned = src, reuse is None
+        self.dir = reuse or os.path.join(work, "cp")
+        if self.owned:
+            env = dict(os.environ, TG_CLUSTER_OWNER=str(os.getpid()))
+            with open(os.path.join(work, "cluster-up.log"), "w") as f:
+                rc = subprocess.call([os.path.join(src, "scripts/cluster-up"), self.dir],
+                                     stdout=f, stderr=subprocess.STDOUT, env=env)
+            if rc:
+                text = open(os.path.join(work, "cluster-up.log")).read()
+                if "cannot build" in text:
+                    raise Skip("no control plane: " + text.strip().splitlines()[-1])
+                raise RuntimeError("cluster-up failed:\n" + text)
+        self.env = {}
+        for line in open(os.path.join(self.dir, "env")):
+            k, _, v = line.replace("export ", "", 1).strip().partition("=")
+            self.env[k] = v
+        self.kubeconfig = self.env["KUBECONFIG"]
+        self.server = self.env["TG_SERVER"]
+        self.token = self.env["TG_TOKEN"]
+        self.kubectl = os.path.join(self.env["TG_K8S_BIN"], "kubectl")
+
+    def down(self):
+        if self.owned:
+            subprocess.call([os.path.join(self.src, "scripts/cluster-down"), self.dir],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def apiserver_pid(self):
+        return int(open(os.path.join(self.dir, "apiserver.pid")).read())
+
+    def apiserver_kill(self):
+        """SIGKILLs kube-apiserver (etcd stays) and waits until it is gone."""
+        pid = self.apiserver_pid()
+        os.kill(pid, signal.SIGKILL)
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.02)
+
+    def apiserver_start(self, api, timeout=60):
+        """Restarts it with the same flags (DIR/apiserver-start) and waits for /readyz."""
+        subprocess.check_call([os.path.join(self.dir, "apiserver-start")])
+        end = time.time() + timeout
+        while time.time() < end:
+            try:
+                if api.request("GET", "/readyz", tries=1)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("kube-apiserver not ready after a restart")
+
+    def kubectl_apply(self, path_or_text, text=False):
+        cmd = [self.kubectl, "--kubeconfig", self.kubeconfig, "apply", "-f", "-" if text else path_or_text]
+        subprocess.run(cmd, input=path_or_text.encode() if text else None, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+class Api:
+    """JSON over HTTPS with the cluster's token; one connection per thread.
+    request() retries connection failures (an API server being restarted)
+    for up to `tries` attempts, 0.2 s apart."""
+
+    def __init__(self, cluster):
+        u = urllib.parse.urlparse(cluster.server)
+        self.host, self.port, self.token = u.hostname, u.port, cluster.token
+        self.ctx = ssl.create_default_context(cafile=os.path.join(cluster.dir, "ca.crt"))
+        self.local = threading.local()
+
+    def connect(self, timeout=30):
+        return http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=timeout)
+
+    def headers(self, body=None, ctype="application/json"):
+        h = {"Authorization": "Bearer " + self.token, "Accept": "application/json"}
+        if body is not None:
+            h["Content-Type"] = ctype
+        return h
+
+    def request(self, method, path, body=None, tries=150, ctype="application/json"):
+        """Returns (status, decoded JSON or None)."""
+        data = json.dumps(body).encode() if body is not None else None
+        for attempt in range(tries):
+            conn = getattr(self.local, "conn", None)
+            if conn is None:
+                conn = self.local.conn = self.connect()
+            try:
+                conn.request(method, path, body=data, headers=self.headers(data, ctype))
+                r = conn.getresponse()
+                raw = r.read()
+                try:
+                    doc = json.loads(raw) if raw else None
+                except ValueError:
+                    doc = None
+                return r.status, doc
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                self.local.conn = None
+                if attempt + 1 == tries:
+                    raise
+                time.sleep(0.2)
+
+    def must(self, method, path, body=None, ok=(200, 201, 202)):
+        st, doc = self.request(method, path, body)
+        if st not in ok:
+            raise RuntimeError(f"{method} {path}: HTTP {st}: {doc and doc.get('message')}")
+        return doc
+
+    def create_pod(self, ns, pod):
+        return self.must("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+
+    def delete_pod(self, ns, name, uid=None):
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        return self.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", body)[0]
+
+    def podgroup(self, ns, name):
+        st, doc = self.request("GET", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups/{name}")
+        return doc if st == 200 else None
+
+    def events(self, ns):
+        """events.k8s.io/v1 Events of the namespace."""
+        doc = self.must("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events")
+        return doc.get("items", [])
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def http_get(port, path, timeout=2):
+    """(status, text) of a GET on the scheduler's own HTTP server, (0, error) when down."""
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read().decode(errors="replace")
+    except (OSError, http.client.HTTPException) as e:
+        return 0, str(e)
+
+
+class Scheduler:
+    """`topogang scheduler` as a child process, its output in a log file."""
+
+    def __init__(self, binary, cluster, name, work, policy, leader_elect=False, env=None, extra=()):
+        self.name, self.port = name, free_port()
+        self.log = os.path.join(work, f"{name}.log")
+        args = [binary, "scheduler", "--kubeconfig", cluster.kubeconfig, "--listen",
+                f"127.0.0.1:{self.port}", "--identity", name, "--config", policy]
+        if leader_elect:
+            args += ["--leader-elect", "--lease", "topogang-system/crash-lease", "--lease-duration", "2"]
+        args += list(extra)
+        with open(self.log, "a") as f:
+            f.write(f"---- start {time.strftime('%H:%M:%S')} {' '.join(args)}\n")
+            f.flush()
+            self.proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT,
+                                         env=dict(os.environ, **(env or {})))
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def readyz(self):
+        return http_get(self.port, "/readyz")
+
+    def wait_ready(self, timeout=30):
+        end = time.time() + timeout
+        while time.time() < end:
+            st, text = self.readyz()
+            if st == 200:
+                return text.strip()
+            if not self.alive():
+                raise RuntimeError(f"scheduler {self.name} exited {self.proc.returncode}; see {self.log}")
+            time.sleep(0.05)
+        raise RuntimeError(f"scheduler {self.name} not ready after {timeout}s; see {self.log}")
+
+    def is_leader(self):
+        return "leader" in self.readyz()[1]
+
+    def kill(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self, timeout=20):
+        """SIGTERM; returns the exit code (None: had to be killed)."""
+        if not self.alive():
+            return self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def sanitizer_report(self):
+        text = open(self.log, errors="replace").read()
+        for needle in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+            i = text.find(needle)
+            if i >= 0:
+                return text[max(0, i - 200):i + 800]
+        return None
+
+
+class PodWatch(threading.Thread):
+    """Watches the pods of one namespace from a LIST's resourceVersion, and
+    again from the last one seen after any break (an API server killed: no
+    event is lost while etcd keeps its history; a 410 relists and compares).
+    For every pod uid it records the node it was bound to (the first
+    spec.nodeName seen; a different one later is a double bind) and whether
+    it was deleted, by whom (uids the test deleted are marked first), and
+    keeps every node's GPUs in use over time (over-commit at any event is a
+    violation). gpus_alloc: allocatable GPUs per node name."""
+
+    def __init__(self, api, ns, gpus_alloc):
+        super().__init__(daemon=True)
+        self.api, self.ns, self.alloc = api, ns, gpus_alloc
+        self.lock = threading.Lock()
+        self.pods = {}              # uid -> dict(name, gang, gpus, node, deleted, t_bound, t_deleted)
+        self.used = {}              # node -> GPUs of live bound pods
+        self.binds = 0              # pods seen going from unbound to bound (or created bound)
+        self.by_test = set()        # uids the test deleted (or is deleting)
+        self.sched_deletes = []     # (time, gang, pod name, uid, node) deletions the test did not make
+        self.violations = []
+        self.events = self.relists = self.reconnects = 0
+        self.last_event = time.time()
+        self.rv = None
+        self.stopping = False
+        self.synced = threading.Event()
+
+    def deleting(self, uid):
+        with self.lock:
+            self.by_test.add(uid)
+
+    def _pod(self, obj):
+        md, spec = obj["metadata"], obj.get("spec", {})
+        gpus = 0
+        for c in spec.get("containers", []):
+            lim = c.get("resources", {}).get("limits", {})
+            gpus += int(lim.get(GPU, "0"))
+        return md["uid"], {"name": md["name"], "gang": md.get("labels", {}).get(GROUP_LABEL),
+                           "gpus": gpus, "node": None, "deleted": False, "t_bound": None,
+                           "t_deleted": None}
+
+    def _apply(self, etype, obj):
+        uid, fresh = self._pod(obj)
+        node = obj.get("spec", {}).get("nodeName") or None
+        now = time.time()
+        self.events += 1
+        self.last_event = now
+        p = self.pods.setdefault(uid, fresh)
+        if node and p["node"] and node != p["node"]:
+            self.violations.append(f"pod {p['name']} ({uid}) bound twice: {p['node']} then {node}")
+        if node and not p["node"] and not p["deleted"]:
+            p["node"], p["t_bound"] = node, now
+            self.binds += 1
+            self.used[node] = self.used.get(node, 0) + p["gpus"]
+            if self.used[node] > self.alloc.get(node, 0):
+                self.violations.append(
+                    f"node {node} over-committed: {self.used[node]} GPUs of {self.alloc.get(node, 0)} "
+                    f"in use once {p['name']} was bound")
+        if etype == "DELETED" and not p["deleted"]:
+            p["deleted"], p["t_deleted"] = True, now
+            if p["node"]:
+                self.used[p["node"]] -= p["gpus"]
+            if uid not in self.by_test:
+                if p["node"]:
+                    self.sched_deletes.append((now, p["gang"], p["name"], uid, p["node"]))
+                else:
+                    self.violations.append(f"unbound pod {p['name']} deleted by someone else than the test")
+
+    def _list(self):
+        doc = self.api.must("GET", f"/api/v1/namespaces/{self.ns}/pods")
+        with self.lock:
+            seen = set()
+            for obj in doc.get("items", []):
+                seen.add(obj["metadata"]["uid"])
+                self._apply("ADDED", obj)
+            if self.rv is not None:  # a relist after 410: what went meanwhile
+                for uid, p in self.pods.items():
+                    if uid not in seen and not p["deleted"]:
+                        self._apply("DELETED", {"metadata": {"uid": uid, "name": p["name"]}})
+            self.rv = doc["metadata"]["resourceVersion"]
+        self.synced.set()
+
+    def _watch(self):
+        conn = self.api.connect(timeout=90)
+        try:
+            q = urllib.parse.urlencode({"watch": "1", "resourceVersion": self.rv,
+                                        "allowWatchBookmarks": "true", "timeoutSeconds": "60"})
+            conn.request("GET", f"/api/v1/namespaces/{self.ns}/pods?{q}", headers=self.api.headers())
+            r = conn.getresponse()
+            if r.status != 200:
+                r.read()
+                raise OSError(f"watch: HTTP {r.status}")
+            for line in r:
+                if self.stopping:
+                    return
+                ev = json.loads(line)
+                if ev["type"] == "ERROR":
+                    if ev["object"].get("code") == 410:
+                        self.relists += 1
+                        self._list()
+                    return
+                with self.lock:
+                    if ev["type"] != "BOOKMARK":
+                        self._apply(ev["type"], ev["object"])
+                    self.rv = ev["object"]["metadata"]["resourceVersion"]
+        finally:
+            conn.close()
+
+    def run(self):
+        while not self.stopping:
+            try:
+                if self.rv is None:
+                    self._list()
+                self._watch()
+            except (OSError, http.client.HTTPException, ValueError, RuntimeError):
+                if self.stopping:
+                    return
+                self.reconnects += 1
+                time.sleep(0.2)
+
+    # ---- questions (under the lock) ----
+
+    def bound_of(self, gang):
+        """Live bound pods of a gang."""
+        with self.lock:
+            return sum(1 for p in self.pods.values()
+                       if p["gang"] == gang and p["node"] and not p["deleted"])
+
+    def live_of(self, gang):
+        with self.lock:
+            return [p["name"] for p in self.pods.values() if p["gang"] == gang and not p["deleted"]]
+
+    def uids_of(self, gang):
+        with self.lock:
+            return [(u, p["name"]) for u, p in self.pods.items() if p["gang"] == gang and not p["deleted"]]
+
+    def wait_seen(self, names, timeout=30):
+        """Until every pod name in `names` has been seen by the watch."""
+        end = time.time() + timeout
+        names = set(names)
+        while time.time() < end:
+            with self.lock:
+                have = {p["name"] for p in self.pods.values() if not p["deleted"]}
+            if names <= have:
+                return True
+            time.sleep(0.05)
+        return False
+
+
+def podgroup(ns, name, min_member, required=None, timeout_s=None):
+    spec = {"minMember": min_member}
+    if required:
+        spec["topology"] = {"required": required}
+    if timeout_s:
+        spec["scheduleTimeoutSeconds"] = timeout_s
+    return {"apiVersion": "topogang.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def gang_pod(ns, name, group, gpus):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": {GROUP_LABEL: group}},
+            "spec": {"schedulerName": "topogang", "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "c", "image": "busybox",
+                                     "resources": {"limits": {GPU: str(gpus)}}}]}}
+
+
+def setup_cluster(cluster, api, src, nodes=32, rack_size=4, blocks=2):
+    """The PodGroup CRD, the topogang-system namespace and fake GPU nodes
+    (8 GPUs each). Returns {node name: GPUs}."""
+    cluster.kubectl_apply(os.path.join(src, "manifests/crd-podgroup.yaml"))
+    for _ in range(100):
+        st, doc = api.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/podgroups.topogang.io")
+        conds = {c["type"]: c["status"] for c in (doc or {}).get("status", {}).get("conditions", [])}
+        if conds.get("Established") == "True":
+            break
+        time.sleep(0.1)
+    api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": "topogang-system"}})
+    out = subprocess.check_output([os.path.join(src, "scripts/fake-nodes"), "--nodes", str(nodes),
+                                   "--zones", "1", "--blocks", str(blocks),
+                                   "--rack-size", str(rack_size), "--clique-size", "2"])
+    alloc = {}
+    for n in json.loads(out)["items"]:
+        st, _ = api.request("POST", "/api/v1/nodes", n)
+        if st not in (201, 409):
+            raise RuntimeError(f"creating node {n['metadata']['name']}: HTTP {st}")
+        alloc[n["metadata"]["name"]] = int(n["status"]["allocatable"][GPU])
+    return alloc
+
+
+def make_namespace(api, ns):
+    api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": ns}})
+    # the default ServiceAccount is not needed: cluster-up turns that admission off
