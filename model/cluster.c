@@ -261,24 +261,28 @@ static void record_changing(struct tg_cluster *c, struct tg_usage *u, int done)
  * to its labels or terms). */
 static int usage_meta(struct tg_cluster *c, struct tg_usage *u, const struct tg_pod *p, int live)
 {
-    int relabel = live && (u->nlabels != p->nlabels ||
-                           (p->nlabels && memcmp(u->labels, p->labels, p->nlabels * sizeof *p->labels)) ||
-                           !tg_podcons_equal(u->cons, p->cons));
-    struct tg_label *l = NULL;
-    struct tg_podcons *pc = NULL;
-    if ((p->nlabels && !(l = malloc(p->nlabels * sizeof *l))) || (p->cons && !(pc = tg_podcons_clone(p->cons)))) {
-        free(l);
-        return TG_ENOMEM;
+    int same = u->nlabels == p->nlabels &&
+               (!p->nlabels || !memcmp(u->labels, p->labels, p->nlabels * sizeof *p->labels)) &&
+               tg_podcons_equal(u->cons, p->cons);
+    int relabel = live && !same;
+    if (!same) {
+        struct tg_label *l = NULL;
+        struct tg_podcons *pc = NULL;
+        if ((p->nlabels && !(l = malloc(p->nlabels * sizeof *l))) ||
+            (p->cons && !(pc = tg_podcons_clone(p->cons)))) {
+            free(l);
+            return TG_ENOMEM;
+        }
+        if (p->nlabels)
+            memcpy(l, p->labels, p->nlabels * sizeof *l);
+        if (relabel)
+            record_changing(c, u, 0);
+        free(u->labels);
+        tg_podcons_free(&u->cons);
+        u->labels = l;
+        u->cons = pc;
+        u->nlabels = p->nlabels;
     }
-    if (p->nlabels)
-        memcpy(l, p->labels, p->nlabels * sizeof *l);
-    if (relabel)
-        record_changing(c, u, 0);
-    free(u->labels);
-    tg_podcons_free(&u->cons);
-    u->labels = l;
-    u->cons = pc;
-    u->nlabels = p->nlabels;
     u->ns = p->ns;
     u->group = p->group;
     u->sched = p->sched;

@@ -633,11 +633,13 @@ static void q_record(struct tg_cluster *c, struct tg__pq *q, const struct tg_usa
         q_apply(q, v, sign);
 }
 
+/* Nominated records count like placed pods: the preemptor's members are
+ * going there (kube-scheduler filters with nominated pods too). */
 void tg__pidx_usage(struct tg_cluster *c, struct tg_usage *u, int sign)
 {
     struct pidx *ix = ix_of(c);
-    if (!ix || u->kind == TG_USAGE_NOMINATED)
-        return; /* a phantom holds room; it is not a pod others see */
+    if (!ix)
+        return;
     for (struct tg__pq *q = ix->live; q; q = q->next)
         q_record(c, q, u, sign);
 }
@@ -735,7 +737,7 @@ int tg__pq_start(struct tg_cluster *c, struct tg__pq *q)
             const struct tg_hslot *hs;
             while ((hs = tg_hmap_next(&c->usage, &pos))) {
                 struct tg_usage *u = (struct tg_usage *)(uintptr_t)hs->val;
-                if (!u->hidden && u->kind != TG_USAGE_NOMINATED)
+                if (!u->hidden)
                     q_record(c, q, u, +1);
             }
         }

@@ -1053,6 +1053,71 @@ static void test_engine_api(void **state)
     tg_sb_free(&err);
 }
 
+static struct tg_pod *decode_yaml_pod(const char *yaml, unsigned flags)
+{
+    cJSON *j = yaml1(yaml);
+    struct tg_pod *p;
+    assert_int_equal(tg_pod_decode(j, flags, NULL, &p), 0);
+    cJSON_Delete(j);
+    return p;
+}
+
+/* A bound pod relabelled in place: the index follows (record_changing): a
+ * pod of app=cache becomes app=db after the label key was first watched. */
+static void test_relabel(void **state)
+{
+    (void)state;
+    struct tg_policy pol;
+    struct tg_sb err = {0};
+    tg_policy_default(&pol);
+    assert_int_equal(tg_policy_parse(POLICY, strlen(POLICY), "p", &pol, &err), 0);
+    struct tg_engine e;
+    struct tg_clock clk = {clock0, NULL};
+    assert_int_equal(tg_engine_init(&e, &pol, &clk), 0);
+    char *y = NULL;
+    node(&y, "n0", "z1", "r1", 8, NULL, NULL);
+    cJSON *j = yaml1(y);
+    free(y);
+    struct tg_node_obj *o;
+    assert_int_equal(tg_node_decode(j, NULL, &o), 0);
+    cJSON_Delete(j);
+    assert_int_equal(tg_engine_node_set(&e, o), 0);
+    struct tg_pod *cache = decode_yaml_pod("kind: Pod\nmetadata: {name: db, namespace: ml, labels: {app: cache}}\n"
+                                           "spec: {nodeName: n0, containers: [{name: c}]}\n", 0);
+    assert_int_equal(tg_engine_bound_set(&e, cache), 0);
+    static const char *const pend =
+        "kind: Pod\nmetadata: {name: %s, namespace: ml}\nspec:\n  schedulerName: topogang\n"
+        "  affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+        "[{labelSelector: {matchLabels: {app: db}}, topologyKey: kubernetes.io/hostname}]}}\n"
+        "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: 1}}}]\n";
+    char buf[512];
+    snprintf(buf, sizeof buf, pend, "p1");
+    struct tg_pod *p1 = decode_yaml_pod(buf, TG_DECODE_SPEC);
+    assert_int_equal(tg_engine_pending_set(&e, p1), 0);
+    struct tg_decision d;
+    next(&e, &d);
+    assert_int_equal(d.kind, TG_D_PLACE); /* no db yet; the key app is watched from now on */
+    tg_engine_bind_done(&e, d.gang, 1, 0);
+    tg_decision_free(&d);
+
+    struct tg_pod *db = decode_yaml_pod("kind: Pod\nmetadata: {name: db, namespace: ml, labels: {app: db}}\n"
+                                        "spec: {nodeName: n0, containers: [{name: c}]}\n", 0);
+    assert_int_equal(tg_engine_bound_set(&e, db), 0);
+    snprintf(buf, sizeof buf, pend, "p2");
+    struct tg_pod *p2 = decode_yaml_pod(buf, TG_DECODE_SPEC);
+    assert_int_equal(tg_engine_pending_set(&e, p2), 0);
+    next(&e, &d);
+    assert_int_equal(d.kind, TG_D_UNSCHEDULABLE);
+    assert_non_null(strstr(d.reason, "1 node pod anti-affinity with ml/app=db on kubernetes.io/hostname"));
+    tg_decision_free(&d);
+    tg_engine_free(&e);
+    tg_pod_free(&cache);
+    tg_pod_free(&db);
+    tg_pod_free(&p1);
+    tg_pod_free(&p2);
+    tg_sb_free(&err);
+}
+
 /* ---- decoders ---------------------------------------------------------------------------------------------- */
 
 static int decode_pod(const char *yaml, struct tg_pod **p)
@@ -1201,6 +1266,7 @@ int main(void)
         cmocka_unit_test(test_dra),
         cmocka_unit_test(test_node_name),
         cmocka_unit_test(test_engine_api),
+        cmocka_unit_test(test_relabel),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_default_class),
     };
