@@ -82,7 +82,7 @@ static void problem(struct wdec *x, const cJSON *at, const char *field, const ch
     va_end(ap);
     if (!x->problem[0])
         snprintf(x->problem, sizeof x->problem, "%s: %s", field, msg);
-    tg_diag_warn(x->d, at, x->what, field, "%s (the gang waits; an Event says so)", msg);
+    tg_diag_warn(x->d, at, x->what, field, "%s (its gang is not placed)", msg);
 }
 
 /* Optional int field within [lo, hi]: 1 given, 0 absent/null, -1 bad (a problem). */

@@ -352,8 +352,6 @@ static int add_peer_group(struct tg_simdata *d, const cJSON *obj)
         d->warnings++;
         return 0;
     }
-    if (g->problem)
-        d->warnings++;
     return keep_last(d, obj, "PodGroup", g->key, g, (void ***)&d->pgs, &d->npgs, &d->cappgs,
                      &d->pg_idx, pg_free);
 }
@@ -378,8 +376,6 @@ static int add_workload(struct tg_simdata *d, const cJSON *obj)
     d->wl_kinds |= 1u << w->kind;
     if (w->kind == TG_WL_TRAINJOB) /* its pods are its JobSet's */
         d->wl_kinds |= 1u << TG_WL_JOBSET;
-    if (w->problem)
-        d->warnings++;
     return keep_last(d, obj, w->kind == TG_WL_JOB ? "Job" : tg_wl_kinds[w->kind].kind, w->key, w,
                      (void ***)&d->wls, &d->nwls, &d->capwls, &d->wl_idx, wl_free);
 }

@@ -1,0 +1,696 @@
+/* Gangs as they come (issue 9): the decoders of the peers' PodGroups, of the
+ * workloads that form gangs without one and of a pod's gang fields
+ * (model/workload.h), and every derivation rule of the gang layer through
+ * `simulate` on YAML (tests/fixtures/workloads/). */
+#include "testutil.h"
+#include "model/workload.h"
+#include "util/intern.h"
+#include "util/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static int nwarn;
+static char lastwarn[1024];
+
+static void diag(void *ud, int is_error, const cJSON *at, const char *what, const char *field,
+                 const char *msg)
+{
+    (void)ud;
+    (void)at;
+    (void)is_error;
+    nwarn++;
+    snprintf(lastwarn, sizeof lastwarn, "%s: %s: %s", what, field, msg);
+}
+
+static struct tg_diag D = {.report = diag};
+
+static cJSON *json(const char *text)
+{
+    cJSON *j = cJSON_Parse(text);
+    assert_non_null(j);
+    return j;
+}
+
+static struct tg_podgroup *pg(const char *text)
+{
+    cJSON *j = json(text);
+    struct tg_podgroup *g = NULL;
+    nwarn = 0;
+    assert_int_equal(tg_podgroup_decode_any(j, &D, &g), 0);
+    cJSON_Delete(j);
+    return g;
+}
+
+static struct tg_workload *wl(const char *text)
+{
+    cJSON *j = json(text);
+    struct tg_workload *w = NULL;
+    assert_int_equal(tg_workload_decode(j, &D, &w), 0);
+    cJSON_Delete(j);
+    return w;
+}
+
+static struct tg_pod *pod(const char *text)
+{
+    cJSON *j = json(text);
+    struct tg_pod *p = NULL;
+    nwarn = 0;
+    assert_int_equal(tg_pod_decode(j, TG_DECODE_SPEC, &D, &p), 0);
+    cJSON_Delete(j);
+    return p;
+}
+
+static char *slurp(const char *rel)
+{
+    const char *src = getenv("TOPOGANG_SRC");
+    assert_non_null(src);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/workloads/%s", src, rel);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 2);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\n';
+    buf[n + 1] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* The example cluster (8 nodes, 2 racks of 4, cliques of 2) plus files. */
+static cJSON *sim(const char *policy, const char *file, const char *more)
+{
+    char *y = NULL;
+    char *c = slurp("cluster.yaml");
+    tu_cat(&y, "%s", c);
+    free(c);
+    if (file) {
+        char *f = slurp(file);
+        tu_cat(&y, "%s", f);
+        free(f);
+    }
+    if (more)
+        tu_cat(&y, "%s", more);
+    cJSON *res = tu_simulate(policy, y);
+    free(y);
+    return res;
+}
+
+static const char *status_of(const cJSON *res, const char *gang)
+{
+    const cJSON *g = tu_gang(res, gang);
+    assert_non_null(g);
+    return tu_str(g, "status");
+}
+
+static int placed(const cJSON *res, const char *gang)
+{
+    const cJSON *g = tu_gang(res, gang), *p;
+    int n = 0;
+    assert_non_null(g);
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(g, "pods"))
+        n += tu_str(p, "node") != NULL;
+    return n;
+}
+
+/* Node number (gpu-0000N) of a pod; rack = N / 4, clique = N / 2. */
+static int node_no(const cJSON *res, const char *pod_key)
+{
+    const char *n = tu_node_of(res, pod_key);
+    assert_non_null(n);
+    return atoi(n + 4);
+}
+
+/* ---- the peers' PodGroups ------------------------------------------------------------------ */
+
+static void test_upstream_podgroup(void **state)
+{
+    (void)state;
+    struct tg_podgroup *g = pg(
+        "{\"apiVersion\":\"scheduling.k8s.io/v1alpha2\",\"kind\":\"PodGroup\","
+        "\"metadata\":{\"name\":\"up\",\"namespace\":\"ml\",\"uid\":\"u1\",\"generation\":3},"
+        "\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":4}},\"priorityClassName\":\"high\","
+        "\"priority\":1000,\"disruptionMode\":\"Pod\","
+        "\"schedulingConstraints\":{\"topology\":[{\"key\":\"topogang.io/rack\"}]}},"
+        "\"status\":{\"conditions\":[{\"type\":\"PodGroupScheduled\",\"status\":\"True\"}]}}");
+    assert_int_equal(g->api, TG_PG_UPSTREAM);
+    assert_string_equal(g->key, "ml/up@scheduling.k8s.io");
+    assert_string_equal(tg_str(g->name), "up");
+    assert_int_equal(g->min_member, 4);
+    assert_string_equal(tg_str(g->prio_class), "high");
+    assert_true(g->has_priority);
+    assert_int_equal(g->priority, 1000);
+    assert_string_equal(tg_str(g->topo_req), "topogang.io/rack");
+    assert_string_equal(g->topo_req_field, "spec.schedulingConstraints.topology[0].key");
+    assert_int_equal(g->required, 0); /* resolved by the gang layer */
+    assert_true(g->sched_true);
+    assert_int_equal(g->generation, 3);
+    assert_null(g->problem);
+    tg_podgroup_free(&g);
+    /* basic: no gang, minMember 1; neither: a problem naming the field */
+    g = pg("{\"apiVersion\":\"scheduling.k8s.io/v1alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"b\"},\"spec\":{\"schedulingPolicy\":{\"basic\":{}}}}");
+    assert_int_equal(g->min_member, 1);
+    assert_null(g->problem);
+    assert_string_equal(g->key, "default/b@scheduling.k8s.io");
+    tg_podgroup_free(&g);
+    g = pg("{\"apiVersion\":\"scheduling.k8s.io/v1alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"n\"},\"spec\":{\"schedulingPolicy\":{}}}");
+    assert_non_null(g->problem);
+    assert_non_null(strstr(g->problem, "spec.schedulingPolicy: needs gang"));
+    assert_int_equal(nwarn, 1);
+    tg_podgroup_free(&g);
+}
+
+static void test_scheduler_plugins_podgroup(void **state)
+{
+    (void)state;
+    struct tg_podgroup *g = pg("{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+                               "\"metadata\":{\"name\":\"sp\",\"namespace\":\"ml\"},"
+                               "\"spec\":{\"minMember\":3,\"scheduleTimeoutSeconds\":60,"
+                               "\"minResources\":{\"cpu\":\"3\"}}}");
+    assert_int_equal(g->api, TG_PG_XK8S);
+    assert_string_equal(g->key, "ml/sp@scheduling.x-k8s.io");
+    assert_int_equal(g->min_member, 3);
+    assert_int_equal(g->timeout_s, 60);
+    assert_null(g->problem);
+    tg_podgroup_free(&g);
+    g = pg("{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+           "\"metadata\":{\"name\":\"t\"},\"spec\":{\"minMembers\":3}}");
+    assert_string_equal(g->problem, "spec.minMembers: unknown field");
+    tg_podgroup_free(&g);
+    g = pg("{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+           "\"metadata\":{\"name\":\"t\"},\"spec\":{\"minMember\":\"three\"}}");
+    assert_string_equal(g->problem, "spec.minMember: must be a whole number");
+    tg_podgroup_free(&g);
+}
+
+static void test_volcano_podgroup(void **state)
+{
+    (void)state;
+    struct tg_podgroup *g = pg("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                               "\"metadata\":{\"name\":\"vc\",\"namespace\":\"ml\"},"
+                               "\"spec\":{\"minMember\":2,\"queue\":\"q\",\"priorityClassName\":\"p\","
+                               "\"networkTopology\":{\"mode\":\"hard\",\"highestTierAllowed\":2}}}");
+    assert_int_equal(g->api, TG_PG_VOLCANO);
+    assert_int_equal(g->min_member, 2);
+    assert_int_equal(g->tier, 2);
+    assert_true(g->tier_hard);
+    assert_string_equal(tg_str(g->prio_class), "p");
+    tg_podgroup_free(&g);
+    /* soft without a tier: tier 1, preferred; mode defaults to hard */
+    g = pg("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"s\"},\"spec\":{\"minMember\":1,\"networkTopology\":{\"mode\":\"soft\"}}}");
+    assert_int_equal(g->tier, 1);
+    assert_false(g->tier_hard);
+    assert_null(g->problem);
+    tg_podgroup_free(&g);
+    g = pg("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"n\"},\"spec\":{\"minMember\":1,\"networkTopology\":{\"highestTierName\":\"rack\"}}}");
+    assert_true(g->tier_hard);
+    assert_int_equal(g->tier, -1);
+    assert_string_equal(tg_str(g->topo_req), "rack");
+    assert_string_equal(g->topo_req_field, "spec.networkTopology.highestTierName");
+    tg_podgroup_free(&g);
+    /* problems: hard with no tier, a bad mode, both tier fields, minMember 0 taken as 1 */
+    g = pg("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"h\"},\"spec\":{\"minMember\":0,\"networkTopology\":{\"mode\":\"hard\"}}}");
+    assert_int_equal(g->min_member, 1);
+    assert_non_null(strstr(g->problem, "spec.networkTopology.highestTierAllowed: is required"));
+    tg_podgroup_free(&g);
+    g = pg("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"m\"},\"spec\":{\"minMember\":1,\"networkTopology\":{\"mode\":\"medium\"}}}");
+    assert_string_equal(g->problem, "spec.networkTopology.mode: must be hard or soft, not \"medium\"");
+    tg_podgroup_free(&g);
+    g = pg("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"b\"},\"spec\":{\"minMember\":1,\"networkTopology\":{\"highestTierAllowed\":1,"
+           "\"highestTierName\":\"rack\"}}}");
+    assert_non_null(strstr(g->problem, "exclude each other"));
+    tg_podgroup_free(&g);
+}
+
+static void test_kai_podgroup(void **state)
+{
+    (void)state;
+    struct tg_podgroup *g = pg("{\"apiVersion\":\"scheduling.run.ai/v2alpha2\",\"kind\":\"PodGroup\","
+                               "\"metadata\":{\"name\":\"k\",\"namespace\":\"ml\",\"uid\":\"u\"},"
+                               "\"spec\":{\"minMember\":4,\"queue\":\"q\",\"priorityClassName\":\"train\","
+                               "\"topologyConstraint\":{\"topology\":\"default\","
+                               "\"requiredTopologyLevel\":\"topogang.io/rack\","
+                               "\"preferredTopologyLevel\":\"nvidia.com/gpu.clique\"}}}");
+    assert_int_equal(g->api, TG_PG_KAI);
+    assert_string_equal(g->key, "ml/k@scheduling.run.ai");
+    assert_int_equal(g->min_member, 4);
+    assert_string_equal(tg_str(g->topo_req), "topogang.io/rack");
+    assert_string_equal(tg_str(g->topo_pref), "nvidia.com/gpu.clique");
+    assert_string_equal(g->topo_pref_field, "spec.topologyConstraint.preferredTopologyLevel");
+    assert_null(g->problem);
+    tg_podgroup_free(&g);
+    g = pg("{\"apiVersion\":\"scheduling.run.ai/v2alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"k\"},\"spec\":{\"queue\":\"q\"}}");
+    assert_non_null(strstr(g->problem, "spec.minMember: is required"));
+    tg_podgroup_free(&g);
+    /* not a PodGroup API at all: skipped with an error */
+    cJSON *j = json("{\"apiVersion\":\"example.com/v1\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"x\"}}");
+    assert_int_equal(tg_podgroup_decode_any(j, &D, &g), TG_EPARSE);
+    assert_null(g);
+    cJSON_Delete(j);
+    /* the topogang.io one goes to its own decoder */
+    g = pg("{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"t\"},"
+           "\"spec\":{\"minMember\":2,\"topology\":{\"required\":\"rack\"}}}");
+    assert_int_equal(g->api, TG_PG_TOPOGANG);
+    assert_string_equal(g->key, "default/t");
+    assert_string_equal(tg_str(g->required), "rack");
+    tg_podgroup_free(&g);
+    assert_int_equal(tg_pg_api_of("scheduling.run.ai/v2alpha1"), TG_PG_KAI);
+    assert_int_equal(tg_pg_api_of("scheduling.run.aix/v2"), -1);
+}
+
+/* ---- workloads ------------------------------------------------------------------------------ */
+
+static void test_job_size(void **state)
+{
+    (void)state;
+    struct tg_workload *w = wl("{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"j\","
+                               "\"namespace\":\"ml\",\"uid\":\"u\"},\"spec\":{\"parallelism\":4,\"completions\":8}}");
+    assert_int_equal(w->kind, TG_WL_JOB);
+    assert_string_equal(w->key, "ml/Job/j");
+    assert_int_equal(w->size, 4);
+    tg_workload_free(&w);
+    /* completions left smaller than parallelism */
+    w = wl("{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\"},\"spec\":{\"parallelism\":4,\"completions\":6},"
+           "\"status\":{\"succeeded\":3}}");
+    assert_int_equal(w->size, 3);
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\"},\"spec\":{\"completions\":2,\"parallelism\":5}}");
+    assert_int_equal(w->size, 2);
+    tg_workload_free(&w);
+    /* defaults: parallelism 1; suspend; the controller owner */
+    w = wl("{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\",\"ownerReferences\":[{\"kind\":\"CronJob\","
+           "\"name\":\"c\",\"controller\":true}]},\"spec\":{\"suspend\":true}}");
+    assert_int_equal(w->size, 1);
+    assert_true(w->suspended);
+    assert_string_equal(tg_str(w->owner_kind), "CronJob");
+    tg_workload_free(&w);
+}
+
+static void test_jobset_lws_kubeflow_size(void **state)
+{
+    (void)state;
+    struct tg_workload *w = wl(
+        "{\"kind\":\"JobSet\",\"metadata\":{\"name\":\"js\",\"namespace\":\"ml\",\"ownerReferences\":"
+        "[{\"kind\":\"TrainJob\",\"name\":\"js\",\"controller\":true}]},\"spec\":{\"replicatedJobs\":["
+        "{\"name\":\"leader\",\"replicas\":1,\"template\":{\"spec\":{\"parallelism\":1}}},"
+        "{\"name\":\"workers\",\"replicas\":2,\"template\":{\"spec\":{\"parallelism\":4,\"completions\":3}}}]}}");
+    assert_int_equal(w->kind, TG_WL_JOBSET);
+    assert_int_equal(w->size, 1 + 2 * 3);
+    assert_int_equal(w->npsets, 2);
+    assert_string_equal(tg_str(w->owner_kind), "TrainJob");
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"LeaderWorkerSet\",\"metadata\":{\"name\":\"l\"},\"spec\":{\"replicas\":3,"
+           "\"leaderWorkerTemplate\":{\"size\":4}}}");
+    assert_int_equal(w->size, 4);
+    assert_null(w->problem);
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"LeaderWorkerSet\",\"metadata\":{\"name\":\"l\"},\"spec\":{\"startupPolicy\":"
+           "\"LeaderReady\",\"leaderWorkerTemplate\":{\"size\":4}}}");
+    assert_non_null(strstr(w->problem, "spec.startupPolicy: LeaderReady"));
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"PyTorchJob\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"pytorchReplicaSpecs\":"
+           "{\"Master\":{\"replicas\":1},\"Worker\":{\"replicas\":7}}}}");
+    assert_int_equal(w->size, 8);
+    assert_int_equal(w->npsets, 2);
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"MPIJob\",\"metadata\":{\"name\":\"m\"},\"spec\":{\"mpiReplicaSpecs\":"
+           "{\"Launcher\":{},\"Worker\":{\"replicas\":2}}}}");
+    assert_int_equal(w->size, 3);
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"MPIJob\",\"metadata\":{\"name\":\"m\"},\"spec\":{}}");
+    assert_string_equal(w->problem, "spec.mpiReplicaSpecs: is required");
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"TrainJob\",\"metadata\":{\"name\":\"t\"},\"spec\":{\"trainer\":{\"numNodes\":3}}}");
+    assert_int_equal(w->size, 3);
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"TrainJob\",\"metadata\":{\"name\":\"t\"},\"spec\":{\"runtimeRef\":{\"name\":\"r\"}}}");
+    assert_non_null(strstr(w->problem, "spec.trainer.numNodes"));
+    tg_workload_free(&w);
+    cJSON *j = json("{\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d\"}}");
+    assert_int_equal(tg_workload_decode(j, &D, &w), TG_EPARSE);
+    cJSON_Delete(j);
+}
+
+/* ---- a pod's gang fields --------------------------------------------------------------------- */
+
+#define POD(meta, spec) \
+    "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"" meta "},\"spec\":{\"containers\":[]" spec "}}"
+
+static void test_pod_group_sources(void **state)
+{
+    (void)state;
+    struct tg_pod *p = pod(POD(",\"labels\":{\"topogang.io/pod-group\":\"a\",\"scheduling.x-k8s.io/pod-group\":\"b\"},"
+                               "\"annotations\":{\"pod-group-name\":\"c\"}", ",\"schedulingGroup\":{\"podGroupName\":\"d\"}"));
+    assert_string_equal(tg_str(p->group), "a");
+    assert_int_equal(p->group_api, TG_PG_TOPOGANG);
+    tg_pod_free(&p);
+    p = pod(POD(",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"b\"}", ",\"schedulingGroup\":{\"podGroupName\":\"d\"}"));
+    assert_string_equal(tg_str(p->group), "b");
+    assert_int_equal(p->group_api, TG_PG_XK8S);
+    tg_pod_free(&p);
+    p = pod(POD(",\"annotations\":{\"scheduling.k8s.io/group-name\":\"v\",\"pod-group-name\":\"k\"}",
+                ",\"schedulingGroup\":{\"podGroupName\":\"d\"}"));
+    assert_string_equal(tg_str(p->group), "d");
+    assert_int_equal(p->group_api, TG_PG_UPSTREAM);
+    tg_pod_free(&p);
+    p = pod(POD(",\"annotations\":{\"scheduling.k8s.io/group-name\":\"v\",\"pod-group-name\":\"k\"}", ""));
+    assert_string_equal(tg_str(p->group), "v");
+    assert_int_equal(p->group_api, TG_PG_VOLCANO);
+    tg_pod_free(&p);
+    p = pod(POD(",\"annotations\":{\"pod-group-name\":\"k\"},\"ownerReferences\":[{\"kind\":\"Job\","
+                "\"name\":\"j\",\"controller\":true}]", ""));
+    assert_string_equal(tg_str(p->group), "k");
+    assert_int_equal(p->group_api, TG_PG_KAI);
+    assert_int_equal(p->derived, 0); /* an explicit group wins over the owner */
+    tg_pod_free(&p);
+}
+
+static void test_pod_derived(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *meta, *want;
+    } cases[] = {
+        {",\"ownerReferences\":[{\"kind\":\"Job\",\"name\":\"train\",\"controller\":true}]", "Job/train"},
+        {",\"ownerReferences\":[{\"kind\":\"Job\",\"name\":\"js-w-0\",\"controller\":true}],"
+         "\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"js\"}", "JobSet/js"},
+        {",\"ownerReferences\":[{\"kind\":\"StatefulSet\",\"name\":\"vllm-1\",\"controller\":true}],"
+         "\"labels\":{\"leaderworkerset.sigs.k8s.io/name\":\"vllm\",\"leaderworkerset.sigs.k8s.io/group-index\":\"1\"}",
+         "LeaderWorkerSet/vllm/1"},
+        {",\"ownerReferences\":[{\"kind\":\"PyTorchJob\",\"name\":\"pt\",\"controller\":true}]", "PyTorchJob/pt"},
+        {",\"ownerReferences\":[{\"kind\":\"MPIJob\",\"name\":\"m\",\"controller\":true}]", "MPIJob/m"},
+        /* no known owner: none */
+        {",\"ownerReferences\":[{\"kind\":\"StatefulSet\",\"name\":\"db\",\"controller\":true}]", NULL},
+        {",\"ownerReferences\":[{\"kind\":\"ReplicaSet\",\"name\":\"web\",\"controller\":true}]", NULL},
+        {",\"ownerReferences\":[{\"kind\":\"Job\",\"name\":\"j\"}]", NULL}, /* not the controller */
+        {"", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, POD("%s", ""), cases[i].meta);
+        struct tg_pod *p = pod(text);
+        if (cases[i].want) {
+            assert_string_equal(tg_str(p->derived), cases[i].want);
+            char key[256], want[256];
+            snprintf(want, sizeof want, "ml/%s", cases[i].want);
+            if (i == 2)
+                strcpy(want, "ml/LeaderWorkerSet/vllm"); /* a group's workload: the LWS */
+            assert_string_equal(tg_derived_owner_key(p->ns, p->derived, key, sizeof key), want);
+        } else {
+            assert_int_equal(p->derived, 0);
+        }
+        tg_pod_free(&p);
+    }
+    assert_int_equal(tg_derived_kind(tg_intern("LeaderWorkerSet/vllm/1")), TG_WL_LWS);
+    assert_int_equal(tg_derived_kind(tg_intern("Jobs/x")), TG_WL_NONE);
+}
+
+static void test_pod_hints(void **state)
+{
+    (void)state;
+    struct tg_pod *p = pod(POD(",\"annotations\":{\"topogang.io/topology-required\":\"rack\","
+                               "\"kueue.x-k8s.io/podset-required-topology\":\"topology.kubernetes.io/zone\","
+                               "\"kai.scheduler/topology-preferred-placement\":\"nvidia.com/gpu.clique\","
+                               "\"topogang.io/min-member\":\"6\"}", ""));
+    assert_non_null(p->hints);
+    assert_string_equal(tg_str(p->hints->req), "rack");
+    assert_int_equal(p->hints->req_src, TG_HINT_TOPOGANG); /* topogang's spelling first */
+    assert_string_equal(tg_str(p->hints->pref), "nvidia.com/gpu.clique");
+    assert_int_equal(p->hints->pref_src, TG_HINT_KAI);
+    assert_int_equal(p->hints->min, 6);
+    tg_pod_free(&p);
+    p = pod(POD(",\"annotations\":{\"kueue.x-k8s.io/podset-preferred-topology\":\"topogang.io/rack\"}", ""));
+    assert_int_equal(p->hints->pref_src, TG_HINT_KUEUE);
+    assert_int_equal(p->hints->req, 0);
+    tg_pod_free(&p);
+    p = pod(POD(",\"annotations\":{\"topogang.io/min-member\":\"lots\"}", ""));
+    assert_int_equal(p->hints->min, -1);
+    assert_int_equal(nwarn, 1);
+    assert_non_null(strstr(lastwarn, "metadata.annotations[topogang.io/min-member]"));
+    tg_pod_free(&p);
+    p = pod(POD(",\"annotations\":{\"other\":\"x\"}", ""));
+    assert_null(p->hints);
+    tg_pod_free(&p);
+}
+
+/* ---- derivation, through simulate --------------------------------------------------------------- */
+
+/* Every owner kind forms its gang; each is placed all at once inside the
+ * topology its members' annotations ask; a missing pod or owner waits. */
+static void test_owner_gangs(void **state)
+{
+    (void)state;
+    cJSON *res = sim(NULL, "owners.yaml", NULL);
+    static const char *const sched[] = {"ml/Job/train", "ml/JobSet/js", "ml/LeaderWorkerSet/vllm/0",
+                                        "ml/LeaderWorkerSet/vllm/1", "ml/PyTorchJob/pt",
+                                        "ml/MPIJob/mpi", "ml/JobSet/tj"};
+    static const int size[] = {4, 3, 2, 2, 4, 3, 2};
+    for (int i = 0; i < 7; i++) {
+        assert_string_equal(status_of(res, sched[i]), "Scheduled");
+        assert_int_equal(placed(res, sched[i]), size[i]);
+        assert_int_equal(cJSON_GetObjectItem(tu_gang(res, sched[i]), "minMember")->valueint, size[i]);
+    }
+    /* topology from the annotations: rack (a level name), Kueue's node label key, KAI's clique */
+    int r = node_no(res, "ml/train-0-x0") / 4;
+    for (int i = 1; i < 4; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "ml/train-%d-x%d", i, i);
+        assert_int_equal(node_no(res, k) / 4, r);
+    }
+    assert_string_equal(tu_str(tu_gang(res, "ml/Job/train"), "level"), "rack");
+    r = node_no(res, "ml/js-leader-0-0-x") / 4;
+    assert_int_equal(node_no(res, "ml/js-workers-0-0-x") / 4, r);
+    assert_int_equal(node_no(res, "ml/js-workers-0-1-x") / 4, r);
+    assert_int_equal(node_no(res, "ml/vllm-0") / 2, node_no(res, "ml/vllm-0-1") / 2);
+    assert_int_equal(node_no(res, "ml/vllm-1") / 2, node_no(res, "ml/vllm-1-1") / 2);
+    assert_string_equal(tu_str(tu_gang(res, "ml/LeaderWorkerSet/vllm/1"), "level"), "nvlink-domain");
+    /* preferred only: the NVLink domain first */
+    assert_string_equal(tu_str(tu_gang(res, "ml/PyTorchJob/pt"), "level"), "nvlink-domain");
+    /* fewer pods than the Job runs at once; an owner not in the input */
+    assert_string_equal(status_of(res, "ml/Job/partial"), "Unschedulable");
+    assert_int_equal(placed(res, "ml/Job/partial"), 0);
+    assert_non_null(strstr(tu_str(tu_gang(res, "ml/Job/partial"), "reason"), "2 pending + 0 bound < minMember 3"));
+    assert_non_null(strstr(tu_str(tu_gang(res, "ml/Job/ghost"), "reason"), "waiting for Job ml/ghost"));
+    /* no known owner: a gang of one */
+    const cJSON *web = tu_gang(res, "ml/web-abc12");
+    assert_non_null(web);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(web, "podGroup")));
+    assert_string_equal(tu_str(web, "status"), "Scheduled");
+    cJSON_Delete(res);
+}
+
+/* The kinds of owner the input holds no object of: their pods are gangs of
+ * one, as before (a trace with Job owner references only). */
+static void test_owner_kind_absent(void **state)
+{
+    (void)state;
+    const char *y =
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ml, ownerReferences: "
+        "[{apiVersion: batch/v1, kind: Job, name: j, uid: u, controller: true}]}\n"
+        "spec: {schedulerName: topogang, containers: [{name: c, image: x}]}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ml, ownerReferences: "
+        "[{apiVersion: batch/v1, kind: Job, name: j, uid: u, controller: true}]}\n"
+        "spec: {schedulerName: topogang, containers: [{name: c, image: x}]}\n";
+    cJSON *res = sim(NULL, NULL, y);
+    assert_string_equal(status_of(res, "ml/a"), "Scheduled");
+    assert_string_equal(status_of(res, "ml/b"), "Scheduled");
+    assert_null(tu_gang(res, "ml/Job/j"));
+    cJSON_Delete(res);
+}
+
+/* min-member overrides the owner's count; a bound member of this scheduler
+ * counts, a bound pod of the same Job but another scheduler does not join. */
+static cJSON *job_with_bound(const char *min)
+{
+    char *y = NULL;
+    tu_cat(&y, "---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ml}\n"
+               "spec: {parallelism: 8}\n");
+    for (int i = 0; i < 4; i++)
+        tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: j-%d, namespace: ml, "
+                   "annotations: {topogang.io/min-member: \"%s\"}, ownerReferences: [{apiVersion: batch/v1, "
+                   "kind: Job, name: j, uid: u, controller: true}]}\nspec: {schedulerName: topogang%s, "
+                   "containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 8}}}]}\n",
+               i, min, i == 3 ? ", nodeName: gpu-00004" : "");
+    tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: j-x, namespace: ml, ownerReferences: "
+               "[{apiVersion: batch/v1, kind: Job, name: j, uid: u, controller: true}]}\n"
+               "spec: {nodeName: gpu-00005, containers: [{name: c, image: x, resources: {limits: "
+               "{nvidia.com/gpu: 8}}}]}\n");
+    cJSON *res = sim(NULL, NULL, y);
+    free(y);
+    return res;
+}
+
+static void test_min_member_and_bound(void **state)
+{
+    (void)state;
+    /* 3 pending + 1 bound of ours = 4 */
+    cJSON *res = job_with_bound("4");
+    const cJSON *g = tu_gang(res, "ml/Job/j");
+    assert_non_null(g);
+    assert_int_equal(cJSON_GetObjectItem(g, "minMember")->valueint, 4);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(placed(res, "ml/Job/j"), 3);
+    cJSON_Delete(res);
+    res = job_with_bound("5");
+    g = tu_gang(res, "ml/Job/j");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_non_null(strstr(tu_str(g, "reason"), "3 pending + 1 bound < minMember 5"));
+    cJSON_Delete(res);
+}
+
+/* The peers' PodGroups, each placed in the topology it asks. */
+static void test_peer_gangs(void **state)
+{
+    (void)state;
+    cJSON *res = sim(NULL, "peers.yaml", NULL);
+    assert_string_equal(status_of(res, "peers/up"), "Scheduled");
+    assert_int_equal(node_no(res, "peers/up-0") / 4, node_no(res, "peers/up-1") / 4);
+    assert_string_equal(status_of(res, "peers/sp"), "Scheduled");
+    assert_int_equal(cJSON_GetObjectItem(tu_gang(res, "peers/sp"), "minMember")->valueint, 3);
+    assert_string_equal(status_of(res, "peers/vc"), "Scheduled");
+    assert_string_equal(tu_str(tu_gang(res, "peers/vc"), "level"), "nvlink-domain");
+    assert_int_equal(node_no(res, "peers/vc-0") / 2, node_no(res, "peers/vc-1") / 2);
+    assert_string_equal(status_of(res, "peers/kai"), "Scheduled");
+    int r = node_no(res, "peers/kai-0") / 4;
+    for (int i = 1; i < 4; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "peers/kai-%d", i);
+        assert_int_equal(node_no(res, k) / 4, r);
+    }
+    cJSON_Delete(res);
+}
+
+/* Each bad PodGroup: its gang refused with the object and the field; the
+ * rest is placed. */
+static void test_bad_peers(void **state)
+{
+    (void)state;
+    cJSON *res = sim(NULL, "bad.yaml", NULL);
+    static const struct {
+        const char *gang, *text;
+    } want[] = {
+        {"bad/vc-high", "PodGroup bad/vc-high (scheduling.volcano.sh/v1beta1): spec.networkTopology."
+                        "highestTierAllowed: tier 7 does not exist"},
+        {"bad/kai-nomin", "PodGroup bad/kai-nomin (scheduling.run.ai/v2alpha2): spec.minMember: is required"},
+        {"bad/kai-level", "spec.topologyConstraint.requiredTopologyLevel: \"example.com/no-such-label\" "
+                          "is neither a level"},
+        {"bad/sp-typo", "PodGroup bad/sp-typo (scheduling.x-k8s.io/v1alpha1): spec.minMembers: unknown field"},
+        {"bad/up-key", "spec.schedulingConstraints.topology[0].key: \"topology.kubernetes.io/region\""},
+        {"bad/up-missing", "PodGroup bad/up-missing does not exist (pods name it by "
+                           "spec.schedulingGroup.podGroupName"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const cJSON *g = tu_gang(res, want[i].gang);
+        assert_non_null(g);
+        assert_string_equal(tu_str(g, "status"), "Unschedulable");
+        if (!strstr(tu_str(g, "reason"), want[i].text))
+            fail_msg("%s: %s", want[i].gang, tu_str(g, "reason"));
+    }
+    assert_string_equal(status_of(res, "bad/fine-0"), "Scheduled");
+    cJSON_Delete(res);
+}
+
+/* Topology resolves against the policy in force: a level renamed keeps a
+ * node label key working; tiers count from the nodes up (no hostname level:
+ * tier 1 is the innermost level). */
+static void test_policy_levels(void **state)
+{
+    (void)state;
+    const char *pol = "topology:\n  levels:\n"
+                      "    - {name: row, nodeLabel: topogang.io/rack}\n"
+                      "    - {name: island, nodeLabel: nvidia.com/gpu.clique}\n"
+                      "placement: {defaultPreferred: island}\n";
+    cJSON *res = sim(pol, "peers.yaml", NULL);
+    /* the key topogang.io/rack is the level "row"; the policy prefers an island inside it */
+    assert_string_equal(status_of(res, "peers/up"), "Scheduled");
+    assert_int_equal(node_no(res, "peers/up-0") / 4, node_no(res, "peers/up-1") / 4);
+    /* Volcano tier 1: island (the clique) */
+    assert_string_equal(tu_str(tu_gang(res, "peers/vc"), "level"), "island");
+    assert_int_equal(node_no(res, "peers/vc-0") / 2, node_no(res, "peers/vc-1") / 2);
+    cJSON_Delete(res);
+    const char *y = "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+                    "metadata: {name: t2, namespace: v}\nspec: {minMember: 1, networkTopology: "
+                    "{mode: soft, highestTierAllowed: 2}}\n"
+                    "---\napiVersion: v1\nkind: Pod\nmetadata: {name: t2-0, namespace: v, annotations: "
+                    "{scheduling.k8s.io/group-name: t2}}\nspec: {schedulerName: topogang, containers: "
+                    "[{name: c, image: x}]}\n";
+    res = sim(pol, NULL, y);
+    assert_string_equal(status_of(res, "v/t2"), "Scheduled");
+    cJSON_Delete(res);
+    /* tier 3 with two levels: does not exist */
+    char *y3 = strdup(y);
+    y3[strstr(y3, "highestTierAllowed: 2") - y3 + 20] = '3';
+    res = sim(pol, NULL, y3);
+    assert_non_null(strstr(tu_str(tu_gang(res, "v/t2"), "reason"), "tier 3 does not exist"));
+    free(y3);
+    cJSON_Delete(res);
+}
+
+/* A member's annotation naming no level refuses the derived gang, naming the
+ * pod and the annotation; members' annotations: the tightest required. */
+static void test_derived_hints(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    tu_cat(&y, "---\napiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: p, namespace: h}\n"
+               "spec: {pytorchReplicaSpecs: {Master: {replicas: 1}, Worker: {replicas: 1}}}\n");
+    tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p-master-0, namespace: h, annotations: "
+               "{topogang.io/topology-required: block}, ownerReferences: [{kind: PyTorchJob, name: p, "
+               "controller: true}]}\nspec: {schedulerName: topogang, containers: [{name: c, image: x}]}\n");
+    tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p-worker-0, namespace: h, annotations: "
+               "{kueue.x-k8s.io/podset-required-topology: nvidia.com/gpu.clique}, ownerReferences: "
+               "[{kind: PyTorchJob, name: p, controller: true}]}\nspec: {schedulerName: topogang, "
+               "containers: [{name: c, image: x}]}\n");
+    tu_cat(&y, "---\napiVersion: kubeflow.org/v1\nkind: MPIJob\nmetadata: {name: m, namespace: h}\n"
+               "spec: {mpiReplicaSpecs: {Worker: {replicas: 1}}}\n");
+    tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: m-worker-0, namespace: h, annotations: "
+               "{kai.scheduler/topology-required-placement: example.com/pod}, ownerReferences: "
+               "[{kind: MPIJob, name: m, controller: true}]}\nspec: {schedulerName: topogang, "
+               "containers: [{name: c, image: x}]}\n");
+    cJSON *res = sim(NULL, NULL, y);
+    assert_string_equal(status_of(res, "h/PyTorchJob/p"), "Scheduled");
+    assert_int_equal(node_no(res, "h/p-master-0") / 2, node_no(res, "h/p-worker-0") / 2);
+    assert_string_equal(status_of(res, "h/MPIJob/m"), "Unschedulable");
+    assert_non_null(strstr(tu_str(tu_gang(res, "h/MPIJob/m"), "reason"),
+                           "MPIJob h/m: Pod h/m-worker-0: metadata.annotations["
+                           "kai.scheduler/topology-required-placement]: \"example.com/pod\""));
+    free(y);
+    cJSON_Delete(res);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_upstream_podgroup),
+        cmocka_unit_test(test_scheduler_plugins_podgroup),
+        cmocka_unit_test(test_volcano_podgroup),
+        cmocka_unit_test(test_kai_podgroup),
+        cmocka_unit_test(test_job_size),
+        cmocka_unit_test(test_jobset_lws_kubeflow_size),
+        cmocka_unit_test(test_pod_group_sources),
+        cmocka_unit_test(test_pod_derived),
+        cmocka_unit_test(test_pod_hints),
+        cmocka_unit_test(test_owner_gangs),
+        cmocka_unit_test(test_owner_kind_absent),
+        cmocka_unit_test(test_min_member_and_bound),
+        cmocka_unit_test(test_peer_gangs),
+        cmocka_unit_test(test_bad_peers),
+        cmocka_unit_test(test_policy_levels),
+        cmocka_unit_test(test_derived_hints),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
