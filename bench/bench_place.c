@@ -1,6 +1,6 @@
 /* Placement benchmark: synthetic GPU clusters and workloads, medians.
  *
- *   bench_place [--nodes N] [--runs R] [--write-yaml FILE] [--no-serving]
+ *   bench_place [--nodes N] [--runs R] [--write-yaml FILE] [--no-serving | --serving-only]
  *
  * Cluster: N nodes (default 10,000) with 8 GPUs, 192 cpu, 2 TiB, 5 levels:
  * zone (4) / block (5 per zone) / rack (20 nodes) / nvlink-domain (4 nodes) /
@@ -19,7 +19,8 @@
  *     placed in queue order into the empty cluster: pods/s.
  * --write-yaml writes the cluster, 10 x N bound pods and the 2,000 gangs as
  * Kubernetes YAML, to time `topogang simulate` end to end. --no-serving
- * skips 4 and 5 (the workload of the figures before them, for callgrind). */
+ * skips 4 and 5 (the workload of the figures before them, for callgrind);
+ * --serving-only runs only 4 and 5. */
 #include "config/policy.h"
 #include "model/objects.h"
 #include "scheduler/cycle.h"
@@ -324,8 +325,11 @@ int main(int argc, char **argv)
             yaml_out = argv[++i];
         else if (!strcmp(argv[i], "--no-serving"))
             serving = 0;
+        else if (!strcmp(argv[i], "--serving-only"))
+            serving = 2;
         else {
-            fprintf(stderr, "usage: bench_place [--nodes N] [--runs R] [--write-yaml FILE] [--no-serving]\n");
+            fprintf(stderr, "usage: bench_place [--nodes N] [--runs R] [--write-yaml FILE] "
+                            "[--no-serving | --serving-only]\n");
             return 2;
         }
     }
@@ -364,6 +368,10 @@ int main(int argc, char **argv)
     }
 
     printf("cluster: %u nodes x 8 GPUs, levels zone/block/rack/nvlink-domain/node; %u runs\n", nodes, runs);
+    if (serving == 2) {
+        bench_serving(&pol, nodes, runs);
+        return 0;
+    }
 
     struct tg_sched s;
     /* 3. model memory: N nodes + 10 N bound pods */

@@ -311,10 +311,11 @@ static uint32_t count(const struct tg_cycle_ctx *cx, const struct tg_shape *s, u
                       struct tg_status *st)
 {
     const struct ipstate *ps = s->state[TG_PS_INTERPOD];
-    uint32_t n = UINT32_MAX;
+    uint32_t n = UINT32_MAX, key = TG_STR_NONE, v = TG_STR_NONE;
     for (uint32_t i = 0; ps && i < ps->ndc && n; i++) {
         const struct ipdc *d = &ps->dc[i];
-        uint32_t v = tg__kval(cx->cluster, slot, d->pub.key);
+        if (d->pub.key != key) /* terms on one key (often all) look it up once */
+            v = tg__kval(cx->cluster, slot, key = d->pub.key);
         uint32_t k = cap(&d->pub, v);
         if (k < n)
             n = k;

@@ -214,7 +214,20 @@ int tg__pidx_attach(struct tg_cluster *c)
 uint32_t tg__kval(const struct tg_cluster *c, uint32_t slot, uint32_t key)
 {
     const struct tg_node_obj *o = slot < c->nslots ? c->nodes[slot].obj : NULL;
-    return o ? tg_labels_get(o->labels, o->nlabels, key) : TG_STR_NONE;
+    if (!o)
+        return TG_STR_NONE;
+    /* a topology level's label: the name of the node's domain there (the
+     * hostname: its own), without a search; "" may be a missing label */
+    const struct tg_tree *t = &c->tree;
+    if (slot < t->nslots && t->leaf[slot] != TG_NONE)
+        for (uint32_t l = t->nlevels; l >= 1; l--)
+            if (t->label[l - 1] == key) {
+                uint32_t name = t->dom[tg_tree_ancestor(t, t->leaf[slot], l)].name;
+                if (name)
+                    return name;
+                break;
+            }
+    return tg_labels_get(o->labels, o->nlabels, key);
 }
 
 /* ---- postings --------------------------------------------------------------------- */

@@ -33,6 +33,19 @@ const char *tg_reason_name(uint8_t reason)
     return reason < TG_R__COUNT ? names[reason] : "UNKNOWN";
 }
 
+/* Reasons whose argument is an interned string (a label key, a sentence). */
+static int arg_is_str(uint8_t reason)
+{
+    switch (reason) {
+    case TG_R_TAINT: case TG_R_SELECTOR: case TG_R_RESERVED: case TG_R_POD_AFFINITY:
+    case TG_R_POD_ANTI: case TG_R_POD_ANTI_OF: case TG_R_NO_LABEL: case TG_R_SPREAD:
+    case TG_R_HOST_PORT: case TG_R_VOLUME: case TG_R_CLAIM: case TG_R_WAIT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 const char *tg_reason_text(uint8_t reason, uint32_t arg, char *buf, unsigned n)
 {
     static const char *const texts[] = {
@@ -50,8 +63,7 @@ const char *tg_reason_text(uint8_t reason, uint32_t arg, char *buf, unsigned n)
         a = tg_res_name(arg);
     else if (reason == TG_R_NUMA_KUBELET)
         a = tg_numa_kubelet_text(arg, kbuf, sizeof kbuf);
-    else if (reason == TG_R_TAINT || reason == TG_R_SELECTOR || reason == TG_R_RESERVED ||
-             reason >= TG_R_POD_AFFINITY)
+    else if (arg_is_str(reason))
         a = tg_str(arg);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
