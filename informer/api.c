@@ -69,6 +69,21 @@ int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char
     return api_send(c, "PATCH", &p, &b, "application/merge-patch+json", 1, cb, ud);
 }
 
+int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const char *resource,
+                           const char *ns, const char *name, const char *status_json,
+                           int strategic, tg_done_fn cb, void *ud)
+{
+    if (bad_name(ns) || bad_name(name) || !status_json || !group_version || !resource ||
+        strchr(group_version, '?') || strchr(resource, '/'))
+        return TG_EINVAL;
+    struct tg_sb p = {0}, b = {0};
+    tg_sb_printf(&p, "/apis/%s/namespaces/%s/%s/%s/status", group_version, ns, resource, name);
+    tg_sb_printf(&b, "{\"status\":%s}", status_json);
+    return api_send(c, "PATCH", &p, &b,
+                    strategic ? "application/strategic-merge-patch+json" : "application/merge-patch+json",
+                    1, cb, ud);
+}
+
 int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *name,
                             const char *status_json, tg_done_fn cb, void *ud)
 {

@@ -25,6 +25,14 @@ int tg_api_bind(struct tg_client *c, const char *ns, const char *name, const cha
 int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char *name,
                                  const char *status_json, tg_done_fn cb, void *ud);
 
+/* Patches the /status subresource of a namespaced object of any API group
+ * ("scheduling.k8s.io/v1alpha2", "podgroups") with {"status": status_json}:
+ * a strategic merge patch (built-in types: lists merge by key, e.g.
+ * conditions by type) or a JSON merge patch. */
+int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const char *resource,
+                           const char *ns, const char *name, const char *status_json,
+                           int strategic, tg_done_fn cb, void *ud);
+
 /* Strategic-merge-patches the /status subresource of a pod with
  * {"status": status_json}: conditions merge by type (others stay), scalar
  * fields replace. E.g. {"nominatedNodeName":"n1"}, or

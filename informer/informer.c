@@ -1,17 +1,20 @@
-/* Starts the scheduler's reflectors and reports when all have synced
- * (see informer.h). */
+/* Starts the scheduler's reflectors (after discovering the optional
+ * collections, when any is wanted) and reports when all have synced (see
+ * informer.h). */
 #include "informer/informer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/workload.h"
 #include "util/err.h"
+#include "util/log.h"
 
 static void one_synced(void *ud)
 {
     struct tg_informer *inf = ud;
-    if (inf->synced)
+    if (inf->synced || inf->disc)
         return;
     for (int i = 0; i < TG_INF_N; i++)
         if (inf->r[i] && !tg_reflector_synced(inf->r[i]))
@@ -19,6 +22,77 @@ static void one_synced(void *ud)
     inf->synced = 1;
     if (inf->on_synced)
         inf->on_synced(inf->ud);
+}
+
+/* What each collection is, for discovery and paths. */
+static void apiref(int k, struct tg_apiref *a)
+{
+    *a = (struct tg_apiref){NULL, NULL, NULL};
+    if (k == TG_INF_PODGROUPS) {
+        *a = (struct tg_apiref){"topogang.io", "v1alpha1", "podgroups"};
+    } else if (k >= TG_INF_PG_UPSTREAM && k <= TG_INF_PG_KAI) {
+        const struct tg_pg_apiinfo *p = &tg_pg_apis[k - TG_INF_PG_UPSTREAM + 1];
+        *a = (struct tg_apiref){p->group, p->version, "podgroups"};
+    } else if (k >= TG_INF_JOBS && k < TG_INF_N) {
+        const struct tg_wl_kindinfo *w = &tg_wl_kinds[k - TG_INF_JOBS + 1];
+        *a = (struct tg_apiref){w->group, w->version, w->resource};
+    }
+}
+
+const char *tg_informer_path(enum tg_inf_kind k, char *buf, size_t n)
+{
+    struct tg_apiref a;
+    apiref((int)k, &a);
+    if (a.group)
+        snprintf(buf, n, "/apis/%s/%s/%s", a.group, a.version, a.resource);
+    else
+        snprintf(buf, n, "%s", "");
+    return buf;
+}
+
+static int start_all(struct tg_informer *inf)
+{
+    int rc;
+    for (int i = 0; i < TG_INF_N; i++) {
+        if (!(inf->watched & TG_INF_BIT(i)))
+            continue;
+        if ((rc = tg_reflector_new(inf->client, &inf->ro[i], &inf->r[i])))
+            return rc;
+    }
+    /* Each reflector's first sync checks whether all are in. */
+    for (int i = 0; i < TG_INF_N; i++)
+        if (inf->r[i])
+            tg__reflector_set_synced_hook(inf->r[i], one_synced, inf);
+    for (int i = 0; i < TG_INF_N; i++)
+        if (inf->r[i] && (rc = tg_reflector_start(inf->r[i])))
+            return rc;
+    return 0;
+}
+
+/* The collections asked about, in discovery order. */
+static void ask_list(struct tg_informer *inf)
+{
+    inf->nwant = 0;
+    for (int i = 0; i < TG_INF_N; i++) {
+        if (!(inf->watched & TG_INF_BIT(i)) || (i != TG_INF_PODGROUPS && i < TG_INF_PG_UPSTREAM))
+            continue;
+        apiref(i, &inf->want[inf->nwant]);
+        inf->want_kind[inf->nwant++] = i;
+    }
+}
+
+static void discovered(void *ud, const uint8_t *served)
+{
+    struct tg_informer *inf = ud;
+    for (int j = 0; j < inf->nwant; j++)
+        if (!served[j])
+            inf->watched &= ~TG_INF_BIT(inf->want_kind[j]);
+    tg_discovery_free(&inf->disc);
+    if (inf->on_discovered)
+        inf->on_discovered(inf->ud, inf->watched);
+    int rc = start_all(inf);
+    if (rc)
+        tg_error("informer", "starting the reflectors: %s", tg_strerror(rc));
 }
 
 int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
@@ -30,53 +104,59 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
         return TG_ENOMEM;
     inf->on_synced = o->on_synced;
     inf->ud = o->ud;
+    inf->client = c;
+    inf->on_discovered = o->on_discovered;
     const char *sched = o->scheduler_name ? o->scheduler_name : "topogang";
-    char pending_sel[512], cm_path[512], cm_sel[300];
-    snprintf(pending_sel, sizeof pending_sel, "spec.schedulerName=%s,spec.nodeName=", sched);
-    struct tg_reflector_opts ro[TG_INF_N] = {
-        [TG_INF_NODES] = {.kind = &tg_kind_node, .path = "/api/v1/nodes"},
-        [TG_INF_PODS_PENDING] = {.kind = &tg_kind_pod_spec, .path = "/api/v1/pods",
-                                 .field_selector = pending_sel},
-        [TG_INF_PODS_BOUND] = {.kind = &tg_kind_pod, .path = "/api/v1/pods",
-                               .field_selector = "spec.nodeName!=,status.phase!=Succeeded,"
-                                                 "status.phase!=Failed"},
-        [TG_INF_PODGROUPS] = {.kind = &tg_kind_podgroup,
-                              .path = "/apis/topogang.io/v1alpha1/podgroups"},
-        [TG_INF_CONFIG] = {.kind = &tg_kind_configmap},
-        [TG_INF_PRIOCLASSES] = {.kind = &tg_kind_prioclass,
-                                .path = "/apis/scheduling.k8s.io/v1/priorityclasses"},
-        [TG_INF_PDBS] = {.kind = &tg_kind_pdb, .path = "/apis/policy/v1/poddisruptionbudgets"},
-    };
-    if (o->config_name) {
-        snprintf(cm_path, sizeof cm_path, "/api/v1/namespaces/%s/configmaps",
-                 o->config_ns ? o->config_ns : "kube-system");
-        snprintf(cm_sel, sizeof cm_sel, "metadata.name=%s", o->config_name);
-        ro[TG_INF_CONFIG].path = cm_path;
-        ro[TG_INF_CONFIG].field_selector = cm_sel;
+    snprintf(inf->pending_sel, sizeof inf->pending_sel, "spec.schedulerName=%s,spec.nodeName=", sched);
+    struct tg_reflector_opts *ro = inf->ro;
+    ro[TG_INF_NODES] = (struct tg_reflector_opts){.kind = &tg_kind_node, .path = "/api/v1/nodes"};
+    ro[TG_INF_PODS_PENDING] = (struct tg_reflector_opts){
+        .kind = &tg_kind_pod_spec, .path = "/api/v1/pods", .field_selector = inf->pending_sel};
+    ro[TG_INF_PODS_BOUND] = (struct tg_reflector_opts){
+        .kind = &tg_kind_pod, .path = "/api/v1/pods",
+        .field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"};
+    ro[TG_INF_PODGROUPS] = (struct tg_reflector_opts){
+        .kind = &tg_kind_podgroup, .path = "/apis/topogang.io/v1alpha1/podgroups"};
+    ro[TG_INF_CONFIG] = (struct tg_reflector_opts){.kind = &tg_kind_configmap};
+    ro[TG_INF_PRIOCLASSES] = (struct tg_reflector_opts){
+        .kind = &tg_kind_prioclass, .path = "/apis/scheduling.k8s.io/v1/priorityclasses"};
+    ro[TG_INF_PDBS] = (struct tg_reflector_opts){.kind = &tg_kind_pdb,
+                                                 .path = "/apis/policy/v1/poddisruptionbudgets"};
+    for (int i = TG_INF_PG_UPSTREAM; i < TG_INF_N; i++) {
+        ro[i].kind = i <= TG_INF_PG_KAI ? &tg_kind_pg_peer[i - TG_INF_PG_UPSTREAM + 1]
+                                         : &tg_kind_workload;
+        ro[i].path = tg_informer_path((enum tg_inf_kind)i, inf->paths[i], sizeof inf->paths[i]);
     }
-    int rc = 0;
+    if (o->config_name) {
+        snprintf(inf->cm_path, sizeof inf->cm_path, "/api/v1/namespaces/%s/configmaps",
+                 o->config_ns ? o->config_ns : "kube-system");
+        snprintf(inf->cm_sel, sizeof inf->cm_sel, "metadata.name=%s", o->config_name);
+        ro[TG_INF_CONFIG].path = inf->cm_path;
+        ro[TG_INF_CONFIG].field_selector = inf->cm_sel;
+    }
     for (int i = 0; i < TG_INF_N; i++) {
         if (!ro[i].path || (i == TG_INF_PODGROUPS && o->no_podgroups) ||
-            ((i == TG_INF_PRIOCLASSES || i == TG_INF_PDBS) && o->no_preemption_kinds))
+            ((i == TG_INF_PRIOCLASSES || i == TG_INF_PDBS) && o->no_preemption_kinds) ||
+            (i >= TG_INF_PG_UPSTREAM && !(o->optional & TG_INF_BIT(i))))
             continue;
+        inf->watched |= TG_INF_BIT(i);
         ro[i].h = o->h[i];
         ro[i].h.on_synced = NULL;
         ro[i].page_size = o->page_size;
-        if ((rc = tg_reflector_new(c, &ro[i], &inf->r[i])))
-            goto fail;
     }
-    /* Each reflector's first sync checks whether all are in. */
-    for (int i = 0; i < TG_INF_N; i++)
-        if (inf->r[i])
-            tg__reflector_set_synced_hook(inf->r[i], one_synced, inf);
-    for (int i = 0; i < TG_INF_N; i++)
-        if (inf->r[i])
-            tg_reflector_start(inf->r[i]);
+    int rc;
+    if (o->optional & TG_INF_OPTIONAL_ALL) {
+        ask_list(inf);
+        rc = tg_discovery_start(c, inf->want, inf->nwant, discovered, inf, &inf->disc);
+    } else {
+        rc = start_all(inf);
+    }
+    if (rc) {
+        tg_informer_free(&inf);
+        return rc;
+    }
     *out = inf;
     return 0;
-fail:
-    tg_informer_free(&inf);
-    return rc;
 }
 
 void tg_informer_free(struct tg_informer **pinf)
@@ -85,6 +165,7 @@ void tg_informer_free(struct tg_informer **pinf)
     if (!inf)
         return;
     *pinf = NULL;
+    tg_discovery_free(&inf->disc);
     for (int i = 0; i < TG_INF_N; i++)
         tg_reflector_free(&inf->r[i]);
     free(inf);

@@ -11,6 +11,17 @@
  *                 value, preemptionPolicy, globalDefault
  *   pdbs          policy/v1 PodDisruptionBudgets, all         (tg_kind_pdb)
  *                 namespaces (preemption prefers sets that violate none)
+ * and, when asked for (opts.optional) and served, what defines gangs
+ * beyond topogang's PodGroups (model/workload.h), all namespaces:
+ *   pg_upstream .. pg_kai   the peers' PodGroups: scheduling.k8s.io/v1alpha2,
+ *                 scheduling.x-k8s.io/v1alpha1, scheduling.volcano.sh/v1beta1,
+ *                 scheduling.run.ai/v2alpha2            (tg_kind_pg_peer[api])
+ *   jobs .. trainjobs  batch/v1 Jobs, JobSets, LeaderWorkerSets, PyTorchJobs,
+ *                 MPIJobs, TrainJobs                     (tg_kind_workload)
+ * With any optional collection asked for, the informer first discovers
+ * which are served (discovery.h; topogang.io PodGroups too), says so
+ * through on_discovered, and only then starts every reflector, so that a
+ * handler knows what is watched before the first object comes.
  * A pod moving from pending to bound is deleted from pods_pending and added
  * to pods_bound (the two streams are not ordered with each other).
  * Config keys: schedulerName, the ConfigMap's namespace/name. */
@@ -18,11 +29,23 @@
 #define TG_INFORMER_INFORMER_H
 
 #include "informer/client.h"
+#include "informer/discovery.h"
 #include "informer/kinds.h"
 #include "informer/reflector.h"
 
 enum tg_inf_kind { TG_INF_NODES, TG_INF_PODS_PENDING, TG_INF_PODS_BOUND, TG_INF_PODGROUPS,
-                   TG_INF_CONFIG, TG_INF_PRIOCLASSES, TG_INF_PDBS, TG_INF_N };
+                   TG_INF_CONFIG, TG_INF_PRIOCLASSES, TG_INF_PDBS,
+                   /* optional: the peers' PodGroups in enum tg_pg_api order (1..4), then
+                    * the workloads in enum tg_wl_kind order (1..6) */
+                   TG_INF_PG_UPSTREAM, TG_INF_PG_XK8S, TG_INF_PG_VOLCANO, TG_INF_PG_KAI,
+                   TG_INF_JOBS, TG_INF_JOBSETS, TG_INF_LWS, TG_INF_PYTORCHJOBS, TG_INF_MPIJOBS,
+                   TG_INF_TRAINJOBS, TG_INF_N };
+
+/* The collection of a peer's PodGroups (api 1..4) and of a workload kind (1..6). */
+#define TG_INF_OF_PG_API(api) (TG_INF_PG_UPSTREAM + (api) - 1)
+#define TG_INF_OF_WL_KIND(k) (TG_INF_JOBS + (k) - 1)
+#define TG_INF_BIT(k) (1u << (k))
+#define TG_INF_OPTIONAL_ALL (((1u << TG_INF_N) - 1) & ~((1u << TG_INF_PG_UPSTREAM) - 1))
 
 struct tg_informer_opts {
     const char *scheduler_name;          /* default "topogang" */
@@ -33,6 +56,10 @@ struct tg_informer_opts {
     struct tg_handlers h[TG_INF_N];      /* per collection; on_synced unused there */
     void (*on_synced)(void *ud);         /* once, when every collection has listed */
     void *ud;
+    unsigned optional;                   /* TG_INF_BIT of each optional collection wanted */
+    /* Once, after discovery and before any reflector starts: the collections
+     * watched (TG_INF_BIT each). Only with optional != 0. */
+    void (*on_discovered)(void *ud, unsigned watched);
 };
 
 struct tg_informer {
@@ -40,6 +67,15 @@ struct tg_informer {
     void (*on_synced)(void *ud);
     void *ud;
     int synced;
+    /* while discovering: what the reflectors will be made of */
+    struct tg_client *client;
+    struct tg_discovery *disc;
+    struct tg_reflector_opts ro[TG_INF_N];
+    char pending_sel[512], cm_path[512], cm_sel[300], paths[TG_INF_N][200];
+    void (*on_discovered)(void *ud, unsigned watched);
+    unsigned watched;                    /* TG_INF_BIT of each collection watched */
+    struct tg_apiref want[TG_INF_N];     /* asked of discovery */
+    int want_kind[TG_INF_N], nwant;
 };
 
 /* Creates and starts the reflectors on client c. *out is freed with
@@ -49,6 +85,9 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
                       struct tg_informer **out);
 void tg_informer_free(struct tg_informer **inf);
 int tg_informer_synced(const struct tg_informer *inf);
+/* The API path of a collection ("/apis/kubeflow.org/v1/pytorchjobs"), the
+ * name of its kind for people ("PyTorchJob"). */
+const char *tg_informer_path(enum tg_inf_kind k, char *buf, size_t n);
 /* The cache of one collection, or NULL when it is not watched. */
 const struct tg_store *tg_informer_store(const struct tg_informer *inf, enum tg_inf_kind k);
 

@@ -1,5 +1,6 @@
-/* struct tg_kind descriptors for Nodes, Pods, PodGroups, ConfigMaps,
- * PriorityClasses and PodDisruptionBudgets: each
+/* struct tg_kind descriptors for Nodes, Pods, PodGroups (topogang's and the
+ * peers': model/workload.h), the workloads that form gangs without one,
+ * ConfigMaps, PriorityClasses and PodDisruptionBudgets: each
  * decodes straight from the cJSON tree into the compact struct (the caller
  * frees the tree) and names it for the store's indexes. Decoder diagnostics
  * are logged at debug level; the object is then skipped (counted by the
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "model/objects.h"
+#include "model/workload.h"
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/log.h"
@@ -282,3 +284,45 @@ static const char *pdb_rv(const void *o)
 }
 const struct tg_kind tg_kind_pdb = {"PodDisruptionBudget", pdb_decode, pdb_free, pdb_key, pdb_uid,
                                     pdb_rv};
+
+/* ---- the peers' PodGroups (key "ns/name@group") ---- */
+#define PEER_PG(api, fn)                                                                        \
+    static int fn(const cJSON *o, void **out)                                                   \
+    {                                                                                          \
+        return tg_podgroup_decode_api(o, api, &diag, (struct tg_podgroup **)out);               \
+    }
+PEER_PG(TG_PG_UPSTREAM, pg_up_decode)
+PEER_PG(TG_PG_XK8S, pg_xk8s_decode)
+PEER_PG(TG_PG_VOLCANO, pg_vc_decode)
+PEER_PG(TG_PG_KAI, pg_kai_decode)
+const struct tg_kind tg_kind_pg_peer[TG_PG_NAPI] = {
+    [TG_PG_TOPOGANG] = {"PodGroup", pg_decode, pg_free, pg_key, pg_uid, pg_rv},
+    [TG_PG_UPSTREAM] = {"PodGroup", pg_up_decode, pg_free, pg_key, pg_uid, pg_rv},
+    [TG_PG_XK8S] = {"PodGroup", pg_xk8s_decode, pg_free, pg_key, pg_uid, pg_rv},
+    [TG_PG_VOLCANO] = {"PodGroup", pg_vc_decode, pg_free, pg_key, pg_uid, pg_rv},
+    [TG_PG_KAI] = {"PodGroup", pg_kai_decode, pg_free, pg_key, pg_uid, pg_rv},
+};
+
+/* ---- workloads (key "ns/Kind/name") ---- */
+static int wl_decode(const cJSON *o, void **out)
+{
+    return tg_workload_decode(o, &diag, (struct tg_workload **)out);
+}
+static void wl_free(void *o)
+{
+    struct tg_workload *w = o;
+    tg_workload_free(&w);
+}
+static const char *wl_key(const void *o)
+{
+    return ((const struct tg_workload *)o)->key;
+}
+static const char *wl_uid(const void *o)
+{
+    return ((const struct tg_workload *)o)->uid;
+}
+static const char *wl_rv(const void *o)
+{
+    return ((const struct tg_workload *)o)->rv;
+}
+const struct tg_kind tg_kind_workload = {"Workload", wl_decode, wl_free, wl_key, wl_uid, wl_rv};

@@ -36,5 +36,9 @@ extern const struct tg_kind tg_kind_podgroup;    /* struct tg_podgroup */
 extern const struct tg_kind tg_kind_configmap;   /* struct tg_configmap */
 extern const struct tg_kind tg_kind_prioclass;   /* struct tg_prioclass, key = name */
 extern const struct tg_kind tg_kind_pdb;         /* struct tg_pdb (model/objects.h) */
+/* struct tg_podgroup of each API (enum tg_pg_api, model/workload.h) */
+extern const struct tg_kind tg_kind_pg_peer[];
+/* struct tg_workload: Job, JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, TrainJob */
+extern const struct tg_kind tg_kind_workload;
 
 #endif

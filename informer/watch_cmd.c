@@ -39,8 +39,10 @@ static const char usage[] =
     "\n"
     "Exit status: 0 on SIGINT/SIGTERM or --once, 1 on a configuration error.\n";
 
-static const char *const names[TG_INF_N] = {"nodes", "pods-pending", "pods-bound", "podgroups",
-                                            "config", "priorityclasses", "pdbs"};
+static const char *const names[TG_INF_N] = {
+    "nodes", "pods-pending", "pods-bound", "podgroups", "config", "priorityclasses", "pdbs",
+    "podgroups-upstream", "podgroups-scheduler-plugins", "podgroups-volcano", "podgroups-kai",
+    "jobs", "jobsets", "leaderworkersets", "pytorchjobs", "mpijobs", "trainjobs"};
 
 struct wctx {
     uv_loop_t *loop;

@@ -5,7 +5,10 @@
  *   Nodes                    -> tg_engine_node_set / node_remove
  *   pending pods (ours)      -> tg_engine_pending_set / pending_gone
  *   bound pods (anyone's)    -> tg_engine_bound_set / bound_gone
- *   PodGroups                -> tg_engine_podgroup_set / podgroup_delete
+ *   PodGroups (topogang's and the peers': model/workload.h)
+ *                            -> tg_engine_podgroup_set / podgroup_delete
+ *   workloads (Job, JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, TrainJob)
+ *                            -> tg_engine_workload_set / workload_delete
  *   PriorityClasses          -> tg_engine_pclass_set / pclass_delete
  *   PodDisruptionBudgets     -> tg_engine_pdb_set / pdb_delete
  *   the policy ConfigMap     -> tg_engine_set_policy (or an InvalidPolicy Event)
@@ -26,6 +29,7 @@
 #include "util/intern.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+#include "model/workload.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -153,6 +157,58 @@ static void podgroup_delete(void *ud, const void *obj)
     changed(h);
 }
 
+/* The peers' PodGroups: keyed "ns/name@group"; their gang is "ns/name". */
+static void peer_refresh(struct tg__handlers *h, const struct tg_podgroup *pg)
+{
+    char key[512];
+    snprintf(key, sizeof key, "%s/%s", tg_str(pg->ns), tg_str(pg->name));
+    if (h->on_podgroup)
+        h->on_podgroup(h->ud, key);
+}
+static void peer_add(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_podgroup_set(h->engine, obj);
+    peer_refresh(h, obj);
+    changed(h);
+}
+static int str_eq(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+static void peer_update(void *ud, const void *old, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_podgroup *a = old, *b = obj;
+    tg_engine_podgroup_set(h->engine, b);
+    /* the upstream one's status is ours: only a spec change is news */
+    if (a->min_member != b->min_member || a->timeout_s != b->timeout_s || a->topo_req != b->topo_req ||
+        a->topo_pref != b->topo_pref || a->tier != b->tier || a->tier_hard != b->tier_hard ||
+        a->priority != b->priority || a->prio_class != b->prio_class || !str_eq(a->problem, b->problem)) {
+        peer_refresh(h, b);
+        changed(h);
+    }
+}
+
+static void workload_set(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    const struct tg_workload *w = obj;
+    nomem("workload", w->key, tg_engine_workload_set(h->engine, w));
+    changed(h);
+}
+static void workload_update(void *ud, const void *old, const void *obj)
+{
+    (void)old;
+    workload_set(ud, obj);
+}
+static void workload_delete(void *ud, const void *obj)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_workload_delete(h->engine, ((const struct tg_workload *)obj)->key);
+    changed(h);
+}
+
 static void pclass_set(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
@@ -251,6 +307,77 @@ static void config_update(void *ud, const void *old, const void *obj)
     config_set(ud, obj);
 }
 
+/* ---- which gang definitions are read --------------------------------------------------- */
+
+/* The optional collection of a --gang-sources name, or -1. */
+static int source_of(const char *name, size_t n)
+{
+    for (int api = 1; api < TG_PG_NAPI; api++)
+        if (strlen(tg_pg_apis[api].flag) == n && !strncmp(name, tg_pg_apis[api].flag, n))
+            return TG_INF_OF_PG_API(api);
+    for (int k = 1; k < TG_WL_N; k++)
+        if (strlen(tg_wl_kinds[k].flag) == n && !strncmp(name, tg_wl_kinds[k].flag, n))
+            return TG_INF_OF_WL_KIND(k);
+    return -1;
+}
+
+int tg__gang_sources_parse(const char *list, unsigned *mask, char *err, size_t n)
+{
+    *mask = 0;
+    if (!strcmp(list, "none"))
+        return 0;
+    if (!strcmp(list, "all")) {
+        *mask = TG_INF_OPTIONAL_ALL;
+        return 0;
+    }
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        int k = source_of(p, len);
+        if (k < 0) {
+            size_t o = (size_t)snprintf(err, n, "unknown gang source '%.*s' (all, none, or a list of:",
+                                        (int)len, p);
+            for (int api = 1; api < TG_PG_NAPI && o < n; api++)
+                o += (size_t)snprintf(err + o, n - o, " %s", tg_pg_apis[api].flag);
+            for (int w = 1; w < TG_WL_N && o < n; w++)
+                o += (size_t)snprintf(err + o, n - o, " %s", tg_wl_kinds[w].flag);
+            if (o < n)
+                snprintf(err + o, n - o, ")");
+            return TG_EINVAL;
+        }
+        *mask |= TG_INF_BIT(k);
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* Discovery is done: say what is read, and which owners form gangs. */
+static void discovered(void *ud, unsigned watched)
+{
+    struct tg__handlers *h = ud;
+    struct tg_sb yes = {0}, no = {0};
+    for (int k = 0; k < TG_INF_N; k++) {
+        if (k != TG_INF_PODGROUPS && k < TG_INF_PG_UPSTREAM)
+            continue;
+        if (k != TG_INF_PODGROUPS && !(h->gang_sources & TG_INF_BIT(k)))
+            continue;
+        char path[200];
+        tg_informer_path((enum tg_inf_kind)k, path, sizeof path);
+        struct tg_sb *b = watched & TG_INF_BIT(k) ? &yes : &no;
+        tg_sb_printf(b, "%s%s", b->len ? ", " : "", path + 6); /* less "/apis/" */
+    }
+    unsigned kinds = 0;
+    for (int w = 1; w < TG_WL_N; w++)
+        if (watched & TG_INF_BIT(TG_INF_OF_WL_KIND(w)))
+            kinds |= 1u << w;
+    if (kinds & (1u << TG_WL_TRAINJOB)) /* a TrainJob's pods are its JobSet's */
+        kinds |= 1u << TG_WL_JOBSET;
+    h->engine->gangs.owner_kinds = kinds;
+    tg_info(C, "gang definitions read from: %s; not served (not watched): %s",
+            yes.len ? tg_sb_str(&yes) : "-", no.len ? tg_sb_str(&no) : "-");
+    tg_sb_free(&yes);
+    tg_sb_free(&no);
+}
+
 static void synced(void *ud)
 {
     struct tg__handlers *h = ud;
@@ -270,6 +397,12 @@ void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io)
         (struct tg_handlers){pclass_set, pclass_update, pclass_delete, NULL, h};
     io->h[TG_INF_PDBS] = (struct tg_handlers){pdb_set, pdb_update, pdb_delete, NULL, h};
     io->h[TG_INF_CONFIG] = (struct tg_handlers){config_set, config_update, NULL, NULL, h};
+    for (int k = TG_INF_PG_UPSTREAM; k <= TG_INF_PG_KAI; k++)
+        io->h[k] = (struct tg_handlers){peer_add, peer_update, podgroup_delete, NULL, h};
+    for (int k = TG_INF_JOBS; k < TG_INF_N; k++)
+        io->h[k] = (struct tg_handlers){workload_set, workload_update, workload_delete, NULL, h};
+    io->optional = h->gang_sources;
+    io->on_discovered = discovered;
     io->on_synced = synced;
     io->ud = h;
 }

@@ -40,10 +40,16 @@ struct tg__handlers {
     void (*on_members)(void *ud, const char *gang_key); /* a bound member came, changed or went */
     void (*on_synced)(void *ud);        /* every cache has listed */
     void *ud;
+    unsigned gang_sources;              /* optional collections to read (TG_INF_BIT each):
+                                           the peers' PodGroups and the workloads */
 };
 
 /* Points io's handlers (and on_synced) at h, which is kept by reference. */
 void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io);
+/* --gang-sources: "all", "none" or a comma list of upstream, scheduler-plugins,
+ * volcano, kai, job, jobset, lws, pytorchjob, mpijob, trainjob, into *mask
+ * (TG_INF_BIT each). Returns 0 or TG_EINVAL with the reason in err. */
+int tg__gang_sources_parse(const char *list, unsigned *mask, char *err, size_t n);
 
 /* ---- binder.c: the binds of a PLACE decision -------------------------------------------- */
 

@@ -43,6 +43,7 @@ struct opts {
     char scheduler_name[128], identity[256];
     char config_ns[128], config_name[128], lease_ns[128], lease_name[128];
     int leader_elect, lease_s;
+    unsigned gang_sources;              /* --gang-sources (TG_INF_BIT each) */
     struct tg_policy policy;            /* --config, else the defaults */
 };
 
@@ -359,6 +360,10 @@ static void usage(FILE *f)
         "                               topogang-system>/topogang-scheduler)\n"
         "      --lease-duration SEC     2..3600, default 15 (with --leader-elect)\n"
         "      --identity ID            leader identity (default $POD_NAME or hostname_pid)\n"
+        "      --gang-sources LIST      gang definitions read besides topogang's PodGroups,\n"
+        "                               when served: all (default), none, or a comma list of\n"
+        "                               upstream, scheduler-plugins, volcano, kai (PodGroups),\n"
+        "                               job, jobset, lws, pytorchjob, mpijob, trainjob (owners)\n"
         "      --v LEVEL                log level: debug, info, warn, error (default info)\n"
         "  -h, --help                   this text\n");
 }
@@ -446,6 +451,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"leader-elect", no_argument, NULL, 'e'},      {"lease", required_argument, NULL, 'L'},
         {"lease-duration", required_argument, NULL, 'D'},
         {"identity", required_argument, NULL, 'i'},     {"v", required_argument, NULL, 'v'},
+        {"gang-sources", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},               {NULL, 0, NULL, 0},
     };
     const char *lease = NULL, *sched_name = NULL;
@@ -454,6 +460,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->kubeconfig = getenv("KUBECONFIG");
     o->listen = ":8080";
     o->lease_s = 15;
+    o->gang_sources = TG_INF_OPTIONAL_ALL;
+    char gerr[512];
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -471,6 +479,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             if (tg_log_parse_level(optarg, &lvl))
                 return bad("%s", "--v must be debug, info, warn or error");
             tg_log_set_level(lvl);
+            break;
+        case 'g':
+            if (tg__gang_sources_parse(optarg, &o->gang_sources, gerr, sizeof gerr))
+                return bad("--gang-sources: %s", gerr);
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -527,7 +539,8 @@ static int start_informer(struct tg_daemon *d)
     d->handlers = (struct tg__handlers){
         .engine = &d->engine, .client = d->client, .scheduler_name = o->scheduler_name,
         .on_change = kick, .on_policy = on_policy, .on_podgroup = on_podgroup,
-        .on_members = on_members, .on_synced = on_synced, .ud = d};
+        .on_members = on_members, .on_synced = on_synced, .ud = d,
+        .gang_sources = o->gang_sources};
     struct tg_informer_opts io = {
         .scheduler_name = o->scheduler_name,
         .config_ns = o->config_name[0] ? o->config_ns : NULL,

@@ -1,5 +1,15 @@
 /* What users see of a gang: its PodGroup's status and Events.
  *
+ * Whose status: topogang's own PodGroup (below) and the upstream
+ * scheduling.k8s.io PodGroup, whose status is meant for the scheduler: its
+ * PodGroupScheduled condition (True, reason Scheduled, once the gang is
+ * bound; else False, reason Unschedulable, with the reason in numbers; never
+ * back to False once True, as kube-scheduler does), a strategic merge patch
+ * that leaves its other conditions alone. Never a Volcano, KAI or
+ * scheduler-plugins PodGroup's status (their own controllers write it), nor
+ * anything of a workload whose pods form a derived gang: those get Events
+ * only (the regarding object: the peer's PodGroup, the workload).
+ *
  * Status (a merge patch of podgroups/status, only when it changed, at most
  * one patch in flight per gang so that two patches cannot land out of order):
  *   phase        Pending | Scheduling (binds take over a second) | Scheduled
@@ -54,6 +64,8 @@ struct rgang {
     char *want;                         /* a status body waiting for the patch in flight */
     char event_sig[96];                 /* last Event: reason + message hash */
     int64_t event_ms;
+    uint8_t up_status;                  /* upstream condition written: 0 none, 1 False, 2 True */
+    int64_t up_since_ms;                /* ... since (its lastTransitionTime) */
 };
 
 /* A status patch in flight; found again by gang key (the record may go). */
@@ -150,11 +162,17 @@ static void on_status_patched(void *ud, const struct tg_resp *resp)
     }
 }
 
+/* Whose status this scheduler writes (see the top). */
+static int status_ours(const struct tg_grec *g)
+{
+    return g->pg && !g->derived && (g->pg->api == TG_PG_TOPOGANG || g->pg->api == TG_PG_UPSTREAM);
+}
+
 /* Sends the wanted status unless a patch of this gang is in flight. */
 static void send_status(struct tg__report *r, struct tg_grec *g)
 {
     struct rgang *rg = g->user;
-    if (rg->patch_inflight || !rg->want || !g->pg)
+    if (rg->patch_inflight || !rg->want || !status_ours(g))
         return;
     size_t kl = strlen(g->key);
     struct tg__rpatch *p = malloc(sizeof *p + kl + 1);
@@ -162,8 +180,12 @@ static void send_status(struct tg__report *r, struct tg_grec *g)
         return;
     p->r = r;
     memcpy(p->key, g->key, kl + 1);
-    if (tg_api_patch_podgroup_status(r->client, tg_str(g->pg->ns), tg_str(g->pg->name), rg->want,
-                                     on_status_patched, p)) {
+    const char *ns = tg_str(g->pg->ns), *name = tg_str(g->pg->name);
+    int rc = g->pg->api == TG_PG_UPSTREAM
+                 ? tg_api_patch_status_of(r->client, tg_pg_apis[TG_PG_UPSTREAM].api_version,
+                                          "podgroups", ns, name, rg->want, 1, on_status_patched, p)
+                 : tg_api_patch_podgroup_status(r->client, ns, name, rg->want, on_status_patched, p);
+    if (rc) {
         free(p);
         return;
     }
@@ -228,12 +250,47 @@ static void status_sig(const struct tg_grec *g, const struct rgang *rg, struct t
     tg_sb_json_str(b, rg->msg && rg->msg[0] ? rg->msg : ok ? "all members bound" : "waiting");
 }
 
+/* The upstream PodGroup's status: its PodGroupScheduled condition. 0, or
+ * -1 when nothing is to be written (binding, or False after True). */
+static int upstream_status(struct tg_grec *g, struct rgang *rg, int rewrite)
+{
+    int ok = rg->phase == PH_SCHEDULED;
+    if (rg->phase == PH_SCHEDULING || (!ok && (rg->up_status == 2 || g->pg->sched_true)))
+        return -1;
+    struct tg_sb b = {0};
+    tg_sb_printf(&b, "{\"conditions\":[{\"type\":\"PodGroupScheduled\",\"status\":\"%s\","
+                     "\"reason\":\"%s\",\"message\":", ok ? "True" : "False",
+                 ok ? "Scheduled" : "Unschedulable");
+    tg_sb_json_str(&b, rg->msg && rg->msg[0] ? rg->msg : ok ? "all members bound" : "waiting");
+    if (!b.oom && (rewrite || !rg->sig || strcmp(rg->sig, tg_sb_str(&b)))) {
+        set_str(&rg->sig, tg_sb_str(&b));
+        if (rg->up_status != 1 + ok) {
+            rg->up_status = (uint8_t)(1 + ok);
+            rg->up_since_ms = tg__wall_ms() / 1000 * 1000;
+        }
+        char when[40];
+        tg_format_microtime(rg->up_since_ms, when, sizeof when);
+        strcpy(strchr(when, '.'), "Z");
+        tg_sb_printf(&b, ",\"lastTransitionTime\":\"%s\",\"observedGeneration\":%lld}]}", when,
+                     (long long)g->pg->generation);
+        if (!b.oom)
+            set_str(&rg->want, tg_sb_str(&b));
+    }
+    tg_sb_free(&b);
+    return 0;
+}
+
 /* Writes g's status when it differs from the last one (always if rewrite). */
 static void write_status(struct tg__report *r, struct tg_grec *g, int rewrite)
 {
     struct rgang *rg = g->user;
-    if (!rg || !g->pg || rg->phase == PH_NONE)
+    if (!rg || !status_ours(g) || rg->phase == PH_NONE)
         return;
+    if (g->pg->api == TG_PG_UPSTREAM) {
+        if (!upstream_status(g, rg, rewrite))
+            send_status(r, g);
+        return;
+    }
     struct tg_sb b = {0};
     status_sig(g, rg, &b);
     if (!b.oom && (rewrite || !rg->sig || strcmp(rg->sig, tg_sb_str(&b)))) {
@@ -259,13 +316,24 @@ void tg__report_refresh(struct tg__report *r, const char *gang_key, int rewrite)
 
 /* ---- Events ----------------------------------------------------------------------------------- */
 
-/* The object an Event about g regards; 0, or -1 when there is none. */
-static int regarding(const struct tg_grec *g, struct tg_event_spec *e)
+/* The object an Event about g regards: its PodGroup (any API's), the
+ * workload of a derived gang (av: room for its apiVersion); 0, or -1 when
+ * there is none. */
+static int regarding(const struct tg_grec *g, struct tg_event_spec *e, char *av, size_t n)
 {
     e->ns = tg_str(g->ns);
-    if (g->pg) {
+    if (g->derived && g->wl) {
+        const struct tg_wl_kindinfo *k = &tg_wl_kinds[g->wl->kind];
+        snprintf(av, n, "%s/%s", k->group, k->version);
+        e->kind = k->kind;
+        e->api_version = av;
+        e->name = tg_str(g->wl->name);
+        e->uid = g->wl->uid;
+        return 0;
+    }
+    if (g->pg && !g->derived) {
         e->kind = "PodGroup";
-        e->api_version = "topogang.io/v1alpha1";
+        e->api_version = tg_pg_apis[g->pg->api].api_version;
         e->name = tg_str(g->pg->name);
         e->uid = g->pg->uid;
         return 0;
@@ -297,7 +365,9 @@ static void event(struct tg__report *r, struct tg_grec *g, const char *type, con
     rg->event_ms = now;
     struct tg_event_spec e = {.type = type, .reason = reason, .note = note,
                               .action = !strcmp(reason, "Scheduled") ? "Binding" : "Scheduling"};
-    if (regarding(g, &e) == 0 && tg_api_create_event(r->client, &e, on_written, "Event") == 0)
+    char av[200];
+    if (regarding(g, &e, av, sizeof av) == 0 &&
+        tg_api_create_event(r->client, &e, on_written, "Event") == 0)
         tg_metrics_inc(TG_M_EVENTS, 1);
 }
 
@@ -382,7 +452,12 @@ static void invalid(struct tg__report *r, struct tg_grec *g, const struct tg_dec
     rg->phase = PH_UNSCHEDULABLE;
     rg->cond = "Unschedulable";
     write_status(r, g, 0);
-    event(r, g, "Warning", "InvalidTopology", d->reason);
+    /* a level that does not resolve, a workload that cannot run as one gang,
+     * a PodGroup spec this scheduler cannot use */
+    const char *why = !g->pg->problem || g->pg->problem == g->eff_problem ? "InvalidTopology"
+                      : g->derived                                      ? "InvalidWorkload"
+                                                                        : "InvalidPodGroup";
+    event(r, g, "Warning", why, d->reason);
 }
 
 void tg__report_decision(struct tg__report *r, const struct tg_decision *d)
