@@ -2,7 +2,13 @@
  * through the Binding subresource, within api.bindConcurrency requests in
  * flight over all gangs (the client's api.qps/burst limiter applies too). A
  * failed bind is retried (gang.bindRetries) unless the pod is gone, taken or
- * refused (404, 409, 422, 403). When the gang reaches minMember the failed
+ * refused (404, 409, 422, 403). A bind that got no answer (connection
+ * refused or broken, timed out: the API server may be down, and may have
+ * bound the pod before the answer was lost) is retried once a second for up
+ * to a minute instead, while the pod keeps its room: a retry answered 409
+ * "already assigned to node N" with N the node asked for is a success. So a
+ * restarted API server finds the binds it lost, and no room whose bind may
+ * have landed is handed out again meanwhile. When the gang reaches minMember the failed
  * members are forgotten and tried again after a backoff; when it cannot, the
  * members bound in this attempt are deleted (their controller recreates
  * them) and the gang backs off. The engine hears how it ended
@@ -28,7 +34,8 @@
 #define C "binder"
 
 enum { B_WAIT, B_INFLIGHT, B_OK, B_FAILED };
-enum { ASSUME_TTL_MS = 60000, SLOW_MS = 1000 };
+enum { ASSUME_TTL_MS = 60000, SLOW_MS = 1000, UNANSWERED_RETRY_MS = 1000,
+       UNANSWERED_MAX_MS = 60000 };
 
 struct bindop;
 
@@ -38,6 +45,8 @@ struct bindpod {
     const char *name;                   /* inside key */
     uint8_t state, tries;
     uint64_t t0;
+    int64_t unanswered_ms;              /* loop ms of its first bind that got no answer, 0 none */
+    int64_t retry_ms;                   /* B_WAIT: not sent before this loop ms */
     long status;
     char msg[160];
 };
@@ -255,15 +264,31 @@ static void complete(struct bindop *op)
     op_free(op);
 }
 
+/* 409 "pod X is already assigned to node \"N\"" with N the node asked for:
+ * an earlier try of this bind landed and its answer was lost. */
+static int already_ours(const struct bindpod *p, const struct tg_resp *r)
+{
+    char want[300];
+    snprintf(want, sizeof want, "already assigned to node \"%s\"", p->node);
+    return r->status == 409 && r->msg && strstr(r->msg, want);
+}
+
+/* No HTTP answer (TG_EIO, TG_ETIMEOUT; not a local failure to even start). */
+static int unanswered(const struct tg_resp *r)
+{
+    return r->status == 0 && (r->err == TG_EIO || r->err == TG_ETIMEOUT);
+}
+
 static void on_bound(void *ud, const struct tg_resp *r)
 {
     struct bindpod *p = ud;
     struct bindop *op = p->op;
     struct tg__binder *b = op->b;
+    int64_t now = (int64_t)uv_now(b->loop);
     b->inflight--;
     tg_metrics_set(TG_G_INFLIGHT_BINDS, b->inflight);
     tg_metrics_observe(TG_H_BIND, (double)(uv_hrtime() - p->t0) / 1e9);
-    if (!r->err) {
+    if (!r->err || (p->unanswered_ms && already_ours(p, r))) {
         p->state = B_OK;
         op->ok++;
         tg_metrics_inc(TG_M_BINDS_OK, 1);
@@ -273,7 +298,14 @@ static void on_bound(void *ud, const struct tg_resp *r)
         snprintf(p->msg, sizeof p->msg, "%s", r->msg ? r->msg : tg_strerror(r->err));
         /* gone (404), taken or changed (409), refused (422, 403): retrying cannot help */
         int final = r->status == 404 || r->status == 409 || r->status == 422 || r->status == 403;
-        if (!final && p->tries < b->e->sched.policy.bind_retries && !b->stopping) {
+        if (unanswered(r) && !p->unanswered_ms)
+            p->unanswered_ms = now;
+        if (!final && !b->stopping && p->unanswered_ms && now - p->unanswered_ms < UNANSWERED_MAX_MS) {
+            p->state = B_WAIT; /* it may have landed: keep its room, ask again in a second */
+            p->retry_ms = now + UNANSWERED_RETRY_MS;
+            tg_metrics_inc(TG_M_BIND_RETRIES, 1);
+            enqueue(b, op);
+        } else if (!final && p->tries < b->e->sched.policy.bind_retries && !b->stopping) {
             p->state = B_WAIT;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
             enqueue(b, op);
@@ -290,22 +322,31 @@ static void on_bound(void *ud, const struct tg_resp *r)
         tg__binder_pump(b);
 }
 
-static struct bindpod *next_waiting(struct bindop *op)
+/* The first bind of op due now; *later is set when some wait for a retry time. */
+static struct bindpod *next_waiting(struct bindop *op, int64_t now, int *later)
 {
+    *later = 0;
     for (uint32_t i = 0; i < op->n; i++)
-        if (op->p[i].state == B_WAIT)
-            return &op->p[i];
+        if (op->p[i].state == B_WAIT) {
+            if (op->p[i].retry_ms <= now)
+                return &op->p[i];
+            *later = 1;
+        }
     return NULL;
 }
 
 void tg__binder_pump(struct tg__binder *b)
 {
     uint32_t limit = (uint32_t)b->e->sched.policy.bind_concurrency;
-    while (b->queue.qnext != &b->queue && b->inflight < limit) {
-        struct bindop *op = b->queue.qnext;
-        struct bindpod *p = next_waiting(op);
-        if (!p) {
-            dequeue(op);
+    struct bindop *op = b->queue.qnext;
+    while (op != &b->queue && b->inflight < limit) {
+        int later;
+        struct bindpod *p = next_waiting(op, (int64_t)uv_now(b->loop), &later);
+        if (!p) { /* nothing due: off the queue, or on to the next op till its retry time */
+            struct bindop *nx = op->qnext;
+            if (!later)
+                dequeue(op);
+            op = nx;
             continue;
         }
         p->state = B_INFLIGHT;
@@ -318,6 +359,7 @@ void tg__binder_pump(struct tg__binder *b)
         if (rc) {
             struct tg_resp fake = {.err = rc, .msg = tg_strerror(rc)};
             on_bound(p, &fake); /* may complete (free) op: the loop reads the queue again */
+            op = b->queue.qnext;
         }
     }
     tg_metrics_set(TG_G_INFLIGHT_BINDS, b->inflight);

@@ -161,6 +161,143 @@ class Api:
         return doc.get("items", [])
 
 
+class FaultProxy:
+    """Plain HTTP in front of the cluster's kube-apiserver (the bearer token
+    added on the way up), for faults a real server will not make on demand:
+      drop_answer(pod, s)  the next Binding of that pod is passed up, and its
+                           answer is lost (the connection closed instead);
+                           for s seconds after, its Bindings get a closed
+                           connection, not passed up;
+      stall_bound(True)    the watch of bound pods (fieldSelector
+                           spec.nodeName!=) holds what it receives until
+                           stall_bound(False): the scheduler is blind to binds.
+    kubeconfig() writes a kubeconfig pointing at it. Watches are relayed as
+    they arrive (chunked); everything else is buffered."""
+
+    def __init__(self, cluster, work):
+        import http.server
+        self.api = Api(cluster)
+        self.work = work
+        self.lock = threading.Lock()
+        self.drop, self.refuse = {}, {}
+        self.unstalled = threading.Event()
+        self.unstalled.set()
+        self.seen = []                  # (time, method, path, what happened)
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_any(self):
+                proxy.relay(self)
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_any
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def drop_answer(self, pod, refuse_s=0):
+        with self.lock:
+            self.drop[pod] = refuse_s
+
+    def stall_bound(self, on):
+        if on:
+            self.unstalled.clear()
+        else:
+            self.unstalled.set()
+
+    def events(self, what):
+        with self.lock:
+            return [e for e in self.seen if e[3] == what]
+
+    def kubeconfig(self):
+        path = os.path.join(self.work, f"proxy-{self.port}.kubeconfig")
+        with open(path, "w") as f:
+            f.write(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: proxy
+  cluster: {{server: "http://127.0.0.1:{self.port}"}}
+users:
+- name: u
+  user: {{token: via-proxy}}
+contexts:
+- name: proxy
+  context: {{cluster: proxy, user: u}}
+current-context: proxy
+""")
+        return path
+
+    def close(self):
+        self.unstalled.set()
+        self.server.shutdown()
+
+    def _note(self, h, what):
+        with self.lock:
+            self.seen.append((time.time(), h.command, h.path, what))
+
+    def relay(self, h):
+        n = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(n) if n else None
+        parts = h.path.split("?")[0].split("/")
+        pod = parts[-2] if h.command == "POST" and parts[-1] == "binding" else None
+        with self.lock:
+            dropped = pod is not None and pod in self.drop
+            refused = pod is not None and not dropped and self.refuse.get(pod, 0) > time.time()
+            if dropped:
+                self.refuse[pod] = time.time() + self.drop.pop(pod)
+        if refused:
+            self._note(h, "refused")
+            h.close_connection = True
+            return
+        hdrs = {k: v for k, v in h.headers.items()
+                if k.lower() not in ("host", "authorization", "connection", "content-length",
+                                     "accept-encoding")}
+        hdrs["Authorization"] = "Bearer " + self.api.token
+        watch = "watch=1" in h.path or "watch=true" in h.path
+        up = self.api.connect(timeout=None if watch else 60)
+        try:
+            up.request(h.command, h.path, body=body, headers=hdrs)
+            r = up.getresponse()
+            if dropped:
+                r.read()
+                self._note(h, "answer dropped")
+                h.close_connection = True
+                return
+            if not watch:
+                data = r.read()
+                h.send_response(r.status)
+                h.send_header("Content-Type", r.getheader("Content-Type", "application/json"))
+                h.send_header("Content-Length", str(len(data)))
+                h.end_headers()
+                h.wfile.write(data)
+                return
+            bound_watch = "spec.nodeName%21%3D" in h.path or "spec.nodeName!=" in h.path
+            h.send_response(r.status)
+            h.send_header("Content-Type", r.getheader("Content-Type", "application/json"))
+            h.send_header("Transfer-Encoding", "chunked")
+            h.end_headers()
+            h.wfile.flush()
+            while True:
+                data = r.read1(65536)
+                if not data:
+                    break
+                if bound_watch:
+                    self.unstalled.wait()
+                h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                h.wfile.flush()
+            h.wfile.write(b"0\r\n\r\n")
+            h.close_connection = True
+        except (OSError, http.client.HTTPException):
+            h.close_connection = True
+        finally:
+            up.close()
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -183,11 +320,12 @@ def http_get(port, path, timeout=2):
 class Scheduler:
     """`topogang scheduler` as a child process, its output in a log file."""
 
-    def __init__(self, binary, cluster, name, work, policy, leader_elect=False, env=None, extra=()):
+    def __init__(self, binary, cluster, name, work, policy, leader_elect=False, env=None, extra=(),
+                 kubeconfig=None, identity=None):
         self.name, self.port = name, free_port()
         self.log = os.path.join(work, f"{name}.log")
-        args = [binary, "scheduler", "--kubeconfig", cluster.kubeconfig, "--listen",
-                f"127.0.0.1:{self.port}", "--identity", name, "--config", policy]
+        args = [binary, "scheduler", "--kubeconfig", kubeconfig or cluster.kubeconfig, "--listen",
+                f"127.0.0.1:{self.port}", "--identity", identity or name, "--config", policy]
         if leader_elect:
             args += ["--leader-elect", "--lease", "topogang-system/crash-lease", "--lease-duration", "2"]
         args += list(extra)

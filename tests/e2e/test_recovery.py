@@ -10,6 +10,17 @@ in 2 racks of 4), for what test_crash.py found at random:
     passed, its bound members must be deleted (RolledBack Event saying so),
     not left bound forever.
 
+  lost_bind_answer_is_found: the API server binds a member but its answer
+    is lost (a fault proxy closes the connection): the binder asks again a
+    second later, hears 409 "already assigned to node N" with N the node it
+    asked for, and takes it as bound; the gang completes with no rollback.
+
+  unanswered_binds_keep_their_room: one member's bind lands unanswered and
+    its retries find no server for 4 s, while the scheduler's watch of bound
+    pods is stalled (it cannot see the bind landed); a pod arriving then
+    must not be given that member's room (the node would hold 16 GPUs of 8);
+    the gang completes once the server answers again.
+
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import os
@@ -106,7 +117,104 @@ def subprocess_delete(ctx, kind, name):
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-CASES = [case_timeout_rolls_back_half_bound]
+def scheduler_via_proxy(ctx, name):
+    from harness import FaultProxy
+    px = FaultProxy(ctx["cluster"], ctx["work"])
+    ctx["proxies"].append(px)
+    s = Scheduler(ctx["bin"], ctx["cluster"], name, ctx["work"], ctx["policy"],
+                  kubeconfig=px.kubeconfig())
+    ctx["scheds"].append(s)
+    s.wait_ready()
+    return px, s
+
+
+def finish(ctx, s):
+    if s.stop() != 0:
+        fail(f"scheduler exited {s.proc.returncode} after SIGTERM (see {s.log})")
+    rep = s.sanitizer_report()
+    if rep:
+        fail(f"sanitizer report:\n{rep}")
+
+
+def wipe(api, ns):
+    for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]:
+        api.delete_pod(ns, p["metadata"]["name"])
+
+
+def case_lost_bind_answer_is_found(ctx):
+    from harness import PodWatch
+    api, ns = ctx["api"], "lost"
+    make_namespace(api, ns)
+    watch = PodWatch(api, ns, ctx["alloc"])
+    watch.start()
+    watch.synced.wait(10)
+    px, s = scheduler_via_proxy(ctx, "lost")
+    px.drop_answer("amb-0")
+    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, "amb", 2, "rack"))
+    for i in range(2):
+        api.create_pod(ns, gang_pod(ns, f"amb-{i}", "amb", 8))
+    wait(lambda: watch.bound_of("amb") == 2, 20, "both members bound")
+    time.sleep(2)
+    if not px.events("answer dropped"):
+        fail("the proxy never dropped amb-0's answer")
+    if watch.sched_deletes:
+        fail(f"members deleted (a rollback): {watch.sched_deletes}")
+    if rolled_back_events(api, ns, "amb"):
+        fail(f"RolledBack Events: {rolled_back_events(api, ns, 'amb')}")
+    if watch.binds != 2:
+        fail(f"{watch.binds} binds seen, expected 2")
+    finish(ctx, s)
+    watch.stopping = True
+    wipe(api, ns)
+
+
+def case_unanswered_binds_keep_their_room(ctx):
+    from harness import PodWatch
+    api, ns = ctx["api"], "blind"
+    make_namespace(api, ns)
+    watch = PodWatch(api, ns, ctx["alloc"])
+    watch.start()
+    watch.synced.wait(10)
+    free = ("gpu-00000", "gpu-00004")
+    for n in sorted(ctx["alloc"]):
+        if n not in free:  # the default scheduler's pods fill every other node
+            p = gang_pod(ns, f"blk-{n}", None, 8)
+            del p["metadata"]["labels"]
+            p["spec"]["nodeName"] = n
+            del p["spec"]["schedulerName"]
+            api.create_pod(ns, p)
+    px, s = scheduler_via_proxy(ctx, "blind")
+    px.drop_answer("amb-0", 4)
+    px.stall_bound(True)
+    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, "amb", 2))
+    for i in range(2):
+        api.create_pod(ns, gang_pod(ns, f"amb-{i}", "amb", 8))
+    time.sleep(1.5)
+    solo = gang_pod(ns, "solo", None, 8)
+    del solo["metadata"]["labels"]
+    api.create_pod(ns, solo)
+    time.sleep(4)
+    px.stall_bound(False)
+    wait(lambda: watch.bound_of("amb") == 2, 20, "both members of amb bound")
+    time.sleep(2)
+    if not px.events("answer dropped") or not px.events("refused"):
+        fail("the proxy did not drop amb-0's answer and refuse its retries")
+    with watch.lock:
+        v = list(watch.violations)
+        solo_node = next((p["node"] for p in watch.pods.values() if p["name"] == "solo"), None)
+    for x in v:
+        fail(x)
+    if solo_node:
+        fail(f"solo bound to {solo_node}: the cluster had no room for it")
+    if watch.sched_deletes:
+        fail(f"members deleted (a rollback): {watch.sched_deletes}")
+    finish(ctx, s)
+    watch.stopping = True
+    wipe(api, ns)
+
+
+CASES = [case_timeout_rolls_back_half_bound, case_lost_bind_answer_is_found,
+         case_unanswered_binds_keep_their_room]
 
 
 def main():
@@ -123,10 +231,11 @@ def main():
     policy = os.path.join(work, "policy.yaml")
     with open(policy, "w") as f:
         f.write("gang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n")
-    ctx = {"api": api, "cluster": cluster, "bin": binary, "work": work, "policy": policy, "scheds": []}
+    ctx = {"api": api, "cluster": cluster, "bin": binary, "work": work, "policy": policy, "scheds": [],
+           "proxies": []}
     passed = failed = 0
     try:
-        setup_cluster(cluster, api, src, nodes=8, rack_size=4, blocks=1)
+        ctx["alloc"] = setup_cluster(cluster, api, src, nodes=8, rack_size=4, blocks=1)
         for c in CASES:
             name = c.__name__[5:]
             log(f"[ RUN      ] {name}")
@@ -137,7 +246,9 @@ def main():
                 fail(f"{type(e).__name__}: {e}")
             for s in ctx["scheds"]:
                 s.kill()
-            ctx["scheds"] = []
+            for px in ctx["proxies"]:
+                px.close()
+            ctx["scheds"], ctx["proxies"] = [], []
             if len(failures) == before:
                 passed += 1
                 log(f"[       OK ] {name}")
