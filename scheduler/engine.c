@@ -72,13 +72,26 @@ static void phantoms_restore(struct tg_engine *e, struct tg_grec *g)
     tg_hmap_free(&at);
 }
 
-static void nomination_drop(struct tg_engine *e, struct tg_grec *g)
+/* Ends g's nomination and frees the room it held; wake != 0 when that room
+ * goes back to everyone (not to g itself or to a gang taking it). */
+static void nomination_drop(struct tg_engine *e, struct tg_grec *g, int wake)
 {
     if (!g->q.nom)
         return;
     phantoms_remove(e, g);
     tg_queue_nomination_clear(&g->q);
     noms_remove(e, g);
+    if (wake)
+        tg_queue_wake(&e->queue);
+}
+
+/* Ends g's reservation, if any: the domain opens to the gangs it kept out. */
+static void reservation_end(struct tg_engine *e, struct tg_grec *g)
+{
+    if (!tg_queue_reservation(&e->queue, &g->q))
+        return;
+    tg_queue_unreserve(&e->queue, &g->q);
+    tg_queue_wake(&e->queue);
 }
 
 /* Hides (hide != 0) or shows the room held by nominations of gangs of lower
@@ -113,7 +126,7 @@ static void lower_noms_displaced(struct tg_engine *e, const struct tg_grec *g, u
         struct tg_grec *n = e->noms[i];
         if (n != g && n->priority < g->priority && n->q.nom &&
             overlap(&e->sched.cluster.tree, n->q.nom->domain, d)) {
-            nomination_drop(e, n); /* removes n from noms: do not advance */
+            nomination_drop(e, n, 0); /* removes n from noms: do not advance */
             e->stats.nominations_dropped++;
             tg_queue_add(&e->queue, &n->q);
             continue;
@@ -145,6 +158,7 @@ static void requeue(struct tg_engine *e, struct tg_grec *g)
     if (g->q.state == TG_Q_INFLIGHT)
         return;
     if (tg_grec_unplaced(g) == 0 && !g->q.nom) {
+        reservation_end(e, g);
         tg_queue_remove(&e->queue, &g->q);
         tg_gangs_release(&e->gangs, g);
         return;
@@ -206,7 +220,7 @@ int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p)
     if (!same) {
         while (e->nnoms) {
             struct tg_grec *g = e->noms[0];
-            nomination_drop(e, g);
+            nomination_drop(e, g, 0); /* the wake below covers it */
             tg_queue_add(&e->queue, &g->q);
         }
         while (e->queue.nresv)
@@ -294,35 +308,72 @@ void tg_engine_pending_gone(struct tg_engine *e, const struct tg_pod *p)
 /* ---- wake-ups ------------------------------------------------------------------------ */
 
 struct freed {
-    const struct tg_cluster *c;
+    const struct tg_engine *e;
     uint32_t slot;
+    const struct tg_usage **pods;       /* the node's placed pods, and their unit's priority */
+    int32_t *prio;
+    uint32_t npods;
 };
+
+static int64_t req_of(const struct tg_usage *u, uint32_t res)
+{
+    for (uint8_t i = 0; i < u->nreq; i++)
+        if (u->req[i].res == res)
+            return u->req[i].val;
+    return 0;
+}
 
 /* Room freed on one node may help a waiting gang only if it now has, for
  * every resource all its unplaced members ask, at least the least of them
  * (a necessary condition for one member to fit: never misses a gang that
- * could use it). Nominated gangs always look again. The queue's flush
- * catches what this cannot see (room that only helps with a preemption). */
+ * could use it) -- counting, for a gang that may preempt, what pods of lower
+ * priority hold there. Nominated gangs always look again. */
 static int freed_may_help(void *ud, const struct tg_qent *q)
 {
     const struct freed *f = ud;
+    const struct tg_cluster *c = &f->e->sched.cluster;
     const struct tg_grec *g = (const struct tg_grec *)((const char *)q - offsetof(struct tg_grec, q));
     if (q->state == TG_Q_WAITING || !g->nhint)
         return 1;
+    int preempt = f->e->sched.policy.preemption && !g->preempt_never;
     for (uint8_t i = 0; i < g->nhint; i++) {
         uint32_t r = g->hint[i].res;
-        if (tg_alloc(f->c, f->slot, r) - tg_used(f->c, f->slot, r) < g->hint[i].val)
+        int64_t room = tg_alloc(c, f->slot, r) - tg_used(c, f->slot, r);
+        for (uint32_t k = 0; preempt && room < g->hint[i].val && k < f->npods; k++)
+            if (f->prio[k] < g->priority)
+                room += req_of(f->pods[k], r);
+        if (room < g->hint[i].val)
             return 0;
     }
-    return tg_alloc(f->c, f->slot, TG_RES_PODS) > tg_used(f->c, f->slot, TG_RES_PODS);
+    return 1;
 }
 
 static void room_freed(struct tg_engine *e, uint32_t slot)
 {
-    struct freed f = {&e->sched.cluster, slot};
-    if (slot == NONE || slot >= f.c->nslots || !f.c->nodes[slot].obj)
+    const struct tg_cluster *c = &e->sched.cluster;
+    if (slot == NONE || slot >= c->nslots || !c->nodes[slot].obj)
         return;
+    struct freed f = {e, slot, NULL, NULL, 0};
+    uint32_t n = c->nodes[slot].npods + 1;
+    f.pods = malloc(n * sizeof *f.pods);
+    f.prio = malloc(n * sizeof *f.prio);
+    if (!f.pods || !f.prio) {
+        free(f.pods);
+        free(f.prio);
+        tg_queue_wake(&e->queue); /* no memory to be choosy: everyone looks */
+        return;
+    }
+    for (const struct tg_usage *u = c->nodes[slot].pods; u && f.npods < n; u = u->nnext) {
+        if (u->kind != TG_USAGE_BOUND || u->deleting || u->hidden)
+            continue;
+        const struct tg_grec *g = tg_gangs_of_usage(&e->gangs, u);
+        f.pods[f.npods] = u;
+        f.prio[f.npods++] = g && u->gpos != UINT32_MAX ? g->priority
+                                                        : tg_gangs_usage_priority(&e->gangs, u);
+    }
     tg_queue_wake_some(&e->queue, freed_may_help, &f);
+    free(f.pods);
+    free(f.prio);
 }
 
 /* The elementwise least request of the gang's unplaced members, over the
@@ -382,8 +433,11 @@ void tg_engine_bound_gone(struct tg_engine *e, const char *key)
 void tg_engine_forget(struct tg_engine *e, const char *key)
 {
     struct tg_usage *u = tg_cluster_usage(&e->sched.cluster, key);
-    if (u && u->kind == TG_USAGE_ASSUMED)
+    if (u && u->kind == TG_USAGE_ASSUMED) {
+        uint32_t slot = u->slot;
         tg_cluster_pod_delete(&e->sched.cluster, key);
+        room_freed(e, slot);
+    }
 }
 
 /* The fields of a PodGroup that placement and the queue read. */
@@ -766,7 +820,7 @@ static int nominate(struct tg_engine *e, struct tg_grec *g, const struct tg_gang
         nvp += pl->victims[i].npods;
     if (!n || !(n->pods = calloc(v->npods + 1, sizeof *n->pods)) ||
         !(n->slots = calloc(v->npods + 1, sizeof *n->slots)) ||
-        !(n->victims = calloc(nvp + 1, sizeof *n->victims)))
+        !(n->victims = calloc(nvp + pl->nleaving + 1, sizeof *n->victims)))
         goto fail;
     n->domain = pl->domain;
     n->since_ms = tg_engine_now(e);
@@ -789,6 +843,9 @@ static int nominate(struct tg_engine *e, struct tg_grec *g, const struct tg_gang
         if (vi->gang)
             note_evicted(e, vi->gang->key, g->key);
     }
+    for (uint32_t i = 0; i < pl->nleaving; i++) /* Terminating: waited for like victims */
+        if (!(n->victims[n->nvictims++] = strdup(pl->leaving[i]->key)))
+            goto fail;
     if (!g->q.nom) {
         if (tg_grow((void **)&e->noms, &e->capnoms, e->nnoms, sizeof *e->noms))
             goto fail;
@@ -829,6 +886,21 @@ static int attempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
     return rc;
 }
 
+/* g was placed (d->result): it leaves the queue for its binds. */
+static int place_done(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
+{
+    struct tg_queue *q = &e->queue;
+    d->kind = TG_D_PLACE;
+    d->must = tg_gang_must(&d->view);
+    lower_noms_displaced(e, g, d->result.domain);
+    nomination_drop(e, g, 0);
+    reservation_end(e, g);
+    tg_queue_set_deadline(q, &g->q, INT64_MAX);
+    g->timed_out = 0;
+    e->stats.placed++;
+    return tg_queue_done(q, &g->q, TG_QDONE_PLACED);
+}
+
 /* Decides for one popped gang. */
 static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
 {
@@ -841,7 +913,7 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         g->timed_out = 1;
         d->timed_out = 1;
         e->stats.timeouts++;
-        tg_queue_unreserve(q, &g->q);
+        reservation_end(e, g);
     }
     int bad;
     if (tg_grec_unresolved(g, &bad, d->reason, sizeof d->reason)) { /* issue 9: gang.h */
@@ -892,21 +964,13 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
             return tg_queue_done(q, &g->q, TG_QDONE_WAITING);
         }
         /* the victims are gone and it still does not fit there: from scratch */
-        nomination_drop(e, g);
+        nomination_drop(e, g, 1);
         d->view.within = NONE;
         if ((rc = attempt(e, g, d, &placed)))
             goto out;
     }
     if (placed) {
-        d->kind = TG_D_PLACE;
-        d->must = tg_gang_must(&d->view);
-        lower_noms_displaced(e, g, d->result.domain);
-        nomination_drop(e, g);
-        tg_queue_unreserve(q, &g->q);
-        tg_queue_set_deadline(q, &g->q, INT64_MAX);
-        g->timed_out = 0;
-        e->stats.placed++;
-        rc = tg_queue_done(q, &g->q, TG_QDONE_PLACED);
+        rc = place_done(e, g, d);
         goto out;
     }
     snprintf(d->reason, sizeof d->reason, "%s", d->result.reason);
@@ -919,12 +983,24 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
                                    .now_ms = now, .evict_bare = p->evict_bare_pods};
         if ((rc = tg_preempt_plan(&e->sched, &e->gangs, &in, &d->preemption)))
             goto out;
+        if (d->preemption.domain != NONE && !d->preemption.nvictims &&
+            !d->preemption.nleaving) {
+            /* room there already (a domain the placement's short list skipped) */
+            d->view.within = d->preemption.domain;
+            if ((rc = attempt(e, g, d, &placed)))
+                goto out;
+            if (placed) {
+                rc = place_done(e, g, d);
+                goto out;
+            }
+            d->preemption.domain = NONE;
+        }
         if (d->preemption.domain != NONE) {
             lower_noms_displaced(e, g, d->preemption.domain);
             if ((rc = nominate(e, g, &d->view, &d->preemption)))
                 goto out;
             d->kind = d->preemption.nvictims ? TG_D_PREEMPT : TG_D_NOMINATED;
-            snprintf(d->reason, sizeof d->reason, "%s%s", d->preemption.nvictims ? "preempting in " : "waiting for Terminating pods in ",
+            snprintf(d->reason, sizeof d->reason, "%s%s", d->preemption.nvictims ? "preempting in " : "waiting in ",
                      d->preemption.reason);
             if (d->preemption.nvictims) {
                 e->stats.preemptions++;
@@ -966,7 +1042,8 @@ int tg_engine_next(struct tg_engine *e, struct tg_decision *d)
         struct tg_grec *g = grec_of(qe);
         if (tg_grec_unplaced(g) == 0) {
             /* nothing left to place: it leaves the queue (and may go) */
-            nomination_drop(e, g);
+            nomination_drop(e, g, 1);
+            reservation_end(e, g);
             tg_queue_done(&e->queue, qe, TG_QDONE_PLACED);
             tg_queue_set_deadline(&e->queue, qe, INT64_MAX);
             tg_gangs_release(&e->gangs, g);

@@ -27,7 +27,8 @@
 #include <string.h>
 
 #define NONE TG_NONE
-enum { MAX_DOMAINS = 32, EXACT_MAX_UNITS = 20, EXACT_BUDGET = 3000, MAX_SKIPS = 3 };
+enum { MAX_DOMAINS = 32, EXACT_MAX_UNITS = 12, EXACT_BUDGET = 1000, EXACT_DOMAINS = 2,
+       MAX_SKIPS = 3 };
 
 struct unit {
     uint64_t id;                        /* the gang or pod pointer: the map key */
@@ -340,13 +341,39 @@ static void bb_search(struct bb *b, uint32_t i)
     b->ninc--;
 }
 
-/* Cheapest victims in domain d at level lvl; updates x->best. */
-static int try_domain(struct plan *x, uint32_t d, int lvl)
+/* The greedy result of one domain. */
+struct dres {
+    uint32_t d;
+    int lvl;
+    struct unit **vict;                 /* malloc'ed */
+    uint32_t nv;
+    struct tg_pcost cost;
+    uint8_t exact;
+};
+
+static int dres_cmp(const struct dres *a, const struct dres *b)
+{
+    int k = tg_pcost_cmp(&a->cost, &b->cost);
+    if (k)
+        return k;
+    return (a->lvl < b->lvl) - (a->lvl > b->lvl); /* tighter first */
+}
+
+static int dres_qsort(const void *a, const void *b)
+{
+    return dres_cmp(a, b);
+}
+
+/* Greedy victims in domain d at level lvl (kube-scheduler's reprieve, most
+ * important unit first) into *r; r->d stays NONE when even all of them do
+ * not make room (the skip is described). */
+static int greedy_domain(struct plan *x, uint32_t d, int lvl, struct dres *r)
 {
     struct tg_arena_mark m = tg_arena_mark(&x->a);
     struct unit **cand;
     uint32_t n;
     int rc = units_in(x, d, &cand, &n), ok = 0;
+    r->d = NONE;
     if (rc)
         return rc;
     for (uint32_t i = 0; i < n; i++)
@@ -364,13 +391,7 @@ static int try_domain(struct plan *x, uint32_t d, int lvl)
         }
         goto out;
     }
-    /* greedy reprieve, most important first */
     qsort(cand, n, sizeof *cand, keep_first);
-    struct unit **vict = tg_arena_alloc(&x->a, (n + 1) * sizeof *vict);
-    if (!vict) {
-        rc = TG_ENOMEM;
-        goto out;
-    }
     uint32_t nv = 0;
     for (uint32_t i = 0; i < n; i++) {
         hide_unit(x, cand[i], 0);
@@ -378,58 +399,69 @@ static int try_domain(struct plan *x, uint32_t d, int lvl)
             goto out;
         if (!ok) {
             hide_unit(x, cand[i], 1);
-            vict[nv++] = cand[i];
+            cand[nv++] = cand[i]; /* victims collect at the front */
         }
     }
-    struct tg_pcost cost;
-    cost_of(x, vict, nv, &cost);
-    uint8_t exact = nv == 0;
-    if (nv && n <= EXACT_MAX_UNITS) {
-        /* branch and bound over the units, heaviest first */
-        struct bb b = {.x = x, .d = d, .cand = cand, .ncand = n, .bestcost = cost,
-                       .budget = EXACT_BUDGET};
-        b.inc = tg_arena_alloc(&x->a, (n + 1) * sizeof *b.inc);
-        b.best = tg_arena_alloc(&x->a, (n + 1) * sizeof *b.best);
-        if (!b.inc || !b.best) {
-            rc = TG_ENOMEM;
-            goto out;
-        }
-        for (uint32_t i = 0; i < n; i++)
-            hide_unit(x, cand[i], 1);
-        bb_search(&b, 0);
-        if ((rc = b.rc))
-            goto out;
-        if (b.nbest || tg_pcost_cmp(&b.bestcost, &cost) < 0) {
-            memcpy(vict, b.best, b.nbest * sizeof *vict);
-            nv = b.nbest;
-            cost = b.bestcost;
-        }
-        exact = b.budget > 0;
+    for (uint32_t i = 0; i < n; i++)
+        hide_unit(x, cand[i], 0);
+    struct unit **vict = malloc((nv + 1) * sizeof *vict);
+    if (!vict) {
+        rc = TG_ENOMEM;
+        goto out;
     }
-    int better = !x->best && x->bestdom == NONE;
-    if (!better) {
-        int k = tg_pcost_cmp(&cost, &x->bestcost);
-        better = k < 0 || (k == 0 && lvl > x->bestlevel);
-    }
-    if (better) {
-        free(x->best);
-        x->best = malloc((nv + 1) * sizeof *x->best);
-        if (!x->best) {
-            rc = TG_ENOMEM;
-            goto out;
-        }
-        memcpy(x->best, vict, nv * sizeof *vict);
-        x->nbest = nv;
-        x->bestcost = cost;
-        x->bestdom = d;
-        x->bestlevel = lvl;
-        x->bestexact = exact;
-    }
+    memcpy(vict, cand, nv * sizeof *vict);
+    *r = (struct dres){d, lvl, vict, nv, {0}, nv == 0};
+    cost_of(x, vict, nv, &r->cost);
+    tg_arena_release(&x->a, m);
+    return 0;
 out:
     for (uint32_t i = 0; i < n; i++)
         hide_unit(x, cand[i], 0);
     tg_arena_release(&x->a, m);
     return rc;
+}
+
+/* Branch and bound over the units of r's domain, heaviest first, seeded
+ * with the greedy cost: r improves or is proven cheapest (r->exact). */
+static int exact_domain(struct plan *x, struct dres *r)
+{
+    struct tg_arena_mark m = tg_arena_mark(&x->a);
+    struct unit **cand;
+    uint32_t n;
+    int rc = units_in(x, r->d, &cand, &n);
+    if (rc || !r->nv || n > EXACT_MAX_UNITS) {
+        tg_arena_release(&x->a, m);
+        return rc;
+    }
+    struct bb b = {.x = x, .d = r->d, .cand = cand, .ncand = n, .bestcost = r->cost,
+                   .budget = EXACT_BUDGET};
+    b.inc = tg_arena_alloc(&x->a, (n + 1) * sizeof *b.inc);
+    b.best = tg_arena_alloc(&x->a, (n + 1) * sizeof *b.best);
+    if (!b.inc || !b.best) {
+        tg_arena_release(&x->a, m);
+        return TG_ENOMEM;
+    }
+    qsort(cand, n, sizeof *cand, keep_first);
+    for (uint32_t i = 0; i < n; i++)
+        hide_unit(x, cand[i], 1);
+    bb_search(&b, 0);
+    for (uint32_t i = 0; i < n; i++)
+        hide_unit(x, cand[i], 0);
+    if (!b.rc && b.nbest && tg_pcost_cmp(&b.bestcost, &r->cost) < 0) {
+        struct unit **v = malloc((b.nbest + 1) * sizeof *v);
+        if (!v) {
+            tg_arena_release(&x->a, m);
+            return TG_ENOMEM;
+        }
+        memcpy(v, b.best, b.nbest * sizeof *v);
+        free(r->vict);
+        r->vict = v;
+        r->nv = b.nbest;
+        r->cost = b.bestcost;
+    }
+    r->exact = !b.rc && b.budget > 0;
+    tg_arena_release(&x->a, m);
+    return b.rc;
 }
 
 /* ---- the plan ---------------------------------------------------------------------------- */
@@ -477,14 +509,27 @@ static int finish(struct plan *x, struct tg_preemption *out)
         out->victims[i] = (struct tg_victim){u->gang, u->pod, u->prio, u->nrecs, u->ext};
     }
     out->nvictims = x->nbest;
+    const struct tg_tree *t = &x->s->cluster.tree;
+    if (!(out->leaving = calloc(x->nleaving + 1, sizeof *out->leaving)))
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < x->nleaving; i++) {
+        uint32_t leaf = t->leaf[x->leaving[i]->slot];
+        if (leaf != NONE && tg_tree_ancestor(t, leaf, t->dom[x->bestdom].level) == x->bestdom)
+            out->leaving[out->nleaving++] = x->leaving[i];
+    }
     char path[512];
     const struct tg_policy *p = &x->s->policy;
-    snprintf(out->reason, sizeof out->reason,
-             "%s %s: evicting %u unit(s) of priority <= %d (%u pods, %lld extended resources)%s",
-             x->bestlevel ? p->levels[x->bestlevel - 1].name : "cluster",
-             tg_tree_path(&x->s->cluster.tree, x->bestdom, path, sizeof path), x->nbest,
-             x->bestcost.maxprio, x->bestcost.pods, (long long)x->bestcost.ext,
-             x->bestcost.pdb ? "; violates a PodDisruptionBudget" : "");
+    tg_tree_path(t, x->bestdom, path, sizeof path);
+    const char *lv = x->bestlevel ? p->levels[x->bestlevel - 1].name : "cluster";
+    if (!x->nbest)
+        snprintf(out->reason, sizeof out->reason, "%s %s: %u Terminating pod(s) leaving", lv, path,
+                 out->nleaving);
+    else
+        snprintf(out->reason, sizeof out->reason,
+                 "%s %s: evicting %u unit(s) of priority <= %d (%u pods, %lld extended resources)%s",
+                 lv, path, x->nbest, x->bestcost.maxprio, x->bestcost.pods,
+                 (long long)x->bestcost.ext,
+                 x->bestcost.pdb ? "; violates a PodDisruptionBudget" : "");
     return 0;
 }
 
@@ -494,6 +539,8 @@ int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_pre
     memset(out, 0, sizeof *out);
     out->domain = NONE;
     struct plan x = {.s = s, .gs = gs, .in = in, .bestdom = NONE};
+    struct dres res[2 * MAX_DOMAINS];
+    uint32_t nres = 0;
     const struct tg_gang *g = in->gang;
     int required, preferred, rc;
     char err[256];
@@ -538,26 +585,48 @@ int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_pre
         hide_unit(&x, x.units[i], 0);
     if (!ndoms[0])
         goto done_leaving;
-    /* 3. the cheapest set per domain, tighter level first */
+    /* 3. greedy per domain, then exact on the cheapest few */
     for (int k = 1; k >= 0; k--)
         for (uint32_t i = 0; i < ndoms[k] && !rc; i++) {
+            if (lv[k] == 0 && nres)
+                break; /* the whole cluster only when no tighter domain can be freed */
             out->domains_tried++;
-            rc = try_domain(&x, doms[k][i], lv[k]);
+            if (!(rc = greedy_domain(&x, doms[k][i], lv[k], &res[nres])) && res[nres].d != NONE)
+                nres++;
         }
     if (rc)
         goto done_leaving;
+    qsort(res, nres, sizeof *res, dres_qsort);
+    for (uint32_t i = 0; i < nres && i < EXACT_DOMAINS && !rc; i++)
+        rc = exact_domain(&x, &res[i]);
+    if (rc)
+        goto done_leaving;
     hide_leaving(&x, 0);
-    if (x.bestdom == NONE) {
+    if (!nres) {
         snprintf(out->reason, sizeof out->reason, "preemption cannot help%s",
                  x.skips.len ? tg_sb_str(&x.skips) : "");
         goto done;
     }
+    qsort(res, nres < EXACT_DOMAINS ? nres : EXACT_DOMAINS, sizeof *res, dres_qsort);
+    x.best = malloc((res[0].nv + 1) * sizeof *x.best);
+    if (!x.best) {
+        rc = TG_ENOMEM;
+        goto done;
+    }
+    memcpy(x.best, res[0].vict, res[0].nv * sizeof *x.best);
+    x.nbest = res[0].nv;
+    x.bestcost = res[0].cost;
+    x.bestdom = res[0].d;
+    x.bestlevel = res[0].lvl;
+    x.bestexact = res[0].exact;
     rc = finish(&x, out);
     goto done;
 done_leaving:
     hide_leaving(&x, 0);
 done:
     out->fit_checks = x.checks;
+    for (uint32_t i = 0; i < nres; i++)
+        free(res[i].vict);
     plan_free(&x);
     return rc;
 }
@@ -566,9 +635,11 @@ void tg_preemption_free(struct tg_preemption *p)
 {
     free(p->victims);
     free(p->slots);
+    free(p->leaving);
     p->victims = NULL;
     p->slots = NULL;
-    p->nvictims = 0;
+    p->leaving = NULL;
+    p->nvictims = p->nleaving = 0;
 }
 
 void tg_preemption_describe(const struct tg_preemption *p, char *buf, size_t n)

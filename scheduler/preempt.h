@@ -66,6 +66,9 @@ struct tg_preemption {
     uint32_t domain;                    /* tree domain freed */
     int level;
     uint32_t *slots;                    /* per gang->pods[i]: its node once the victims are gone */
+    const struct tg_usage **leaving;    /* Terminating pods under the domain the plan counts
+                                           as gone (the preemptor waits for them too) */
+    uint32_t nleaving;
     struct tg_pcost cost;
     uint32_t domains_tried;             /* domains evaluated */
     uint32_t fit_checks;                /* placement dry runs made */
