@@ -1412,13 +1412,20 @@ static int same_terms(const struct tg_podterm *a, const struct tg_podterm *b, ui
     return 1;
 }
 
+static int same_ports(const struct tg_hostport *a, const struct tg_hostport *b, uint16_t n)
+{
+    for (uint16_t i = 0; i < n; i++) /* field by field: the struct has padding */
+        if (a[i].ip != b[i].ip || a[i].port != b[i].port || a[i].proto != b[i].proto)
+            return 0;
+    return 1;
+}
+
 int tg_podcons_equal(const struct tg_podcons *a, const struct tg_podcons *b)
 {
     if (!a || !b)
         return a == b;
     return a->naff == b->naff && a->nanti == b->nanti && a->npaff == b->npaff &&
-           a->npanti == b->npanti && a->nports == b->nports &&
-           (!a->nports || !memcmp(a->ports, b->ports, a->nports * sizeof *a->ports)) &&
+           a->npanti == b->npanti && a->nports == b->nports && same_ports(a->ports, b->ports, a->nports) &&
            same_terms(a->aff, b->aff, a->naff) && same_terms(a->anti, b->anti, a->nanti) &&
            same_terms(a->paff, b->paff, a->npaff) && same_terms(a->panti, b->panti, a->npanti);
 }

@@ -626,8 +626,11 @@ static int same_requests(const struct pc *x)
     const struct tg_pod *a = x->sets[0].sh.pod;
     for (uint32_t i = 1; i < x->nsets; i++) {
         const struct tg_pod *b = x->sets[i].sh.pod;
-        if (a->nreq != b->nreq || (a->nreq && memcmp(a->req, b->req, a->nreq * sizeof *a->req)))
+        if (a->nreq != b->nreq)
             return 0;
+        for (uint8_t k = 0; k < a->nreq; k++) /* field by field: struct tg_rq has padding */
+            if (a->req[k].res != b->req[k].res || a->req[k].val != b->req[k].val)
+                return 0;
     }
     return 1;
 }
@@ -1109,8 +1112,8 @@ static int make_sets(struct pc *x)
     uint32_t *keys = nkeys ? tg_arena_alloc(a, nkeys * sizeof *keys) : NULL;
     if (nkeys && !keys)
         return TG_ENOMEM;
-    if (nkeys)
-        tg_plugins_label_keys(&x->s->cluster, g->pods, g->npods, keys, nkeys);
+    if (nkeys) /* the first count was an upper bound: duplicates collapse now */
+        nkeys = tg_plugins_label_keys(&x->s->cluster, g->pods, g->npods, keys, nkeys);
     for (uint32_t i = 0; i < g->npods; i++) {
         const struct tg_pod *p = g->pods[i];
         hash[i] = tg_pod_shape_hash(p);
