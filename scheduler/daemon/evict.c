@@ -38,12 +38,10 @@ struct victim {
 struct tg__evictor {
     struct tg_engine *e;
     struct tg_client *c;
-    const struct tg_store *bound;
     struct victim live;                 /* sentinel: victims with a request in flight */
 };
 
-int tg__evict_new(struct tg_engine *e, struct tg_client *c, const struct tg_store *bound,
-                  struct tg__evictor **out)
+int tg__evict_new(struct tg_engine *e, struct tg_client *c, struct tg__evictor **out)
 {
     struct tg__evictor *ev = calloc(1, sizeof *ev);
     *out = ev;
@@ -51,7 +49,6 @@ int tg__evict_new(struct tg_engine *e, struct tg_client *c, const struct tg_stor
         return TG_ENOMEM;
     ev->e = e;
     ev->c = c;
-    ev->bound = bound;
     ev->live.next = ev->live.prev = &ev->live;
     return 0;
 }
@@ -121,9 +118,10 @@ static void event(struct tg__evictor *ev, struct tg_event_spec *e)
 }
 
 /* Condition, then delete, of the bound pod key; an Event on the pod. */
-static int evict_pod(struct tg__evictor *ev, const char *key, const char *cond, const char *note)
+static int evict_pod(struct tg__evictor *ev, const struct tg_store *bound, const char *key,
+                     const char *cond, const char *note)
 {
-    const struct tg_pod *p = tg_store_get(ev->bound, key);
+    const struct tg_pod *p = bound ? tg_store_get(bound, key) : NULL;
     if (!p)
         return 0; /* gone already */
     struct victim *v = calloc(1, sizeof *v);
@@ -166,8 +164,8 @@ static void condition_body(struct tg_sb *b, const struct tg_engine *e, const str
 
 /* Every pod of every victim unit; a Preempted Event on each victim gang's
  * PodGroup. */
-static int evict_victims(struct tg__evictor *ev, const struct tg_decision *d, const char *cond,
-                         const char *note)
+static int evict_victims(struct tg__evictor *ev, const struct tg_store *bound,
+                         const struct tg_decision *d, const char *cond, const char *note)
 {
     const struct tg_preemption *pl = &d->preemption;
     int rc = 0;
@@ -177,7 +175,8 @@ static int evict_victims(struct tg__evictor *ev, const struct tg_decision *d, co
         tg_metrics_inc(TG_M_PREEMPTED_PODS, v->npods);
         uint32_t n = v->gang ? v->gang->nmembers : 1;
         for (uint32_t k = 0; k < n && !rc; k++)
-            rc = evict_pod(ev, v->gang ? v->gang->members[k]->key : v->pod->key, cond, note);
+            rc = evict_pod(ev, bound, v->gang ? v->gang->members[k]->key : v->pod->key, cond,
+                           note);
         const struct tg_podgroup *pg = v->gang ? v->gang->pg : NULL;
         if (pg) {
             struct tg_event_spec e = {.ns = tg_str(pg->ns), .kind = "PodGroup",
@@ -236,7 +235,7 @@ static void tell_preemptor(struct tg__evictor *ev, const struct tg_decision *d)
     event(ev, &e);
 }
 
-int tg__evict(struct tg__evictor *ev, const struct tg_decision *d)
+int tg__evict(struct tg__evictor *ev, const struct tg_store *bound, const struct tg_decision *d)
 {
     const struct tg_grec *g = d->gang;
     struct tg_sb cond = {0};
@@ -246,7 +245,7 @@ int tg__evict(struct tg__evictor *ev, const struct tg_decision *d)
              g->priority, d->preemption.reason);
     tg_metrics_inc(TG_M_PREEMPTIONS, 1);
     tell_preemptor(ev, d);
-    int rc = cond.oom ? TG_ENOMEM : evict_victims(ev, d, tg_sb_str(&cond), note);
+    int rc = cond.oom ? TG_ENOMEM : evict_victims(ev, bound, d, tg_sb_str(&cond), note);
     nominate(ev, d);
     tg_sb_free(&cond);
     if (rc)

@@ -108,14 +108,14 @@ uint32_t tg__binder_assumed(const struct tg__binder *b);
 
 struct tg__evictor;
 
-/* An evictor; bound is the bound pods' cache (uids of the victims). Returns
- * 0 or TG_ENOMEM; free with tg__evict_free. */
-int tg__evict_new(struct tg_engine *e, struct tg_client *c, const struct tg_store *bound,
-                  struct tg__evictor **out);
+/* An evictor. Returns 0 or TG_ENOMEM; free with tg__evict_free. */
+int tg__evict_new(struct tg_engine *e, struct tg_client *c, struct tg__evictor **out);
 void tg__evict_free(struct tg__evictor **ev);
-/* Evicts d's victims as kube-scheduler does and tells both sides. Returns 0
- * or TG_ENOMEM (what was sent stays sent; the nomination holds either way). */
-int tg__evict(struct tg__evictor *ev, const struct tg_decision *d);
+/* Evicts d's victims as kube-scheduler does and tells both sides; bound is
+ * the bound pods' cache as it is now (uids of the victims; the informer
+ * makes it only once discovery is done). Returns 0 or TG_ENOMEM (what was
+ * sent stays sent; the nomination holds either way). */
+int tg__evict(struct tg__evictor *ev, const struct tg_store *bound, const struct tg_decision *d);
 
 /* ---- report.c: PodGroup status and Events ------------------------------------------------ */
 

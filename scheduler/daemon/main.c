@@ -127,7 +127,7 @@ static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
         return;
     case TG_D_PREEMPT:
         tg_metrics_inc(TG_M_ATTEMPT_UNSCHEDULABLE, 1);
-        tg__evict(d->evictor, dc);
+        tg__evict(d->evictor, tg_informer_store(d->inf, TG_INF_PODS_BOUND), dc);
         break;
     case TG_D_UNSCHEDULABLE:
         tg_metrics_inc(TG_M_ATTEMPT_UNSCHEDULABLE, 1);
@@ -549,8 +549,7 @@ static int start_informer(struct tg_daemon *d)
     tg__handlers_wire(&d->handlers, &io);
     int rc = tg_informer_start(d->client, &io, &d->inf);
     if (!rc)
-        rc = tg__evict_new(&d->engine, d->client, tg_informer_store(d->inf, TG_INF_PODS_BOUND),
-                           &d->evictor);
+        rc = tg__evict_new(&d->engine, d->client, &d->evictor);
     return rc;
 }
 
