@@ -168,6 +168,12 @@ static void requeue(struct tg_engine *e, struct tg_grec *g)
     tg_queue_add(&e->queue, &g->q);
 }
 
+/* A pending pod moved to another gang (its group label or owner changed). */
+static void on_pending_left(void *ud, struct tg_grec *g)
+{
+    requeue(ud, g);
+}
+
 int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct tg_clock *clock)
 {
     memset(e, 0, sizeof *e);
@@ -180,6 +186,7 @@ int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct 
         return rc;
     }
     e->gangs.freed = on_gang_freed;
+    e->gangs.pending_left = on_pending_left;
     e->gangs.ud = e;
     tg_gangs_set_policy(&e->gangs, &e->sched.policy);
     tg_queue_init(&e->queue, &e->clock);

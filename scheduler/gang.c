@@ -12,10 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* pending index: pod key (owned) -> position in its gang's pending array */
+/* pending index: pod key (owned) -> its gang and position in the gang's
+ * pending array (the gang, not the pod's key now: an update may move a pod
+ * to another gang, when its group label or its owner changes) */
 struct pidx {
     char *key;
     uint32_t pos;
+    struct tg_grec *g;
 };
 
 /* The derived gang name a pod's (or record's) owner gives it here, or 0. */
@@ -310,6 +313,12 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
     struct tg_grec *g = group ? get_or_make(gs, key, u->ns, group, !u->group) : tg_gangs_get(gs, key);
     if (!g || push_member(g, u))
         return; /* out of memory: the pod still counts as usage, it is just not a member */
+    if (tg_hmap_put(&gs->umem, u->key, strlen(u->key), (uint64_t)(uintptr_t)g)) {
+        g->nmembers--; /* out of memory: not a member after all */
+        u->gpos = UINT32_MAX;
+        maybe_free(gs, g);
+        return;
+    }
     if (is_pending(gs, u->key))
         g->npending_placed++;
     if (!g->anchor_node)
@@ -322,8 +331,13 @@ static void on_record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u
     struct tg_gangs *gs = ud;
     if (u->kind == TG_USAGE_NOMINATED || u->gpos == UINT32_MAX)
         return;
-    struct tg_grec *g = tg_gangs_of_usage(gs, u);
-    if (!g || u->gpos >= g->nmembers || g->members[u->gpos] != u)
+    /* the gang it joined (its group may have changed in place since) */
+    uint64_t v;
+    if (!tg_hmap_get(&gs->umem, u->key, strlen(u->key), &v))
+        return;
+    tg_hmap_del(&gs->umem, u->key, strlen(u->key));
+    struct tg_grec *g = (struct tg_grec *)(uintptr_t)v;
+    if (u->gpos >= g->nmembers || g->members[u->gpos] != u)
         return;
     g->members[u->gpos] = g->members[--g->nmembers];
     g->members[u->gpos]->gpos = u->gpos;
@@ -362,6 +376,7 @@ void tg_gangs_free(struct tg_gangs *gs)
     tg_imap_free(&gs->by_group);
     tg_hmap_free(&gs->pgs);
     tg_hmap_free(&gs->wls);
+    tg_hmap_free(&gs->umem);
     pos = 0;
     while ((s = tg_hmap_next(&gs->pidx, &pos))) {
         struct pidx *x = (struct pidx *)(uintptr_t)s->val;
@@ -374,6 +389,32 @@ void tg_gangs_free(struct tg_gangs *gs)
             free((struct tg_pclass *)(uintptr_t)gs->pclass.slots[i].val);
     tg_imap_free(&gs->pclass);
     memset(gs, 0, sizeof *gs);
+}
+
+/* Takes x's pod out of its gang's pending members and frees x; returns the
+ * gang. p: the pod as that gang knows it (its annotations may have counted). */
+static struct tg_grec *pending_out(struct tg_gangs *gs, struct pidx *x, const struct tg_pod *p)
+{
+    struct tg_grec *g = x->g;
+    const struct tg_usage *u = tg_cluster_usage(gs->cluster, x->key);
+    if (u && u->gpos != UINT32_MAX && u->kind != TG_USAGE_NOMINATED && g->npending_placed)
+        g->npending_placed--;
+    tg_hmap_del(&gs->pidx, x->key, strlen(x->key));
+    uint32_t pos = x->pos;
+    free(x->key);
+    free(x);
+    if (pos < g->npending) {
+        g->pending[pos] = g->pending[--g->npending];
+        uint64_t v;
+        if (pos < g->npending) {
+            const char *moved = g->pending[pos]->key;
+            if (tg_hmap_get(&gs->pidx, moved, strlen(moved), &v))
+                ((struct pidx *)(uintptr_t)v)->pos = pos;
+        }
+    }
+    if (g->derived && p && p->hints)
+        resolve_pg(gs, g); /* its annotations may have been the ones in force */
+    return g;
 }
 
 int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, struct tg_grec **out)
@@ -389,7 +430,8 @@ int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, str
     uint64_t v;
     if (tg_hmap_get(&gs->pidx, p->key, strlen(p->key), &v)) {
         struct pidx *x = (struct pidx *)(uintptr_t)v;
-        if (x->pos < g->npending && !strcmp(g->pending[x->pos]->key, p->key)) {
+        struct tg_grec *was = x->g;
+        if (was == g && x->pos < g->npending) {
             const struct tg_pod *old = g->pending[x->pos];
             g->pending[x->pos] = p;
             if (g->derived && (old->hints || p->hints))
@@ -397,6 +439,12 @@ int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, str
             absorb(gs, g, pod_priority(gs, p), p->created_ms, pod_never(gs, p));
             return 0;
         }
+        /* it moved to another gang: the one it leaves may have nothing left */
+        pending_out(gs, x, x->pos < was->npending ? was->pending[x->pos] : NULL);
+        if (gs->pending_left)
+            gs->pending_left(gs->ud, was);
+        else
+            maybe_free(gs, was);
     }
     if (tg_grow((void **)&g->pending, &g->cappending, g->npending, sizeof *g->pending))
         return TG_ENOMEM;
@@ -406,6 +454,7 @@ int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, str
         return TG_ENOMEM;
     }
     x->pos = g->npending;
+    x->g = g;
     if (tg_hmap_put(&gs->pidx, x->key, strlen(x->key), (uint64_t)(uintptr_t)x)) {
         free(x->key);
         free(x);
@@ -428,26 +477,7 @@ struct tg_grec *tg_gangs_pending_delete(struct tg_gangs *gs, const struct tg_pod
     uint64_t v;
     if (!tg_hmap_get(&gs->pidx, p->key, strlen(p->key), &v))
         return NULL;
-    struct pidx *x = (struct pidx *)(uintptr_t)v;
-    char key[512];
-    struct tg_grec *g = tg_gangs_get(gs, tg_gang_key_of(gs, p, key, sizeof key));
-    const struct tg_usage *u = tg_cluster_usage(gs->cluster, p->key);
-    if (g && u && u->gpos != UINT32_MAX && u->kind != TG_USAGE_NOMINATED && g->npending_placed)
-        g->npending_placed--;
-    tg_hmap_del(&gs->pidx, x->key, strlen(x->key));
-    uint32_t pos = x->pos;
-    free(x->key);
-    free(x);
-    if (!g || pos >= g->npending)
-        return g;
-    g->pending[pos] = g->pending[--g->npending];
-    if (pos < g->npending) {
-        const char *moved = g->pending[pos]->key;
-        if (tg_hmap_get(&gs->pidx, moved, strlen(moved), &v))
-            ((struct pidx *)(uintptr_t)v)->pos = pos;
-    }
-    if (g->derived && p->hints)
-        resolve_pg(gs, g); /* its annotations may have been the ones in force */
+    struct tg_grec *g = pending_out(gs, (struct pidx *)(uintptr_t)v, p);
     if (!g->npending && !g->nmembers && g->q.state == TG_Q_OUT) {
         maybe_free(gs, g);
         return NULL;

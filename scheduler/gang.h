@@ -104,7 +104,11 @@ struct tg_gangs {
     void (*freed)(void *ud, struct tg_grec *g);
     /* Called when a placed member goes away (room freed). */
     void (*member_gone)(void *ud, struct tg_grec *g, const struct tg_usage *u);
+    /* Called when a pending member moved to another gang (its group label or
+     * its owner changed): g may have nothing left (NULL: g is freed if so). */
+    void (*pending_left)(void *ud, struct tg_grec *g);
     void *ud;
+    struct tg_hmap umem;                /* placed member's pod key -> the gang it joined */
     struct tg_hmap wls;                 /* workload key -> const struct tg_workload * */
     const struct tg_policy *policy;     /* the levels peers' topology resolves to; NULL none */
     uint32_t sched;                     /* interned schedulerName: its bound pods join

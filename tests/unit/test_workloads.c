@@ -3,7 +3,9 @@
  * (model/workload.h), and every derivation rule of the gang layer through
  * `simulate` on YAML (tests/fixtures/workloads/). */
 #include "testutil.h"
+#include "config/policy.h"
 #include "model/workload.h"
+#include "scheduler/engine.h"
 #include "util/intern.h"
 #include "util/err.h"
 
@@ -672,6 +674,85 @@ static void test_derived_hints(void **state)
     cJSON_Delete(res);
 }
 
+/* ---- a pod whose gang changes under an update ------------------------------------------- */
+
+static int64_t now_ms = 1000000;
+static int64_t clock_fn(void *ud)
+{
+    (void)ud;
+    return now_ms;
+}
+
+static struct tg_pod *job_pod(const char *name, int owned, const char *node)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"%s},"
+             "\"spec\":{\"schedulerName\":\"topogang\"%s%s%s,\"containers\":[{\"name\":\"c\","
+             "\"image\":\"x\"}]}}",
+             name, owned ? ",\"ownerReferences\":[{\"kind\":\"Job\",\"name\":\"j\",\"controller\":true}]" : "",
+             node ? ",\"nodeName\":\"" : "", node ? node : "", node ? "\"" : "");
+    return pod(text);
+}
+
+/* The Job is deleted with its pods orphaned: the garbage collector takes the
+ * owner reference off each pod, so an update moves a pending pod out of the
+ * Job's gang (a gang of one now) and a bound one's record no longer names
+ * it; neither may leave a pointer behind in the Job's gang (ASan says). */
+static void test_pod_leaves_its_gang(void **state)
+{
+    (void)state;
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    struct tg_engine e;
+    struct tg_clock clk = {clock_fn, NULL};
+    assert_int_equal(tg_engine_init(&e, &pol, &clk), 0);
+    e.gangs.owner_kinds = TG_WL_ALL;
+    struct tg_workload *w = wl("{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\",\"namespace\":\"ml\"},"
+                               "\"spec\":{\"parallelism\":3}}");
+    assert_int_equal(tg_engine_workload_set(&e, w), 0);
+    struct tg_pod *a = job_pod("a", 1, NULL), *b = job_pod("b", 1, NULL), *c = job_pod("c", 1, "n1");
+    assert_int_equal(tg_engine_pending_set(&e, a), 0);
+    assert_int_equal(tg_engine_pending_set(&e, b), 0);
+    assert_int_equal(tg_engine_bound_set(&e, c), 0);
+    struct tg_grec *g = tg_gangs_get(&e.gangs, "ml/Job/j");
+    assert_non_null(g);
+    assert_int_equal(g->npending, 2);
+    assert_int_equal(g->nmembers, 1);
+    assert_int_equal(tg_grec_min(g), 3);
+    /* orphaned: a moves to a gang of one, b stays; the old objects go */
+    struct tg_pod *a2 = job_pod("a", 0, NULL), *c2 = job_pod("c", 0, "n1");
+    assert_int_equal(tg_engine_pending_set(&e, a2), 0);
+    tg_pod_free(&a);
+    assert_int_equal(tg_engine_bound_set(&e, c2), 0); /* the record changes in place */
+    tg_pod_free(&c);
+    g = tg_gangs_get(&e.gangs, "ml/Job/j");
+    assert_non_null(g);
+    assert_int_equal(g->npending, 1);
+    assert_ptr_equal(g->pending[0], b);
+    assert_non_null(tg_gangs_get(&e.gangs, "ml/a"));
+    /* the bound pod goes: it leaves the gang it joined */
+    tg_engine_bound_gone(&e, "ml/c");
+    g = tg_gangs_get(&e.gangs, "ml/Job/j");
+    assert_int_equal(g->nmembers, 0);
+    /* decisions read only live pods */
+    for (int i = 0; i < 10; i++) {
+        struct tg_decision d;
+        assert_int_equal(tg_engine_next(&e, &d), 0);
+        int none = d.kind == TG_D_NONE;
+        tg_decision_free(&d);
+        if (none)
+            break;
+    }
+    tg_engine_pending_gone(&e, b);
+    tg_engine_pending_gone(&e, a2);
+    tg_engine_free(&e);
+    tg_pod_free(&a2);
+    tg_pod_free(&b);
+    tg_pod_free(&c2);
+    tg_workload_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -691,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_bad_peers),
         cmocka_unit_test(test_policy_levels),
         cmocka_unit_test(test_derived_hints),
+        cmocka_unit_test(test_pod_leaves_its_gang),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

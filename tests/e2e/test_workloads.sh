@@ -1,0 +1,543 @@
+#!/usr/bin/env bash
+# End-to-end: gangs as they come (issue 9), on a real etcd + kube-apiserver
+# + kube-controller-manager (scripts/cluster-up --controller-manager) with the
+# upstream scheduling.k8s.io/v1alpha2 API served (its feature gates on) and
+# the peers' real CRDs installed (tests/fixtures/crds). One control plane and
+# one scheduler for every case; each case has its own namespace and wipes its
+# pods after (no kubelet: bound pods only go with grace period 0).
+#
+# Each kind of workload forms a gang placed all at once inside the topology
+# it asks: a real batch/v1 Job (kube-controller-manager makes its pods); a
+# JobSet and a TrainJob (the test makes the Jobs their controllers would, the
+# Job controller their pods); a LeaderWorkerSet (the test makes its
+# StatefulSets and pods as the LWS controller and webhook would: the
+# StatefulSet controller is off); a PyTorchJob and an MPIJob (their pods as
+# the training operator makes them); the upstream PodGroup (its
+# PodGroupScheduled condition written), scheduler-plugins', Volcano's and
+# KAI's (their status never touched: resourceVersion unchanged). Bad peers'
+# PodGroups get an Event naming the object and the field while the rest
+# keeps scheduling. Prints cmocka-style lines (scripts/count-tests).
+# Exit: 0 all passed, 1 a case failed, 77 the control plane cannot be built.
+set -uo pipefail
+SRC=${TOPOGANG_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+BIN=${TOPOGANG_BIN:-$SRC/build/topogang}
+WORK=$(mktemp -d /tmp/tg-e2e-workloads.XXXXXX)
+export TG_CLUSTER_OWNER=$$
+gates=GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true
+if ! TG_APISERVER_ARGS="--runtime-config=scheduling.k8s.io/v1alpha2=true --feature-gates=$gates" \
+     TG_KCM_ARGS="--controllers=*,-statefulset-controller --feature-gates=$gates" \
+     "$SRC/scripts/cluster-up" --controller-manager "$WORK/cp" >"$WORK/cluster-up.log" 2>&1; then
+  if grep -q "cannot build" "$WORK/cluster-up.log"; then echo "SKIP: no control plane"; exit 77; fi
+  cat "$WORK/cluster-up.log"; echo "[  FAILED  ] 1 test(s)"; exit 1
+fi
+source "$WORK/cp/env"
+K="$TG_K8S_BIN/kubectl"
+SCHED_PID=
+passed=0; failed=0; CASE=""
+cleanup() {
+  [ -n "$SCHED_PID" ] && kill -9 "$SCHED_PID" 2>/dev/null
+  "$SRC/scripts/cluster-down" "$WORK/cp" >/dev/null 2>&1
+  if [ $failed -gt 0 ] || [ -n "${TOPOGANG_KEEP:-}" ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+fail() { echo "    FAIL [$CASE]: $*"; CASE_OK=0; }
+check() { local what=$1; shift; if ! "$@" >/dev/null 2>&1; then fail "$what"; fi; }
+wait_for() {  # wait_for SECONDS DESCRIPTION CMD...: polls CMD every 0.2 s
+  local t=$1 what=$2; shift 2
+  local end=$((SECONDS + t))
+  while [ $SECONDS -le $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  fail "timed out after ${t}s waiting for: $what"; return 1
+}
+run_case() {
+  CASE=$1; CASE_OK=1
+  echo "[ RUN      ] $CASE"
+  "$CASE"
+  if [ $CASE_OK = 1 ]; then passed=$((passed + 1)); echo "[       OK ] $CASE"
+  else failed=$((failed + 1)); echo "[  FAILED  ] $CASE"; fi
+}
+
+# ---- helpers ---------------------------------------------------------------
+newns() { $K create ns "$1" >/dev/null; }
+# wipe NS: owners orphan their pods, the pods go at once (no kubelet)
+wipe() {
+  $K delete jobs,jobsets,trainjobs,leaderworkersets,statefulsets,pytorchjobs,mpijobs -n "$1" --all \
+    --cascade=orphan --wait=false >/dev/null 2>&1
+  $K delete pods -n "$1" --all --grace-period=0 --force >/dev/null 2>&1
+}
+uid_of() { $K get "$1" "$2" -n "$3" -o jsonpath='{.metadata.uid}'; }
+rv_of() { $K get "$1" "$2" -n "$3" -o jsonpath='{.metadata.resourceVersion}'; }
+# pods NS SELECTOR: "name node" lines
+pods() { $K get pods -n "$1" -l "$2" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}'; }
+count_pods() { pods "$1" "$2" | grep -c . ; }
+count_bound() { pods "$1" "$2" | awk 'NF == 2' | grep -c . ; }
+bound_is() { [ "$(count_bound "$1" "$2")" = "$3" ]; }
+pods_are() { [ "$(count_pods "$1" "$2")" = "$3" ]; }
+label_of() { $K get node "$1" -o jsonpath="{.metadata.labels.$2}"; }
+# distinct values of a node label over the bound pods of SELECTOR
+domains() {
+  local n; for n in $(pods "$1" "$2" | awk 'NF == 2 {print $2}'); do label_of "$n" "$3"; echo; done | sort -u | grep -c .
+}
+one_rack() { [ "$(domains "$1" "$2" 'topogang\.io/rack')" = 1 ]; }
+one_clique() { [ "$(domains "$1" "$2" 'nvidia\.com/gpu\.clique')" = 1 ]; }
+# events NS: "Kind/name reason message" lines
+events() { $K get events -n "$1" -o jsonpath='{range .items[*]}{.involvedObject.kind}/{.involvedObject.name} {.reason} {.message}{"\n"}{end}'; }
+has_event() { events "$1" | grep -q "^$2 $3"; }         # has_event NS Kind/name REASON
+event_says() { events "$1" | grep "^$2 $3" | grep -qF -- "$4"; }
+gpus() { printf '{name: main, image: busybox, resources: {limits: {nvidia.com/gpu: %s}}}' "$1"; }
+
+# ---- setup: CRDs (topogang's, the peers' real ones), 8 nodes in 2 racks ----
+$K apply -f "$SRC/manifests/crd-podgroup.yaml" >/dev/null
+# server-side: the big CRDs exceed the client-side last-applied annotation
+$K apply --server-side -f "$SRC/tests/fixtures/crds/" >"$WORK/crds.log" 2>&1 || { cat "$WORK/crds.log"; exit 1; }
+$K wait --for condition=established crd --all --timeout=120s >/dev/null
+$K create ns topogang-system >/dev/null
+"$SRC/scripts/fake-nodes" --nodes 8 --zones 1 --blocks 1 --rack-size 4 --clique-size 2 | $K create -f - >/dev/null
+"$BIN" scheduler --kubeconfig "$KUBECONFIG" --listen 127.0.0.1:18301 --identity wl >"$WORK/sched.log" 2>&1 &
+SCHED_PID=$!
+end=$((SECONDS + 30))
+until curl -sf 127.0.0.1:18301/readyz >/dev/null 2>&1; do
+  [ $SECONDS -le $end ] || { echo "scheduler not ready:"; tail -20 "$WORK/sched.log"; echo "[  FAILED  ] 1 test(s)"; exit 1; }
+  sleep 0.2
+done
+
+case_discovery() {
+  local line; line=$(grep "gang definitions read from" "$WORK/sched.log")
+  for api in topogang.io/v1alpha1/podgroups scheduling.k8s.io/v1alpha2/podgroups \
+             scheduling.x-k8s.io/v1alpha1/podgroups scheduling.volcano.sh/v1beta1/podgroups \
+             scheduling.run.ai/v2alpha2/podgroups batch/v1/jobs jobset.x-k8s.io/v1alpha2/jobsets \
+             leaderworkerset.x-k8s.io/v1/leaderworkersets kubeflow.org/v1/pytorchjobs \
+             kubeflow.org/v1/mpijobs trainer.kubeflow.org/v1alpha1/trainjobs; do
+    grep -qF "$api" <<< "$line" || fail "the log does not say $api is read: $line"
+  done
+  grep -q 'not served (not watched): -"' <<< "$line" || fail "something is said not served: $line"
+}
+
+# A real Job: kube-controller-manager makes its 4 pods; they are placed in one
+# rack (the pod template's annotation), all at once; a Job too big for any
+# rack gets nothing bound and a FailedScheduling Event on the Job.
+case_job() {
+  newns jobs
+  $K create -n jobs -f - >/dev/null <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train}
+spec:
+  parallelism: 4
+  completions: 4
+  completionMode: Indexed
+  template:
+    metadata: {annotations: {topogang.io/topology-required: rack}}
+    spec: {schedulerName: topogang, restartPolicy: Never, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: toobig}
+spec:
+  parallelism: 5
+  completions: 5
+  template:
+    metadata: {annotations: {kueue.x-k8s.io/podset-required-topology: topogang.io/rack}}
+    spec: {schedulerName: topogang, restartPolicy: Never, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
+EOF
+  wait_for 30 "4 pods of Job train bound" bound_is jobs job-name=train 4 || return
+  check "Job train in one rack" one_rack jobs job-name=train
+  wait_for 10 "Scheduled Event on the Job" has_event jobs Job/train Scheduled
+  wait_for 20 "FailedScheduling Event on Job toobig" has_event jobs Job/toobig FailedScheduling
+  check "5 pods of toobig exist" pods_are jobs job-name=toobig 5
+  check "no pod of toobig bound" bound_is jobs job-name=toobig 0
+  check "its Event says why" event_says jobs Job/toobig FailedScheduling "in one rack"
+  wipe jobs
+}
+
+# jobset_job NS JOBSET UID RJOB IDX N GPUS [ANNOTATIONS]: the Job the JobSet
+# controller makes for replicated job RJOB index IDX (labels and annotations
+# as its constructJob), whose pods the Job controller makes.
+jobset_job() {
+  local ns=$1 js=$2 uid=$3 rj=$4 idx=$5 n=$6 g=$7 ann=${8:-}
+  local lbl="jobset.sigs.k8s.io/jobset-name: $js, jobset.sigs.k8s.io/replicatedjob-name: $rj, jobset.sigs.k8s.io/replicatedjob-replicas: \"1\", jobset.sigs.k8s.io/job-index: \"$idx\", jobset.sigs.k8s.io/job-global-index: \"$idx\", jobset.sigs.k8s.io/job-key: key-$rj-$idx, jobset.sigs.k8s.io/jobset-uid: $uid"
+  $K create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $js-$rj-$idx
+  labels: {$lbl}
+  annotations: {$lbl}
+  ownerReferences: [{apiVersion: jobset.x-k8s.io/v1alpha2, kind: JobSet, name: $js, uid: $uid, controller: true, blockOwnerDeletion: true}]
+spec:
+  parallelism: $n
+  completions: $n
+  completionMode: Indexed
+  backoffLimit: 0
+  template:
+    metadata:
+      labels: {$lbl}
+      annotations: {$lbl${ann:+, $ann}}
+    spec: {schedulerName: topogang, restartPolicy: Never, terminationGracePeriodSeconds: 0, subdomain: $js, containers: [$(gpus "$g")]}
+EOF
+}
+
+# A JobSet of a leader job (1 pod) and a worker job (2 pods): one gang of 3,
+# in one rack (Kueue's annotation, a node label key).
+case_jobset() {
+  newns js
+  $K create -n js -f - >/dev/null <<EOF
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js}
+spec:
+  replicatedJobs:
+  - name: leader
+    replicas: 1
+    template: {spec: {parallelism: 1, completions: 1, template: {spec: {restartPolicy: Never, containers: [$(gpus 4)]}}}}
+  - name: workers
+    replicas: 1
+    template: {spec: {parallelism: 2, completions: 2, template: {spec: {restartPolicy: Never, containers: [$(gpus 4)]}}}}
+EOF
+  local uid; uid=$(uid_of jobset js js)
+  local ann="kueue.x-k8s.io/podset-required-topology: topogang.io/rack"
+  # the worker job first: its 2 pods wait for the leader's
+  jobset_job js js "$uid" workers 0 2 4 "$ann"
+  wait_for 20 "2 worker pods" pods_are js jobset.sigs.k8s.io/jobset-name=js 2 || return
+  sleep 1
+  check "no pod bound while the gang is incomplete" bound_is js jobset.sigs.k8s.io/jobset-name=js 0
+  wait_for 10 "Waiting Event on the JobSet" has_event js JobSet/js Waiting
+  jobset_job js js "$uid" leader 0 1 4 "$ann"
+  wait_for 30 "3 pods bound" bound_is js jobset.sigs.k8s.io/jobset-name=js 3 || return
+  check "in one rack" one_rack js jobset.sigs.k8s.io/jobset-name=js
+  wait_for 10 "Scheduled Event on the JobSet" has_event js JobSet/js Scheduled
+  wipe js
+}
+
+# A TrainJob: Kubeflow Trainer makes a JobSet of its name, the JobSet a Job.
+case_trainjob() {
+  newns tj
+  $K create -n tj -f - >/dev/null <<EOF
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tj}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer: {numNodes: 2}
+EOF
+  local tuid; tuid=$(uid_of trainjob tj tj)
+  $K create -n tj -f - >/dev/null <<EOF
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: tj
+  labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+  ownerReferences: [{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, name: tj, uid: $tuid, controller: true, blockOwnerDeletion: true}]
+spec:
+  replicatedJobs:
+  - name: node
+    replicas: 1
+    template: {spec: {parallelism: 2, completions: 2, template: {spec: {restartPolicy: Never, containers: [$(gpus 8)]}}}}
+EOF
+  jobset_job tj tj "$(uid_of jobset tj tj)" node 0 2 8 "topogang.io/topology-required: rack"
+  wait_for 30 "2 pods bound" bound_is tj jobset.sigs.k8s.io/jobset-name=tj 2 || return
+  check "in one rack" one_rack tj jobset.sigs.k8s.io/jobset-name=tj
+  wait_for 10 "Scheduled Event on its JobSet" has_event tj JobSet/tj Scheduled
+  wipe tj
+}
+
+# A LeaderWorkerSet of 2 groups of 2: the LWS controller's leader
+# StatefulSet, per group a leader pod (labels the LWS webhook sets), a worker
+# StatefulSet owned by the leader pod and its worker pod. A group is placed
+# only once its worker exists, in one NVLink clique (KAI's annotation).
+lws_group() {  # lws_group NS LWS LWSUID LEADER-STS-UID GROUP
+  local ns=$1 lws=$2 g=$5
+  local lbl="leaderworkerset.sigs.k8s.io/name: $lws, leaderworkerset.sigs.k8s.io/group-index: \"$g\", leaderworkerset.sigs.k8s.io/group-key: gk$g"
+  local ann="leaderworkerset.sigs.k8s.io/size: \"2\", kai.scheduler/topology-required-placement: nvidia.com/gpu.clique"
+  $K create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $lws-$g
+  labels: {$lbl, leaderworkerset.sigs.k8s.io/worker-index: "0", apps.kubernetes.io/pod-index: "$g", statefulset.kubernetes.io/pod-name: $lws-$g}
+  annotations: {$ann}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: $lws, uid: $4, controller: true, blockOwnerDeletion: true}]
+spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 4)]}
+EOF
+  local puid; puid=$(uid_of pod "$lws-$g" "$ns")
+  $K create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: $lws-$g
+  labels: {$lbl}
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: $lws-$g, uid: $puid, controller: true, blockOwnerDeletion: true}]
+spec:
+  replicas: 1
+  serviceName: $lws
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {$lbl}}
+  template:
+    metadata: {labels: {$lbl}, annotations: {$ann}}
+    spec: {schedulerName: topogang, containers: [$(gpus 4)]}
+EOF
+}
+lws_worker() {  # lws_worker NS LWS GROUP
+  local ns=$1 lws=$2 g=$3
+  local lbl="leaderworkerset.sigs.k8s.io/name: $lws, leaderworkerset.sigs.k8s.io/group-index: \"$g\", leaderworkerset.sigs.k8s.io/group-key: gk$g"
+  $K create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $lws-$g-1
+  labels: {$lbl, leaderworkerset.sigs.k8s.io/worker-index: "1", apps.kubernetes.io/pod-index: "0"}
+  annotations: {leaderworkerset.sigs.k8s.io/size: "2", leaderworkerset.sigs.k8s.io/leader-name: $lws-$g, kai.scheduler/topology-required-placement: nvidia.com/gpu.clique}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: $lws-$g, uid: $(uid_of statefulset "$lws-$g" "$ns"), controller: true, blockOwnerDeletion: true}]
+spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 4)]}
+EOF
+}
+case_lws() {
+  newns lws
+  $K create -n lws -f - >/dev/null <<EOF
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: vllm}
+spec:
+  replicas: 2
+  startupPolicy: LeaderCreated
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate: {spec: {containers: [$(gpus 4)]}}
+EOF
+  local luid; luid=$(uid_of leaderworkerset vllm lws)
+  $K create -n lws -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: vllm
+  labels: {leaderworkerset.sigs.k8s.io/name: vllm}
+  ownerReferences: [{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: vllm, uid: $luid, controller: true, blockOwnerDeletion: true}]
+spec:
+  replicas: 2
+  serviceName: vllm
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {leaderworkerset.sigs.k8s.io/name: vllm, leaderworkerset.sigs.k8s.io/worker-index: "0"}}
+  template:
+    metadata: {labels: {leaderworkerset.sigs.k8s.io/name: vllm, leaderworkerset.sigs.k8s.io/worker-index: "0"}}
+    spec: {schedulerName: topogang, containers: [$(gpus 4)]}
+EOF
+  local suid; suid=$(uid_of statefulset vllm lws)
+  lws_group lws vllm "$luid" "$suid" 0
+  lws_group lws vllm "$luid" "$suid" 1
+  lws_worker lws vllm 0
+  wait_for 30 "group 0 bound" bound_is lws leaderworkerset.sigs.k8s.io/group-index=0 2 || return
+  check "group 0 in one clique" one_clique lws leaderworkerset.sigs.k8s.io/group-index=0
+  check "group 1 (no worker yet) not bound" bound_is lws leaderworkerset.sigs.k8s.io/group-index=1 0
+  lws_worker lws vllm 1
+  wait_for 30 "group 1 bound" bound_is lws leaderworkerset.sigs.k8s.io/group-index=1 2 || return
+  check "group 1 in one clique" one_clique lws leaderworkerset.sigs.k8s.io/group-index=1
+  wait_for 10 "Scheduled Event on the LWS" has_event lws LeaderWorkerSet/vllm Scheduled
+  wipe lws
+}
+
+# kubeflow_pods NS KIND JOB UID OPERATOR TYPE N GPUS [ANNOTATIONS]: the pods the
+# training operator makes for one replica type
+kubeflow_pods() {
+  local ns=$1 kind=$2 job=$3 uid=$4 op=$5 t=$6 n=$7 g=$8 ann=${9:-} i
+  for i in $(seq 0 $((n - 1))); do
+    $K create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $job-$t-$i
+  labels: {training.kubeflow.org/job-name: $job, training.kubeflow.org/operator-name: $op, training.kubeflow.org/replica-type: $t, training.kubeflow.org/replica-index: "$i"}
+  annotations: {$ann}
+  ownerReferences: [{apiVersion: kubeflow.org/v1, kind: $kind, name: $job, uid: $uid, controller: true, blockOwnerDeletion: true}]
+spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$( [ "$g" = 0 ] && echo '{name: main, image: busybox}' || gpus "$g")]}
+EOF
+  done
+}
+
+# A PyTorchJob (Master 1 + Worker 3, an NVLink domain preferred) and an
+# MPIJob (a launcher without GPUs + 2 workers): all replicas, one gang each.
+case_kubeflow() {
+  newns kf
+  $K create -n kf -f - >/dev/null <<EOF
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt}
+spec:
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: trainer}]}}}
+    Worker: {replicas: 3, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: trainer}]}}}
+---
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata: {name: mpi}
+spec:
+  slotsPerWorker: 1
+  mpiReplicaSpecs:
+    Launcher: {replicas: 1, template: {spec: {containers: [{name: launcher, image: mpi}]}}}
+    Worker: {replicas: 2, template: {spec: {containers: [{name: worker, image: mpi}]}}}
+EOF
+  local ann="topogang.io/topology-preferred: nvlink-domain"
+  kubeflow_pods kf PyTorchJob pt "$(uid_of pytorchjob pt kf)" pytorchjob-controller master 1 2 "$ann"
+  kubeflow_pods kf PyTorchJob pt "$(uid_of pytorchjob pt kf)" pytorchjob-controller worker 2 2 "$ann"
+  sleep 1
+  check "3 of 4 PyTorchJob pods: none bound" bound_is kf training.kubeflow.org/job-name=pt 0
+  $K create -n kf -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pt-worker-2
+  labels: {training.kubeflow.org/job-name: pt, training.kubeflow.org/operator-name: pytorchjob-controller, training.kubeflow.org/replica-type: worker, training.kubeflow.org/replica-index: "2"}
+  annotations: {$ann}
+  ownerReferences: [{apiVersion: kubeflow.org/v1, kind: PyTorchJob, name: pt, uid: $(uid_of pytorchjob pt kf), controller: true, blockOwnerDeletion: true}]
+spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 2)]}
+EOF
+  wait_for 30 "4 PyTorchJob pods bound" bound_is kf training.kubeflow.org/job-name=pt 4 || return
+  check "in one NVLink clique" one_clique kf training.kubeflow.org/job-name=pt
+  wait_for 10 "Scheduled Event on the PyTorchJob" event_says kf PyTorchJob/pt Scheduled nvlink-domain
+  kubeflow_pods kf MPIJob mpi "$(uid_of mpijob mpi kf)" mpijob-controller launcher 1 0
+  kubeflow_pods kf MPIJob mpi "$(uid_of mpijob mpi kf)" mpijob-controller worker 2 1
+  wait_for 30 "3 MPIJob pods bound" bound_is kf training.kubeflow.org/job-name=mpi 3 || return
+  wait_for 10 "Scheduled Event on the MPIJob" has_event kf MPIJob/mpi Scheduled
+  wipe kf
+}
+
+# The upstream PodGroup: members by spec.schedulingGroup; one rack (its
+# topology key); its PodGroupScheduled condition written True.
+case_upstream() {
+  newns up
+  $K create -n up -f - >/dev/null <<EOF
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: up}
+spec:
+  schedulingPolicy: {gang: {minCount: 3}}
+  schedulingConstraints: {topology: [{key: topogang.io/rack}]}
+EOF
+  local i
+  for i in 0 1 2; do
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: up-%s, labels: {app: up}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, schedulingGroup: {podGroupName: up}, containers: [%s]}\n' \
+      $i "$(gpus 8)"
+  done | $K create -n up -f - >/dev/null
+  wait_for 30 "3 pods bound" bound_is up app=up 3 || return
+  check "in one rack" one_rack up app=up
+  local cond='{.status.conditions[?(@.type=="PodGroupScheduled")].status}/{.status.conditions[?(@.type=="PodGroupScheduled")].reason}'
+  wait_for 10 "PodGroupScheduled True/Scheduled" \
+    bash -c "[ \"\$($K get podgroups.scheduling.k8s.io up -n up -o jsonpath='$cond')\" = True/Scheduled ]"
+  wait_for 10 "Scheduled Event on the PodGroup" has_event up PodGroup/up Scheduled
+  wipe up
+}
+
+# scheduler-plugins', Volcano's and KAI's: placed as their PodGroups ask; their
+# status never touched by topogang (resourceVersion as created).
+case_peers_status_untouched() {
+  newns peers
+  $K create -n peers -f - >/dev/null <<EOF
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: sp}
+spec: {minMember: 3, scheduleTimeoutSeconds: 60}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: vc}
+spec: {minMember: 2, queue: default, networkTopology: {mode: hard, highestTierAllowed: 1}}
+---
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: kai}
+spec: {minMember: 4, queue: default-queue, topologyConstraint: {requiredTopologyLevel: topogang.io/rack, preferredTopologyLevel: nvidia.com/gpu.clique}}
+EOF
+  local rsp rvc rkai i
+  rsp=$(rv_of podgroups.scheduling.x-k8s.io sp peers)
+  rvc=$(rv_of podgroups.scheduling.volcano.sh vc peers)
+  rkai=$(rv_of podgroups.scheduling.run.ai kai peers)
+  {
+    for i in 0 1 2; do
+      printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: sp-%s, labels: {scheduling.x-k8s.io/pod-group: sp}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [%s]}\n' $i "$(gpus 2)"
+    done
+    for i in 0 1; do
+      printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: vc-%s, labels: {g: vc}, annotations: {scheduling.k8s.io/group-name: vc}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [%s]}\n' $i "$(gpus 8)"
+    done
+    for i in 0 1 2 3; do
+      printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: kai-%s, labels: {g: kai}, annotations: {pod-group-name: kai}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [%s]}\n' $i "$(gpus 2)"
+    done
+  } | $K create -n peers -f - >/dev/null
+  wait_for 30 "scheduler-plugins gang bound" bound_is peers scheduling.x-k8s.io/pod-group=sp 3 || return
+  wait_for 30 "Volcano gang bound" bound_is peers g=vc 2 || return
+  wait_for 30 "KAI gang bound" bound_is peers g=kai 4 || return
+  check "Volcano tier 1: one NVLink clique" one_clique peers g=vc
+  check "KAI: one rack" one_rack peers g=kai
+  check "KAI: its preferred clique (4 x 2 GPUs fit one)" one_clique peers g=kai
+  wait_for 10 "Scheduled Event on the Volcano PodGroup" has_event peers PodGroup/vc Scheduled
+  sleep 1
+  check "scheduler-plugins PodGroup never written" [ "$(rv_of podgroups.scheduling.x-k8s.io sp peers)" = "$rsp" ]
+  check "Volcano PodGroup never written" [ "$(rv_of podgroups.scheduling.volcano.sh vc peers)" = "$rvc" ]
+  check "KAI PodGroup never written" [ "$(rv_of podgroups.scheduling.run.ai kai peers)" = "$rkai" ]
+  check "KAI PodGroup status empty" [ -z "$($K get podgroups.scheduling.run.ai kai -n peers -o jsonpath='{.status.phase}{.status.conditions}')" ]
+  wipe peers
+}
+
+# Bad peers' PodGroups: an Event naming the object and the field; the
+# upstream one's condition says so too; a good gang submitted after them is
+# placed all the same.
+case_bad_peers() {
+  newns bad
+  $K create -n bad -f - >/dev/null <<EOF
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: vc-high}
+spec: {minMember: 1, networkTopology: {mode: hard, highestTierAllowed: 7}}
+---
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: kai-nomin}
+spec: {queue: q}
+---
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: up-key}
+spec:
+  schedulingPolicy: {gang: {minCount: 1}}
+  schedulingConstraints: {topology: [{key: topology.kubernetes.io/region}]}
+EOF
+  {
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: vc-high-0, annotations: {scheduling.k8s.io/group-name: vc-high}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [%s]}\n' "$(gpus 1)"
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: kai-nomin-0, annotations: {pod-group-name: kai-nomin}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [%s]}\n' "$(gpus 1)"
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: up-key-0}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, schedulingGroup: {podGroupName: up-key}, containers: [%s]}\n' "$(gpus 1)"
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: fine-0, labels: {app: fine}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [%s]}\n' "$(gpus 1)"
+  } | $K create -n bad -f - >/dev/null
+  wait_for 15 "InvalidTopology Event on the Volcano PodGroup" \
+    event_says bad PodGroup/vc-high InvalidTopology "spec.networkTopology.highestTierAllowed: tier 7 does not exist"
+  wait_for 15 "InvalidPodGroup Event on the KAI PodGroup" \
+    event_says bad PodGroup/kai-nomin InvalidPodGroup "spec.minMember: is required"
+  wait_for 15 "InvalidTopology Event on the upstream PodGroup" \
+    event_says bad PodGroup/up-key InvalidTopology 'spec.schedulingConstraints.topology[0].key: "topology.kubernetes.io/region"'
+  local msg='{.status.conditions[?(@.type=="PodGroupScheduled")].message}'
+  wait_for 10 "the upstream PodGroup's condition names the field" \
+    bash -c "$K get podgroups.scheduling.k8s.io up-key -n bad -o jsonpath='$msg' | grep -q schedulingConstraints"
+  wait_for 15 "a good pod placed meanwhile" bound_is bad app=fine 1
+  check "the bad gangs stay unbound" [ "$(count_bound bad '!app')" = 0 ]
+  wipe bad
+}
+
+run_case case_discovery
+run_case case_job
+run_case case_jobset
+run_case case_trainjob
+run_case case_lws
+run_case case_kubeflow
+run_case case_upstream
+run_case case_peers_status_untouched
+run_case case_bad_peers
+
+# SIGTERM: exit 0, and no sanitizer report in its log
+CASE=shutdown; CASE_OK=1
+kill -TERM "$SCHED_PID"; wait "$SCHED_PID"; rc=$?; SCHED_PID=
+[ $rc = 0 ] || fail "scheduler exited $rc after SIGTERM (see $WORK/sched.log)"
+if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:" "$WORK/sched.log"; then
+  fail "sanitizer report in the scheduler's log"; grep -m5 -E "Sanitizer|runtime error:" "$WORK/sched.log"
+fi
+if [ $CASE_OK = 1 ]; then passed=$((passed + 1)); echo "[       OK ] shutdown"; else failed=$((failed + 1)); echo "[  FAILED  ] shutdown"; fi
+
+echo "[==========] $((passed + failed)) test(s) run."
+echo "[  PASSED  ] $passed test(s)."
+[ $failed = 0 ] || { echo "[  FAILED  ] $failed test(s)."; exit 1; }
