@@ -11,10 +11,18 @@
 # template is admitted; the ConfigMap's policy passes the real parser and is
 # the default policy; examples/k8s applies and its gangs are consistent.
 #
+# TG_INSTALL=helm (tests/e2e/test_helm.sh) installs the Helm chart instead,
+# `helm template charts/topogang | kubectl apply -f -` (helm built by
+# scripts/build-helm), after `helm lint --strict`, a check that it renders the
+# objects of manifests/ (specs equal, labels aside) and that its values
+# (agent off, a subset of gang sources, image, replicas, policy) do what they
+# say; every check after the install is the same.
+#
 # Environment: TOPOGANG_SRC (repo root; default: this file's ../..),
-# TOPOGANG_BIN (the topogang binary; default $TOPOGANG_SRC/build/topogang).
-# Exit: 0 all passed, 1 a check failed, 77 the control plane binaries cannot
-# be built.
+# TOPOGANG_BIN (the topogang binary; default $TOPOGANG_SRC/build/topogang),
+# TG_INSTALL (kustomize, the default, or helm).
+# Exit: 0 all passed, 1 a check failed, 77 the control plane binaries (or
+# helm) cannot be built.
 set -uo pipefail
 
 src=${TOPOGANG_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -32,6 +40,15 @@ if ! k8sbin=$("$src/scripts/build-k8s" 2>/tmp/topogang-e2e-build-k8s.$$.log | ta
   exit 77
 fi
 rm -f /tmp/topogang-e2e-build-k8s.$$.log
+mode=${TG_INSTALL:-kustomize}
+if [ "$mode" = helm ]; then
+  if ! helmbin=$("$src/scripts/build-helm" 2>/tmp/topogang-e2e-build-helm.$$.log | tail -1) \
+     || [ ! -x "$helmbin/helm" ]; then
+    echo "SKIP: cannot build helm (see /tmp/topogang-e2e-build-helm.$$.log)"
+    exit 77
+  fi
+  rm -f /tmp/topogang-e2e-build-helm.$$.log
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/topogang-e2e-manifests.XXXXXX")
 cleanup() { "$src/scripts/cluster-down" "$work/cluster" >/dev/null 2>&1; rm -rf "$work"; }
@@ -75,16 +92,58 @@ else
   fail "python3-yaml is needed to compare kustomize outputs"
 fi
 
-if k apply -k "$src/manifests" > "$work/apply1.log" 2>&1; then
-  pass "kubectl apply -k manifests/"
+# ---------------------------------------------------------------- the Helm chart
+chart=$src/charts/topogang
+helm_checks() {
+  local h="$helmbin/helm" out
+  if "$h" lint --strict "$chart" > "$work/lint.log" 2>&1 && ! grep -qE '\[(WARNING|ERROR)\]' "$work/lint.log"; then
+    pass "helm lint --strict charts/topogang"
+  else
+    fail "helm lint --strict charts/topogang" "$(cat "$work/lint.log")"
+  fi
+  "$h" template topogang "$chart" --namespace topogang-system --include-crds \
+    --set namespace.create=true > "$work/helm.yaml" 2>"$work/err" \
+    && pass "helm template charts/topogang" || fail "helm template charts/topogang" "$(cat "$work/err")"
+  cmp -s "$chart/crds/podgroup.yaml" "$src/manifests/crd-podgroup.yaml" \
+    && pass "the chart's CRD is manifests/crd-podgroup.yaml" || fail "the chart's CRD is manifests/crd-podgroup.yaml"
+  # the same objects as manifests/, specs equal, its labels kept (Helm's added)
+  if out=$(python3 "$src/tests/e2e/helm_compare.py" objects "$work/helm.yaml" "$work/all.yaml" 2>&1); then
+    pass "the chart renders the objects of manifests/ ($out)"
+  else
+    fail "the chart renders the objects of manifests/" "$out"
+  fi
+  # values do what they say
+  "$h" template topogang "$chart" --namespace tg --set agent.enabled=false \
+    --set gangSources.upstream=false,gangSources.schedulerPlugins=false,gangSources.kai=false \
+    --set gangSources.jobset=false,gangSources.lws=false,gangSources.pytorchjob=false \
+    --set gangSources.mpijob=false,gangSources.trainjob=false \
+    --set image.repository=registry.example/tg,image.tag=9.9,scheduler.replicas=3 \
+    --set-string policy='schedulerName: gangs' > "$work/helm-values.yaml" 2>"$work/err"
+  if out=$(python3 "$src/tests/e2e/helm_compare.py" values "$work/helm-values.yaml" 2>&1); then
+    pass "helm values: agent off, gang sources, image, replicas, policy"
+  else
+    fail "helm values: agent off, gang sources, image, replicas, policy" "$out"
+  fi
+}
+
+if [ "$mode" = helm ]; then
+  helm_checks
+  install() { k apply -f "$work/helm.yaml"; }
+  how="helm template charts/topogang | kubectl apply -f -"
 else
-  fail "kubectl apply -k manifests/" "$(cat "$work/apply1.log")"
+  install() { k apply -k "$src/manifests"; }
+  how="kubectl apply -k manifests/"
+fi
+if install > "$work/apply1.log" 2>&1; then
+  pass "$how"
+else
+  fail "$how" "$(cat "$work/apply1.log")"
 fi
 check "CRD becomes Established" \
   k wait --for condition=Established crd/podgroups.topogang.io --timeout=60s
 check "kubectl get crd podgroups.topogang.io" k get crd podgroups.topogang.io -o name
 # A second apply changes nothing: the manifests are stable under defaulting.
-if k apply -k "$src/manifests" > "$work/apply2.log" 2>&1 && ! grep -vE ' (unchanged|serverside-applied)$' "$work/apply2.log" | grep -q .; then
+if install > "$work/apply2.log" 2>&1 && ! grep -vE ' (unchanged|serverside-applied)$' "$work/apply2.log" | grep -q .; then
   pass "re-apply is a no-op"
 else
   fail "re-apply is a no-op" "$(grep -v unchanged "$work/apply2.log")"
@@ -237,11 +296,42 @@ can yes watch priorityclasses.scheduling.k8s.io
 can yes list poddisruptionbudgets.policy -A
 can yes watch poddisruptionbudgets.policy -A
 can yes patch pods --subresource=status -n e2e
-can yes get configmaps -n topogang-system
-can yes watch configmaps -n topogang-system
-can yes get leases.coordination.k8s.io -n topogang-system
-can yes create leases.coordination.k8s.io -n topogang-system
-can yes update leases.coordination.k8s.io -n topogang-system
+# gangs as they come: the peers' PodGroups and the workloads, read only; the
+# upstream PodGroup's status only. Their APIs are not served here, so a
+# SubjectAccessReview asks RBAC directly (kubectl auth can-i resolves the
+# resource through discovery first).
+sar() {  # sar yes|no VERB GROUP RESOURCE[/SUBRESOURCE]
+  local want=$1 verb=$2 group=$3 res=${4%%/*} sub="" got
+  [[ $4 == */* ]] && sub=${4#*/}
+  got=$(k create -o jsonpath='{.status.allowed}' -f - 2>&1 <<EOF
+apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: $sa
+  groups: [system:serviceaccounts, system:serviceaccounts:topogang-system, system:authenticated]
+  resourceAttributes: {verb: $verb, group: "$group", resource: $res, subresource: "$sub", namespace: e2e}
+EOF
+)
+  [ "$got" = true ] && got=yes || got=no
+  [ "$got" = "$want" ] && pass "RBAC: $verb $group $4 -> $want" || fail "RBAC: $verb $group $4 -> $want" "got $got"
+}
+for gr in scheduling.k8s.io/podgroups scheduling.x-k8s.io/podgroups scheduling.volcano.sh/podgroups \
+          scheduling.run.ai/podgroups batch/jobs jobset.x-k8s.io/jobsets \
+          leaderworkerset.x-k8s.io/leaderworkersets kubeflow.org/pytorchjobs kubeflow.org/mpijobs \
+          trainer.kubeflow.org/trainjobs; do
+  sar yes list "${gr%%/*}" "${gr#*/}"
+  sar yes watch "${gr%%/*}" "${gr#*/}"
+  sar no create "${gr%%/*}" "${gr#*/}"
+  sar no delete "${gr%%/*}" "${gr#*/}"
+  sar no patch "${gr%%/*}" "${gr#*/}"
+done
+sar yes patch scheduling.k8s.io podgroups/status
+sar no update scheduling.k8s.io podgroups/status
+for g in scheduling.x-k8s.io scheduling.volcano.sh scheduling.run.ai; do
+  sar no patch "$g" podgroups/status
+  sar no update "$g" podgroups/status
+done
+sar no patch batch jobs/status
 can no delete nodes
 can no patch nodes
 can no get secrets -n topogang-system
@@ -492,8 +582,8 @@ fi
 
 echo
 if [ "$failures" -ne 0 ]; then
-  echo "e2e_manifests: $failures check(s) FAILED"
+  echo "e2e_manifests ($mode): $failures check(s) FAILED"
   exit 1
 fi
-echo "e2e_manifests: all checks passed"
+echo "e2e_manifests ($mode): all checks passed"
 exit 0
