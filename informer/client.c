@@ -68,6 +68,8 @@ struct tg_client {
     uint64_t refill_ms;
     struct rlist q_reads, q_writes, running;
     struct sock *socks;
+    curl_socket_t orphans[16];      /* sockets that could not be watched (out of memory): */
+    int norphans;                   /* the sweep drives them until they can be */
     struct tg_client_stats stats;
     int verbose;                    /* TOPOGANG_CURL_VERBOSE=1: libcurl traces on stderr */
     int in_sweep;
@@ -175,12 +177,29 @@ static void on_poll(uv_poll_t *h, int status, int events)
     check_done(c);
 }
 
+/* A socket libcurl uses but the loop cannot watch (add != 0), or one that
+ * is watched or gone now (add == 0). */
+static void orphan(struct tg_client *c, curl_socket_t fd, int add)
+{
+    int i = 0;
+    while (i < c->norphans && c->orphans[i] != fd)
+        i++;
+    if (add && i == c->norphans && c->norphans < (int)(sizeof c->orphans / sizeof c->orphans[0]))
+        c->orphans[c->norphans++] = fd;
+    else if (!add && i < c->norphans)
+        c->orphans[i] = c->orphans[--c->norphans];
+}
+
+/* Never returns -1: libcurl would mark the whole multi handle dead and
+ * refuse every later request. A socket that cannot be watched (out of
+ * memory) is driven by the sweep instead, and adopted at the next call. */
 static int on_socket(CURL *e, curl_socket_t fd, int action, void *userp, void *socketp)
 {
     (void)e;
     struct tg_client *c = userp;
     struct sock *k = socketp;
     if (action == CURL_POLL_REMOVE) {
+        orphan(c, fd, 0);
         if (k) {
             curl_multi_assign(c->multi, fd, NULL);
             sock_close(c, k);
@@ -189,14 +208,17 @@ static int on_socket(CURL *e, curl_socket_t fd, int action, void *userp, void *s
     }
     if (!k) {
         k = calloc(1, sizeof *k);
-        if (!k)
-            return -1;
+        if (k && uv_poll_init_socket(c->loop, &k->poll, fd) != 0) {
+            free(k);
+            k = NULL;
+        }
+        orphan(c, fd, !k);
+        if (!k) {
+            tg_warn(COMP, "socket %d cannot be watched (out of memory): polled every 200 ms", (int)fd);
+            return 0;
+        }
         k->c = c;
         k->fd = fd;
-        if (uv_poll_init_socket(c->loop, &k->poll, fd) != 0) {
-            free(k);
-            return -1;
-        }
         k->poll.data = k;
         c->open_handles++;
         k->next = c->socks;
@@ -236,8 +258,12 @@ static void on_sweep(uv_timer_t *t)
      * calls, so the descriptors are copied first. */
     for (struct sock *k = c->socks; k && n < 64; k = k->next)
         fds[n++] = k->fd;
+    int watched = n;
+    for (int i = 0; i < c->norphans && n < 64; i++)
+        fds[n++] = c->orphans[i];
     for (int i = 0; i < n; i++)
-        curl_multi_socket_action(c->multi, fds[i], CURL_CSELECT_IN, &running);
+        curl_multi_socket_action(c->multi, fds[i],
+                                 CURL_CSELECT_IN | (i >= watched ? CURL_CSELECT_OUT : 0), &running);
     uint64_t before = c->stats.completed;
     c->in_sweep = 1;
     check_done(c);

@@ -328,7 +328,7 @@ class Scheduler:
                 f"127.0.0.1:{self.port}", "--identity", identity or name, "--config", policy]
         if leader_elect:
             args += ["--leader-elect", "--lease", "topogang-system/crash-lease", "--lease-duration", "2"]
-        args += list(extra)
+        args += list(extra) + os.environ.get("TOPOGANG_SCHED_ARGS", "").split()  # e.g. --v debug
         with open(self.log, "a") as f:
             f.write(f"---- start {time.strftime('%H:%M:%S')} {' '.join(args)}\n")
             f.flush()
@@ -552,7 +552,8 @@ def setup_cluster(cluster, api, src, nodes=32, rack_size=4, blocks=2):
     cluster.kubectl_apply(os.path.join(src, "manifests/crd-podgroup.yaml"))
     for _ in range(100):
         st, doc = api.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/podgroups.topogang.io")
-        conds = {c["type"]: c["status"] for c in (doc or {}).get("status", {}).get("conditions", [])}
+        st = (doc or {}).get("status") if st == 200 else None
+        conds = {c["type"]: c["status"] for c in ((st if isinstance(st, dict) else {}).get("conditions") or [])}
         if conds.get("Established") == "True":
             break
         time.sleep(0.1)
