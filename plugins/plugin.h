@@ -1,11 +1,15 @@
-/* The plugin interface: filter, count, score, and the hooks that keep a
- * plugin's per-node state in step with the cluster model.
+/* The plugin interface: prefilter, filter, count, score, domain constraints,
+ * and the hooks that keep a plugin's per-node state in step with the cluster
+ * model.
  *
  * Plugins are registered in one static table (plugins/registry.c), built in,
- * no dlopen. For each distinct pod shape in a gang the cycle asks every
- * plugin's filter (may this shape go on this node at all?) and count (how many
- * pods of the shape fit now?), keeps the smallest count, and places the gang
- * with the topology placement over those counts (plugins/topology.c).
+ * no dlopen. For each distinct pod shape in a gang the cycle runs every
+ * plugin's prefilter once (state for the shape, or "nothing to check": the
+ * plugin is then left out for that shape), then asks the others' filter (may
+ * this shape go on this node at all?) and count (how many pods of the shape
+ * fit now?), keeps the smallest count, and places the gang with the topology
+ * placement over those counts (scheduler/place.c). Constraints between pods
+ * also give placement their limits per topology domain (struct tg_dcons).
  *
  * A verdict is not an error: struct tg_status separates "does not fit, a
  * change could help" (UNSCHEDULABLE) from "never fits" (UNRESOLVABLE). To keep

@@ -968,6 +968,39 @@ static void describe_set(const struct set *st, struct tg_sb *b)
         tg_sb_puts(b, "pod (no requests)");
 }
 
+/* What keeps pod sets off every node (a prefilter's verdict), once each. */
+static void explain_blocked(const struct pc *x, struct tg_sb *b)
+{
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        const struct tg_status *v = &x->sets[i].blocked;
+        int seen = v->code == TG_SUCCESS;
+        for (uint32_t k = 0; k < i && !seen; k++)
+            seen = x->sets[k].blocked.reason == v->reason && x->sets[k].blocked.arg == v->arg;
+        if (!seen) {
+            char txt[700];
+            tg_sb_printf(b, "; %s", tg_reason_text(v->reason, v->arg, txt, sizeof txt));
+        }
+    }
+}
+
+/* The domain constraints members count against themselves ("limited by
+ * pod anti-affinity with ml/serve (its own gang) on ..."), once each. */
+static void explain_limits(const struct pc *x, struct tg_sb *b)
+{
+    for (uint32_t i = 0; i < x->nsets; i++)
+        for (uint32_t k = 0; k < x->sets[i].ndcs; k++) {
+            const struct tg_dcons *dc = x->sets[i].dcs[k].dc;
+            int seen = !dc->limits;
+            for (uint32_t j = 0; j <= i && !seen; j++)
+                for (uint32_t l = 0; l < (j < i ? x->sets[j].ndcs : k) && !seen; l++)
+                    seen = x->sets[j].dcs[l].dc->reason == dc->reason && x->sets[j].dcs[l].dc->arg == dc->arg;
+            if (!seen) {
+                char txt[700];
+                tg_sb_printf(b, "; limited by %s", tg_reason_text(dc->reason, dc->arg, txt, sizeof txt));
+            }
+        }
+}
+
 static void explain(struct pc *x, uint32_t must, int required, int tried)
 {
     const struct tg_tree *t = &x->s->cluster.tree;
@@ -989,17 +1022,7 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
         tg_sb_printf(&b, " in one %s", lname);
     else
         tg_sb_puts(&b, " in the cluster");
-    /* what keeps pod sets off every node, once each */
-    for (uint32_t i = 0; i < x->nsets; i++) {
-        const struct tg_status *v = &x->sets[i].blocked;
-        int seen = v->code == TG_SUCCESS;
-        for (uint32_t k = 0; k < i && !seen; k++)
-            seen = x->sets[k].blocked.reason == v->reason && x->sets[k].blocked.arg == v->arg;
-        if (!seen) {
-            char txt[700];
-            tg_sb_printf(&b, "; %s", tg_reason_text(v->reason, v->arg, txt, sizeof txt));
-        }
-    }
+    explain_blocked(x, &b);
     uint32_t best = NONE;
     uint64_t besth = 0;
     for (uint32_t k = 0; k < t->nbylevel[required]; k++) {
@@ -1018,19 +1041,7 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
         tg_sb_printf(&b, "; the cluster holds %llu", (unsigned long long)besth);
     if (tried)
         tg_sb_printf(&b, "; %d candidate %s(s) fit by count but not all pod sets together", tried, lname);
-    /* constraints the members count against themselves */
-    for (uint32_t i = 0; i < x->nsets; i++)
-        for (uint32_t k = 0; k < x->sets[i].ndcs; k++) {
-            const struct tg_dcons *dc = x->sets[i].dcs[k].dc;
-            int seen = !dc->limits;
-            for (uint32_t j = 0; j <= i && !seen; j++)
-                for (uint32_t l = 0; l < (j < i ? x->sets[j].ndcs : k) && !seen; l++)
-                    seen = x->sets[j].dcs[l].dc->reason == dc->reason && x->sets[j].dcs[l].dc->arg == dc->arg;
-            if (!seen) {
-                char txt[700];
-                tg_sb_printf(&b, "; limited by %s", tg_reason_text(dc->reason, dc->arg, txt, sizeof txt));
-            }
-        }
+    explain_limits(x, &b);
     /* merge the rejection histograms of all sets, most frequent first */
     struct hist all = {0};
     for (uint32_t i = 0; i < x->nsets; i++)
