@@ -42,10 +42,23 @@ static void changed(struct tg__handlers *h)
         h->on_change(h->ud);
 }
 
-static void nomem(const char *what, const char *key, int rc)
+/* The engine could not take an event: said, and handed over again later
+ * (tg__handlers_resync). */
+static void nomem(struct tg__handlers *h, const char *what, const char *key, int rc)
 {
-    if (rc)
-        tg_error(C, "%s %s: %s", what, key, tg_strerror(rc));
+    if (!rc)
+        return;
+    tg_error(C, "%s %s: %s (handed over again before the next decision)", what, key,
+             tg_strerror(rc));
+    h->lost++;
+}
+
+/* tg_engine_podgroup_set says nothing: the engine holds pg unless out of memory. */
+static void podgroup_set(struct tg__handlers *h, const struct tg_podgroup *pg)
+{
+    tg_engine_podgroup_set(h->engine, pg);
+    if (tg_gangs_podgroup(&h->engine->gangs, pg->key) != pg)
+        nomem(h, "PodGroup", pg->key, TG_ENOMEM);
 }
 
 /* ---- nodes ---------------------------------------------------------------------------- */
@@ -55,7 +68,7 @@ static void node_set(void *ud, const void *obj)
     struct tg__handlers *h = ud;
     const struct tg_node_obj *n = obj;
     struct tg_node_obj *copy = tg_node_clone(n);
-    nomem("adding node", tg_str(n->name), copy ? tg_engine_node_set(h->engine, copy) : TG_ENOMEM);
+    nomem(h, "adding node", tg_str(n->name), copy ? tg_engine_node_set(h->engine, copy) : TG_ENOMEM);
     tg_metrics_set(TG_G_NODES, h->engine->sched.cluster.nready);
     changed(h);
 }
@@ -79,7 +92,7 @@ static void pending_set(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
     struct tg_pod *p = (struct tg_pod *)(uintptr_t)obj;
-    nomem("pending pod", p->key, tg_engine_pending_set(h->engine, p));
+    nomem(h, "pending pod", p->key, tg_engine_pending_set(h->engine, p));
     changed(h);
 }
 static void pending_update(void *ud, const void *old, const void *obj)
@@ -105,7 +118,7 @@ static void bound_set(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
     const struct tg_pod *p = obj;
-    nomem("bound pod", p->key, tg_engine_bound_set(h->engine, p));
+    nomem(h, "bound pod", p->key, tg_engine_bound_set(h->engine, p));
     tg_metrics_set(TG_G_BOUND_PODS, (int64_t)h->engine->sched.cluster.usage.len);
     members(h, p);
     changed(h);
@@ -131,7 +144,7 @@ static void podgroup_add(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
     const struct tg_podgroup *pg = obj;
-    tg_engine_podgroup_set(h->engine, pg);
+    podgroup_set(h, pg);
     if (h->on_podgroup)
         h->on_podgroup(h->ud, pg->key);
     changed(h);
@@ -140,7 +153,7 @@ static void podgroup_update(void *ud, const void *old, const void *obj)
 {
     struct tg__handlers *h = ud;
     const struct tg_podgroup *a = old, *b = obj;
-    tg_engine_podgroup_set(h->engine, b); /* a status-only update wakes nothing */
+    podgroup_set(h, b); /* a status-only update wakes nothing */
     /* our own status patches come back as updates: only a spec change is news */
     if (a->min_member != b->min_member || a->required != b->required ||
         a->preferred != b->preferred || a->strategy != b->strategy || a->priority != b->priority ||
@@ -168,7 +181,7 @@ static void peer_refresh(struct tg__handlers *h, const struct tg_podgroup *pg)
 static void peer_add(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
-    tg_engine_podgroup_set(h->engine, obj);
+    podgroup_set(h, obj);
     peer_refresh(h, obj);
     changed(h);
 }
@@ -180,7 +193,7 @@ static void peer_update(void *ud, const void *old, const void *obj)
 {
     struct tg__handlers *h = ud;
     const struct tg_podgroup *a = old, *b = obj;
-    tg_engine_podgroup_set(h->engine, b);
+    podgroup_set(h, b);
     /* the upstream one's status is ours: only a spec change is news */
     if (a->min_member != b->min_member || a->timeout_s != b->timeout_s || a->topo_req != b->topo_req ||
         a->topo_pref != b->topo_pref || a->tier != b->tier || a->tier_hard != b->tier_hard ||
@@ -194,7 +207,7 @@ static void workload_set(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
     const struct tg_workload *w = obj;
-    nomem("workload", w->key, tg_engine_workload_set(h->engine, w));
+    nomem(h, "workload", w->key, tg_engine_workload_set(h->engine, w));
     changed(h);
 }
 static void workload_update(void *ud, const void *old, const void *obj)
@@ -214,7 +227,7 @@ static void pclass_set(void *ud, const void *obj)
     struct tg__handlers *h = ud;
     const struct tg_prioclass *c = obj;
     struct tg_pclass pc = {c->value, c->never, c->global_default};
-    nomem("PriorityClass", c->name, tg_engine_pclass_set(h->engine, tg_intern(c->name), &pc));
+    nomem(h, "PriorityClass", c->name, tg_engine_pclass_set(h->engine, tg_intern(c->name), &pc));
     changed(h);
 }
 static void pclass_update(void *ud, const void *old, const void *obj)
@@ -233,7 +246,7 @@ static void pdb_set(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
     const struct tg_pdb *b = obj;
-    nomem("PodDisruptionBudget", b->key, tg_engine_pdb_set(h->engine, b));
+    nomem(h, "PodDisruptionBudget", b->key, tg_engine_pdb_set(h->engine, b));
 }
 static void pdb_update(void *ud, const void *old, const void *obj)
 {
@@ -405,4 +418,29 @@ void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io)
     io->on_discovered = discovered;
     io->on_synced = synced;
     io->ud = h;
+}
+
+void tg__handlers_resync(struct tg__handlers *h, const struct tg_informer *inf, int64_t now_ms)
+{
+    /* nodes and gang definitions before the pods that need them */
+    static const int order[] = {TG_INF_NODES, TG_INF_PRIOCLASSES, TG_INF_PDBS, TG_INF_PODGROUPS,
+                                TG_INF_PG_UPSTREAM, TG_INF_PG_XK8S, TG_INF_PG_VOLCANO, TG_INF_PG_KAI,
+                                TG_INF_JOBS, TG_INF_JOBSETS, TG_INF_LWS, TG_INF_PYTORCHJOBS,
+                                TG_INF_MPIJOBS, TG_INF_TRAINJOBS, TG_INF_PODS_BOUND,
+                                TG_INF_PODS_PENDING};
+    if (!h->lost || !inf || now_ms - h->resync_ms < 200)
+        return;
+    uint32_t lost = h->lost;
+    h->lost = 0;
+    h->resync_ms = now_ms;
+    struct tg_informer_opts io = {0};
+    tg__handlers_wire(h, &io);
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        const struct tg_store *s = tg_informer_store(inf, order[i]);
+        void (*update)(void *, const void *, const void *) = io.h[order[i]].on_update;
+        for (uint32_t k = 0; s && update && k < tg_store_len(s); k++)
+            update(h, tg_store_at(s, k), tg_store_at(s, k));
+    }
+    tg_info(C, "resync after %u lost event(s) or decision(s): every cached object handed to the "
+               "engine again%s", lost, h->lost ? "; some still lost: no decisions, again soon" : "");
 }

@@ -42,10 +42,24 @@ struct tg__handlers {
     void *ud;
     unsigned gang_sources;              /* optional collections to read (TG_INF_BIT each):
                                            the peers' PodGroups and the workloads */
+    uint32_t lost;                      /* object events the engine could not take (out of
+                                           memory), or decisions lost, since the last resync */
+    int64_t resync_ms;                  /* loop ms of the last resync */
 };
 
 /* Points io's handlers (and on_synced) at h, which is kept by reference. */
 void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io);
+/* When something was lost (h->lost; tg__handlers_lost), at most every 200 ms
+ * (now_ms: loop ms): every cached object but the policy ConfigMap is handed
+ * to the engine again, as an update to itself, so that what an allocation
+ * failure dropped gets there and gangs left out of the queue go back. The
+ * daemon takes no decision while h->lost is set. */
+void tg__handlers_resync(struct tg__handlers *h, const struct tg_informer *inf, int64_t now_ms);
+/* A decision or its binds were lost to an allocation failure: resync soon. */
+static inline void tg__handlers_lost(struct tg__handlers *h)
+{
+    h->lost++;
+}
 /* --gang-sources: "all", "none" or a comma list of upstream, scheduler-plugins,
  * volcano, kai, job, jobset, lws, pytorchjob, mpijob, trainjob, into *mask
  * (TG_INF_BIT each). Returns 0 or TG_EINVAL with the reason in err. */

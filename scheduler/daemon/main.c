@@ -122,8 +122,10 @@ static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
     case TG_D_PLACE:
         tg_metrics_inc(TG_M_ATTEMPT_SCHEDULED, 1);
         tg__report_decision(&d->report, dc);
-        if (tg__binder_bind(d->binder, dc))
+        if (tg__binder_bind(d->binder, dc)) {
             tg_metrics_inc(TG_M_ATTEMPT_ERROR, 1);
+            tg__handlers_lost(&d->handlers);
+        }
         return;
     case TG_D_PREEMPT:
         tg_metrics_inc(TG_M_ATTEMPT_UNSCHEDULABLE, 1);
@@ -161,6 +163,7 @@ static int schedule(struct tg_daemon *d)
             /* the gang is back in the queue with a backoff */
             tg_metrics_inc(TG_M_ATTEMPT_ERROR, 1);
             tg_error(C, "scheduling: %s", tg_strerror(rc));
+            tg__handlers_lost(&d->handlers);
         } else if (dc.kind != TG_D_NONE) {
             dispatch(d, &dc);
         }
@@ -206,7 +209,7 @@ static void housekeeping(struct tg_daemon *d)
 static void arm(struct tg_daemon *d, int more)
 {
     int64_t delay = d->housekept_ms + HOUSEKEEPING_MS - (int64_t)uv_now(&d->loop);
-    if (scheduling(d)) {
+    if (scheduling(d) && !d->handlers.lost) { /* lost: nothing is decided before the resync */
         int64_t due = tg_engine_next_due(&d->engine);
         if (due != INT64_MAX && due - tg__wall_ms() < delay)
             delay = due - tg__wall_ms();
@@ -221,7 +224,10 @@ static void on_tick(uv_timer_t *t)
     struct tg_daemon *d = t->data;
     if ((int64_t)uv_now(&d->loop) - d->housekept_ms >= HOUSEKEEPING_MS)
         housekeeping(d);
-    int more = scheduling(d) ? schedule(d) : 0;
+    /* no decision on a model that misses objects (lost to an allocation
+     * failure) until the resync has handed them over */
+    tg__handlers_resync(&d->handlers, d->inf, (int64_t)uv_now(&d->loop));
+    int more = scheduling(d) && !d->handlers.lost ? schedule(d) : 0;
     tg__binder_pump(d->binder);
     if (!d->stopping)
         arm(d, more);

@@ -59,6 +59,9 @@ from harness import (Api, Cluster, PodWatch, Scheduler, Skip, gang_pod, http_get
 CASES = {}  # the broad cases come with the fixes they need
 SETTLE_S = 30           # after injection stops: a few backoffs and a placement
 TARGETED = {
+    "at_pending_set": "tg_engine_pending_set",
+    "at_bound_set": "tg_engine_bound_set",
+    "at_binder": "tg__binder_bind",
     "at_socket": "on_socket",
 }
 
