@@ -163,9 +163,11 @@ static void requeue(struct tg_engine *e, struct tg_grec *g)
         tg_gangs_release(&e->gangs, g);
         return;
     }
-    if (!g->timed_out && g->q.deadline_ms == INT64_MAX && g->q.state == TG_Q_OUT)
-        tg_queue_set_deadline(&e->queue, &g->q, g->first_seen_ms + timeout_ms(e, g));
-    tg_queue_add(&e->queue, &g->q);
+    if (!g->timed_out && g->q.deadline_ms == INT64_MAX && g->q.state == TG_Q_OUT &&
+        tg_queue_set_deadline(&e->queue, &g->q, g->first_seen_ms + timeout_ms(e, g)))
+        e->stats.nomem++;
+    if (tg_queue_add(&e->queue, &g->q))
+        e->stats.nomem++;
 }
 
 /* A pending pod moved to another gang (its group label or owner changed). */
@@ -1032,8 +1034,13 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
 out:
     lower_noms_hide(e, g, g->priority, 0);
     e->sched.nblocks = 0;
-    if (rc && g->q.state == TG_Q_INFLIGHT)
+    if (rc && g->q.state == TG_Q_INFLIGHT) {
+        /* not a verdict (out of memory): tried again when its backoff ends,
+         * not only once the cluster changes */
         tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
+        if (tg_queue_add(q, &g->q))
+            e->stats.nomem++;
+    }
     return rc;
 }
 
@@ -1074,9 +1081,11 @@ void tg_engine_bind_done(struct tg_engine *e, struct tg_grec *g, int ok, int som
      * decided when it passes */
     if (tg_grec_unplaced(g)) {
         int64_t deadline = g->first_seen_ms + timeout_ms(e, g);
-        if (!g->timed_out && deadline > tg_engine_now(e))
-            tg_queue_set_deadline(&e->queue, &g->q, deadline);
-        tg_queue_backoff(&e->queue, &g->q);
+        if (!g->timed_out && deadline > tg_engine_now(e) &&
+            tg_queue_set_deadline(&e->queue, &g->q, deadline))
+            e->stats.nomem++;
+        if (tg_queue_backoff(&e->queue, &g->q))
+            e->stats.nomem++;
     } else
         tg_gangs_release(&e->gangs, g);
 }

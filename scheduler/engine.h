@@ -60,6 +60,9 @@ struct tg_decision {
 struct tg_engine_stats {
     uint64_t attempts, placed, unschedulable, preemptions, victim_gangs, victim_pods,
              reservations, nominations_dropped, timeouts;
+    uint64_t nomem;                     /* queue operations that failed for lack of memory: a
+                                           gang may have been left out of the queue until its
+                                           objects are handed over again */
 };
 
 struct tg_engine {

@@ -217,7 +217,7 @@ static int attach(struct tg_queue *q, struct tg_qent *e, uint8_t st)
         e->state = TG_Q_UNSCHED;
         q->count[TG_Q_UNSCHED]++;
         e->flush_at_ms = tg_queue_now(q);
-        list_add(&q->unsched, e);
+        list_add(q->unsched.next, e); /* first: the list is in flush order */
     }
     return rc;
 }

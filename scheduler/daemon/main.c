@@ -61,6 +61,7 @@ struct tg_daemon {
     uv_timer_t tick;
     uv_signal_t sigterm, sigint;
     uint8_t engine_up, handles_up, synced, is_leader, stopping;
+    uint64_t nomem_seen;                /* engine.stats.nomem when last looked at */
     int64_t housekept_ms, shutdown_deadline_ms;
 };
 
@@ -225,7 +226,12 @@ static void on_tick(uv_timer_t *t)
     if ((int64_t)uv_now(&d->loop) - d->housekept_ms >= HOUSEKEEPING_MS)
         housekeeping(d);
     /* no decision on a model that misses objects (lost to an allocation
-     * failure) until the resync has handed them over */
+     * failure) until the resync has handed them over; a gang the queue lost
+     * comes back the same way */
+    if (d->engine.stats.nomem != d->nomem_seen) {
+        d->nomem_seen = d->engine.stats.nomem;
+        tg__handlers_lost(&d->handlers);
+    }
     tg__handlers_resync(&d->handlers, d->inf, (int64_t)uv_now(&d->loop));
     int more = scheduling(d) && !d->handlers.lost ? schedule(d) : 0;
     tg__binder_pump(d->binder);

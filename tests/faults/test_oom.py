@@ -61,6 +61,7 @@ SETTLE_S = 30           # after injection stops: a few backoffs and a placement
 TARGETED = {
     "at_pending_set": "tg_engine_pending_set",
     "at_bound_set": "tg_engine_bound_set",
+    "at_cycle": "decide",  # tg_engine_next's tail call: it has no frame of its own
     "at_binder": "tg__binder_bind",
     "at_socket": "on_socket",
 }
