@@ -139,6 +139,8 @@ struct tg__report {
     struct tg_engine *engine;           /* read: gangs, PodGroups, reservations */
     struct tg_client *client;
     struct tg__rpatch *patches;         /* status patches in flight (owned) */
+    uint32_t lost;                      /* status writes not sent or not taken (out of
+                                           memory, no answer) since the last tick */
 };
 
 void tg__report_init(struct tg__report *r, struct tg_engine *e, struct tg_client *c);
@@ -152,6 +154,8 @@ void tg__report_bind(struct tg__report *r, const char *gang_key, const struct tg
 /* Status again for a gang whose members changed (scheduled count), or whose
  * PodGroup object is new (rewrite != 0: written even if unchanged). */
 void tg__report_refresh(struct tg__report *r, const char *gang_key, int rewrite);
+/* Housekeeping: status writes that were lost are made again. */
+void tg__report_tick(struct tg__report *r);
 /* Whether this process has reported a decision for g yet. */
 int tg__report_seen(const struct tg_grec *g);
 

@@ -202,6 +202,7 @@ static void housekeeping(struct tg_daemon *d)
     tg_metrics_set(TG_G_DECODE_ERRORS, (int64_t)decode);
     tg_metrics_set(TG_G_BAD_TOPOLOGY, (int64_t)tg_numa_bad_annotations());
     tg__binder_tick(d->binder);
+    tg__report_tick(&d->report);
     d->housekept_ms = (int64_t)uv_now(&d->loop);
 }
 

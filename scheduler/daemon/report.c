@@ -143,6 +143,15 @@ static void on_written(void *ud, const struct tg_resp *r)
 
 static void send_status(struct tg__report *r, struct tg_grec *g);
 
+/* A status write could not be made or got no answer: what was sent is
+ * forgotten, so that tg__report_tick writes the status again. */
+static void status_lost(struct tg__report *r, struct rgang *rg)
+{
+    free(rg->sig);
+    rg->sig = NULL;
+    r->lost++;
+}
+
 static void on_status_patched(void *ud, const struct tg_resp *resp)
 {
     struct tg__rpatch *p = ud;
@@ -158,6 +167,8 @@ static void on_status_patched(void *ud, const struct tg_resp *resp)
     free(p);
     if (g && g->user) {
         ((struct rgang *)g->user)->patch_inflight = 0;
+        if (resp->err && (resp->status == 0 || resp->status == 429 || resp->status >= 500))
+            status_lost(r, g->user);
         send_status(r, g);
     }
 }
@@ -176,8 +187,10 @@ static void send_status(struct tg__report *r, struct tg_grec *g)
         return;
     size_t kl = strlen(g->key);
     struct tg__rpatch *p = malloc(sizeof *p + kl + 1);
-    if (!p)
+    if (!p) {
+        status_lost(r, rg);
         return;
+    }
     p->r = r;
     memcpy(p->key, g->key, kl + 1);
     const char *ns = tg_str(g->pg->ns), *name = tg_str(g->pg->name);
@@ -187,6 +200,7 @@ static void send_status(struct tg__report *r, struct tg_grec *g)
                  : tg_api_patch_podgroup_status(r->client, ns, name, rg->want, on_status_patched, p);
     if (rc) {
         free(p);
+        status_lost(r, rg);
         return;
     }
     p->prev = NULL;
@@ -293,18 +307,37 @@ static void write_status(struct tg__report *r, struct tg_grec *g, int rewrite)
     }
     struct tg_sb b = {0};
     status_sig(g, rg, &b);
-    if (!b.oom && (rewrite || !rg->sig || strcmp(rg->sig, tg_sb_str(&b)))) {
+    if (b.oom) {
+        status_lost(r, rg);
+    } else if (rewrite || !rg->sig || strcmp(rg->sig, tg_sb_str(&b))) {
         set_str(&rg->sig, tg_sb_str(&b));
         char when[40];
         tg_format_microtime(tg__wall_ms() / 1000 * 1000, when, sizeof when);
         strcpy(strchr(when, '.'), "Z");
         tg_sb_printf(&b, ",\"lastTransitionTime\":\"%s\"}]}", when);
-        if (!b.oom) {
+        if (!b.oom)
             set_str(&rg->want, tg_sb_str(&b));
+        if (b.oom || !rg->want || strcmp(rg->want, tg_sb_str(&b)))
+            status_lost(r, rg); /* not kept: made again at the next tick */
+        else
             send_status(r, g);
-        }
     }
     tg_sb_free(&b);
+}
+
+void tg__report_tick(struct tg__report *r)
+{
+    if (!r->lost)
+        return;
+    r->lost = 0;
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&r->engine->gangs.by_key, &pos))) {
+        struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
+        struct rgang *rg = g->user;
+        if (rg && !rg->patch_inflight && !rg->binding && (!rg->sig || rg->want))
+            write_status(r, g, 0);
+    }
 }
 
 void tg__report_refresh(struct tg__report *r, const char *gang_key, int rewrite)
@@ -361,14 +394,16 @@ static void event(struct tg__report *r, struct tg_grec *g, const char *type, con
     int64_t now = tg__wall_ms();
     if (!strcmp(sig, rg->event_sig) && now - rg->event_ms < EVENT_REPEAT_MS)
         return;
-    snprintf(rg->event_sig, sizeof rg->event_sig, "%s", sig);
-    rg->event_ms = now;
     struct tg_event_spec e = {.type = type, .reason = reason, .note = note,
                               .action = !strcmp(reason, "Scheduled") ? "Binding" : "Scheduling"};
     char av[200];
     if (regarding(g, &e, av, sizeof av) == 0 &&
-        tg_api_create_event(r->client, &e, on_written, "Event") == 0)
+        tg_api_create_event(r->client, &e, on_written, "Event") == 0) {
+        /* only one that went: an Event that could not be made goes with the next report */
+        snprintf(rg->event_sig, sizeof rg->event_sig, "%s", sig);
+        rg->event_ms = now;
         tg_metrics_inc(TG_M_EVENTS, 1);
+    }
 }
 
 /* ---- decisions ------------------------------------------------------------------------------- */

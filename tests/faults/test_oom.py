@@ -63,6 +63,7 @@ TARGETED = {
     "at_bound_set": "tg_engine_bound_set",
     "at_cycle": "decide",  # tg_engine_next's tail call: it has no frame of its own
     "at_binder": "tg__binder_bind",
+    "at_status": "tg_api_patch_podgroup_status",
     "at_socket": "on_socket",
 }
 
