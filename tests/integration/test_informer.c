@@ -19,10 +19,13 @@ static struct tgc cl;
 static uv_loop_t loop;
 static struct tg_client *client;
 static struct tg_informer *inf;
-static struct shadow shadows[TG_INF_N];
+/* the collections every informer watches (the optional ones, peers' PodGroups
+ * and workloads, are not asked for here) */
+#define NK TG_INF_PG_UPSTREAM
+static struct shadow shadows[NK];
 static struct driver drv;
 
-static const char *const list_paths[TG_INF_N] = {
+static const char *const list_paths[NK] = {
     [TG_INF_NODES] = "/api/v1/nodes",
     [TG_INF_PODS_PENDING] = "/api/v1/pods?fieldSelector=spec.schedulerName%3Dtopogang%2Cspec.nodeName%3D",
     [TG_INF_PODS_BOUND] = "/api/v1/pods?fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded"
@@ -63,10 +66,10 @@ static int setup(void **s)
         return -1;
     struct tg_informer_opts o = {.config_ns = "kube-system", .config_name = "topogang-config",
                                  .page_size = 250};
-    static const struct tg_kind *kinds[TG_INF_N] = {&tg_kind_node, &tg_kind_pod_spec, &tg_kind_pod,
+    static const struct tg_kind *kinds[NK] = {&tg_kind_node, &tg_kind_pod_spec, &tg_kind_pod,
                                                     &tg_kind_podgroup, &tg_kind_configmap,
                                                     &tg_kind_prioclass, &tg_kind_pdb};
-    for (int i = 0; i < TG_INF_N; i++)
+    for (int i = 0; i < NK; i++)
         o.h[i] = sh_handlers(&shadows[i], kinds[i]);
     if (tg_informer_start(client, &o, &inf) != 0)
         return -1;
@@ -85,7 +88,7 @@ static int teardown(void **s)
     tg_client_free(&client);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
-    for (int i = 0; i < TG_INF_N; i++)
+    for (int i = 0; i < NK; i++)
         sh_free(&shadows[i]);
     tgc_down(&cl);
     return 0;
@@ -103,7 +106,7 @@ static int converged(void *ud)
     if (uv_now(&loop) < cv->next_check)
         return 0;
     cv->next_check = uv_now(&loop) + 500;
-    for (int i = 0; i < TG_INF_N; i++) {
+    for (int i = 0; i < NK; i++) {
         const struct tg_store *st = tg_informer_store(inf, (enum tg_inf_kind)i);
         if (!cache_equals_list(client, st, list_paths[i], namespaced(i), cv->why, sizeof cv->why))
             return 0;
@@ -118,7 +121,7 @@ static void assert_converged(void)
     if (!ok)
         printf("# not converged: %s\n", cv.why);
     assert_true(ok);
-    for (int i = 0; i < TG_INF_N; i++) {
+    for (int i = 0; i < NK; i++) {
         const struct tg_store *st = tg_informer_store(inf, (enum tg_inf_kind)i);
         const struct tg_reflector_stats *rs = tg_reflector_stats(inf->r[i]);
         printf("# %-14s objects=%-5u adds=%d updates=%d deletes=%d | watches=%llu relists=%llu "
@@ -252,8 +255,8 @@ static void restart(void **s)
 {
     (void)s;
     char name[64];
-    uint64_t errs0[TG_INF_N];
-    for (int i = 0; i < TG_INF_N; i++)
+    uint64_t errs0[NK];
+    for (int i = 0; i < NK; i++)
         errs0[i] = tg_reflector_stats(inf->r[i])->errors + tg_reflector_stats(inf->r[i])->gone;
     for (int i = 0; i < 1500; i++) {
         snprintf(name, sizeof name, "r-%04d", i);
@@ -284,7 +287,7 @@ static void restart(void **s)
     drv_run(&drv, &loop);
     drv_reset(&drv);
     assert_converged();
-    for (int i = 0; i < TG_INF_N; i++) {
+    for (int i = 0; i < NK; i++) {
         const struct tg_reflector_stats *rs = tg_reflector_stats(inf->r[i]);
         assert_true(rs->errors + rs->gone > errs0[i]);     /* every watch saw the crash */
     }
