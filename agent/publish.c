@@ -69,8 +69,12 @@ static int connect_api(const struct tg_publish_opts *po, uv_loop_t *loop, struct
     struct tg_kconf conf;
     char err[512] = "";
     int rc;
-    if (!po->kubeconfig && !getenv("KUBECONFIG") && tg_kubeconfig_incluster(NULL, &conf) == 0) {
-        /* in a pod: the service account */
+    if (!po->kubeconfig && !getenv("KUBECONFIG") &&
+        (rc = tg_kubeconfig_incluster(NULL, &conf, err, sizeof err)) != TG_ENOENT) {
+        if (rc) {  /* in a pod: the service account, which must be there */
+            tg_error("agent", "no API access: %s", err[0] ? err : tg_strerror(rc));
+            return rc;
+        }
     } else if ((rc = tg_kubeconfig_load(po->kubeconfig, NULL, &conf, err, sizeof err))) {
         tg_error("agent", "no API access: %s", err[0] ? err : tg_strerror(rc));
         return rc;

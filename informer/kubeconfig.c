@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "util/err.h"
@@ -295,9 +296,11 @@ fail:
     return rc;
 }
 
-int tg_kubeconfig_incluster(const char *root, struct tg_kconf *out)
+int tg_kubeconfig_incluster(const char *root, struct tg_kconf *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof *out);
+    if (err_len)
+        err[0] = 0;
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     if (!host || !*host || !port || !*port)
@@ -314,6 +317,21 @@ int tg_kubeconfig_incluster(const char *root, struct tg_kconf *out)
         out->token_file = NULL;
     if (!out->server || !out->ca_file || !out->token_file)
         goto fail;
+    /* the files are read later, at the first request: a pod without them
+     * would otherwise fail on TLS or authentication with no word on why */
+    const char *need[2] = {out->token_file, out->ca_file};
+    for (int i = 0; i < 2; i++) {
+        if (access(need[i], R_OK) != 0) {
+            int e = errno;
+            if (err_len)
+                snprintf(err, err_len, "in a cluster (KUBERNETES_SERVICE_HOST=%s) but the service "
+                         "account's %s %s cannot be read: %s (is automountServiceAccountToken false? "
+                         "mount a token or give --kubeconfig)", host, i ? "CA" : "token", need[i],
+                         strerror(e));
+            tg_kconf_free(out);
+            return TG_EIO;
+        }
+    }
     FILE *f;
     char nsbuf[256] = "default";
     char *nspath = NULL;

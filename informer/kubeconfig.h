@@ -38,8 +38,10 @@ int tg_kubeconfig_load(const char *path, const char *context, struct tg_kconf *o
 /* In-cluster settings: KUBERNETES_SERVICE_HOST/PORT, the service-account
  * token file (re-read on rotation) and CA under root (NULL:
  * /var/run/secrets/kubernetes.io/serviceaccount). Errors: TG_ENOENT when not
- * in a cluster, TG_ENOMEM. */
-int tg_kubeconfig_incluster(const char *root, struct tg_kconf *out);
+ * in a cluster (err left empty); TG_EIO when in one but the token or the CA
+ * cannot be read (err names the file and why: e.g. a pod with
+ * automountServiceAccountToken: false); TG_ENOMEM. */
+int tg_kubeconfig_incluster(const char *root, struct tg_kconf *out, char *err, size_t err_len);
 
 void tg_kconf_free(struct tg_kconf *c);
 

@@ -230,8 +230,11 @@ int tg_cmd_watch(int argc, char **argv)
     struct tg_kconf conf;
     char err[512] = "";
     int rc;
-    if (!kc && !getenv("KUBECONFIG") && tg_kubeconfig_incluster(NULL, &conf) == 0) {
-        /* in a pod */
+    if (!kc && !getenv("KUBECONFIG") && (rc = tg_kubeconfig_incluster(NULL, &conf, err, sizeof err)) != TG_ENOENT) {
+        if (rc) {  /* in a pod, without its service account */
+            fprintf(stderr, "topogang watch: %s\n", err[0] ? err : tg_strerror(rc));
+            return 1;
+        }
     } else if ((rc = tg_kubeconfig_load(kc, ctx, &conf, err, sizeof err))) {
         fprintf(stderr, "topogang watch: %s\n", err[0] ? err : tg_strerror(rc));
         return 1;

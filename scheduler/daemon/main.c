@@ -515,8 +515,12 @@ static int connect_api(struct tg_daemon *d)
     struct tg_kconf conf;
     char err[512] = "";
     int rc;
-    if (!o->kubeconfig && tg_kubeconfig_incluster(NULL, &conf) == 0) {
-        tg_info(C, "using the in-cluster service account");
+    if (!o->kubeconfig && (rc = tg_kubeconfig_incluster(NULL, &conf, err, sizeof err)) != TG_ENOENT) {
+        if (rc) {
+            fprintf(stderr, "topogang scheduler: %s\n", err[0] ? err : tg_strerror(rc));
+            return 1;
+        }
+        tg_info(C, "using the in-cluster service account (%s)", conf.server);
     } else if ((rc = tg_kubeconfig_load(o->kubeconfig, o->context, &conf, err, sizeof err))) {
         fprintf(stderr, "topogang scheduler: %s\n", err[0] ? err : tg_strerror(rc));
         if (!o->kubeconfig)

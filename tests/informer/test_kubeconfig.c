@@ -102,11 +102,29 @@ static void in_cluster(void **s)
     fputs("scheduling\n", fp);
     fclose(fp);
     struct tg_kconf k;
+    char err[512];
     unsetenv("KUBERNETES_SERVICE_HOST");
-    assert_int_equal(tg_kubeconfig_incluster(root, &k), TG_ENOENT);
+    assert_int_equal(tg_kubeconfig_incluster(root, &k, err, sizeof err), TG_ENOENT);
+    assert_string_equal(err, "");
     setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
     setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-    assert_int_equal(tg_kubeconfig_incluster(root, &k), 0);
+    /* in a cluster without the service account's files: named, not used */
+    assert_int_equal(tg_kubeconfig_incluster(root, &k, err, sizeof err), TG_EIO);
+    assert_non_null(strstr(err, "token"));
+    assert_non_null(strstr(err, root));
+    assert_non_null(strstr(err, "No such file"));
+    assert_null(k.server);
+    snprintf(f, sizeof f, "%s/token", root);
+    fp = fopen(f, "w");
+    fputs("t0ken\n", fp);
+    fclose(fp);
+    assert_int_equal(tg_kubeconfig_incluster(root, &k, err, sizeof err), TG_EIO);
+    assert_non_null(strstr(err, "CA"));
+    snprintf(f, sizeof f, "%s/ca.crt", root);
+    fp = fopen(f, "w");
+    fputs("not read here\n", fp);
+    fclose(fp);
+    assert_int_equal(tg_kubeconfig_incluster(root, &k, err, sizeof err), 0);
     assert_string_equal(k.server, "https://10.96.0.1:443");
     snprintf(f, sizeof f, "%s/token", root);
     assert_string_equal(k.token_file, f);
@@ -115,11 +133,14 @@ static void in_cluster(void **s)
     assert_string_equal(k.ns, "scheduling");
     tg_kconf_free(&k);
     setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
-    assert_int_equal(tg_kubeconfig_incluster(root, &k), 0);
+    assert_int_equal(tg_kubeconfig_incluster(root, &k, err, sizeof err), 0);
     assert_string_equal(k.server, "https://[fd00::1]:443");
     tg_kconf_free(&k);
-    snprintf(f, sizeof f, "%s/namespace", root);
-    unlink(f);
+    const char *files[] = {"namespace", "token", "ca.crt"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s/%s", root, files[i]);
+        unlink(f);
+    }
     rmdir(root);
 }
 
