@@ -228,10 +228,13 @@ static void succeeded(struct bindop *op)
 }
 
 /* minMember not reached: the members bound now are deleted; they stay
- * assumed (with their expiry) until the informer sees them go. */
+ * assumed (with their expiry) until the informer sees them go. The note (the
+ * gang's status and its RolledBack Event) goes first: writes leave in order,
+ * so a scheduler killed in the middle leaves no deletion unexplained. */
 static void rolled_back(struct bindop *op)
 {
     struct tg__binder *b = op->b;
+    note(op, TG__BIND_ROLLED_BACK, op->ok);
     uint32_t deleted = 0;
     for (uint32_t i = 0; i < op->n; i++) {
         struct bindpod *p = &op->p[i];
@@ -241,10 +244,12 @@ static void rolled_back(struct bindop *op)
         }
         if (!tg_api_delete_pod(b->c, p->ns, p->name, 0, p->uid, on_deleted, "rollback delete"))
             deleted++;
+        else
+            tg_warn(C, "gang %s: rollback delete of %s could not be sent (out of memory); the "
+                    "gang's timeout rolls it back later", op->gang, p->key);
     }
     tg_metrics_inc(TG_M_ROLLBACKS, 1);
     tg_metrics_inc(TG_M_PODS_DELETED, deleted);
-    note(op, TG__BIND_ROLLED_BACK, deleted);
 }
 
 static void complete(struct bindop *op)
@@ -439,7 +444,15 @@ int tg__binder_bind(struct tg__binder *b, const struct tg_decision *d)
 void tg__binder_rollback(struct tg__binder *b, const struct tg_grec *g,
                          const struct tg_store *bound, const char *why)
 {
-    uint32_t deleted = 0;
+    /* the note first, as in rolled_back(): no deletion goes out before its Event */
+    uint32_t todo = 0, deleted = 0;
+    for (uint32_t i = 0; i < g->nmembers; i++)
+        todo += g->members[i]->kind == TG_USAGE_BOUND && bound &&
+                tg_store_get(bound, g->members[i]->key);
+    struct tg__bind_note n = {.what = TG__BIND_ROLLED_BACK, .deleted = todo, .level = "",
+                              .domain = "", .why = why};
+    if (b->h.on_note)
+        b->h.on_note(b->h.ud, g->key, &n);
     for (uint32_t i = 0; i < g->nmembers; i++) {
         const struct tg_usage *u = g->members[i];
         const struct tg_pod *p = bound ? tg_store_get(bound, u->key) : NULL;
@@ -451,10 +464,6 @@ void tg__binder_rollback(struct tg__binder *b, const struct tg_grec *g,
     }
     tg_metrics_inc(TG_M_ROLLBACKS, 1);
     tg_metrics_inc(TG_M_PODS_DELETED, deleted);
-    struct tg__bind_note n = {.what = TG__BIND_ROLLED_BACK, .deleted = deleted, .level = "",
-                              .domain = "", .why = why};
-    if (b->h.on_note)
-        b->h.on_note(b->h.ud, g->key, &n);
 }
 
 int tg__binder_new(struct tg_engine *e, struct tg_client *c, uv_loop_t *loop,
