@@ -140,6 +140,8 @@ static void lower_noms_displaced(struct tg_engine *e, const struct tg_grec *g, u
 static void on_gang_freed(void *ud, struct tg_grec *g)
 {
     struct tg_engine *e = ud;
+    /* out of the queue, also its deadline (a parked gang keeps one) */
+    tg_queue_remove(&e->queue, &g->q);
     noms_remove(e, g);
     if (e->gang_freed)
         e->gang_freed(e->ud, g);

@@ -354,6 +354,32 @@ static void timeout_reported_once(void **state)
     world_free(&w);
 }
 
+/* A gang parked while it waits for members keeps its timeout deadline; when
+ * its last pod goes the record is freed, and the deadline must go with it
+ * (a use after free in the queue once the deadline came, found under ASan by
+ * tests/e2e/test_crash.py after an apiserver restart). */
+static void parked_gang_freed_with_its_deadline(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NULL);
+    node(&w, "a0", "ra", 8);
+    podgroup(&w, "g", 2, 0, NULL, 5);
+    struct tg_pod *p = pod(&w, "g-0", "g", 8, NULL, 0);
+    assert_int_equal(tg_engine_pending_set(&w.e, p), 0);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_WAITING); /* parked: out of the queue, deadline kept */
+    tg_decision_free(&d);
+    assert_int_equal(w.e.queue.deadline.n, 1);
+    tg_engine_pending_gone(&w.e, p);              /* the gang's record goes */
+    assert_null(tg_gangs_get(&w.e.gangs, "ml/g"));
+    assert_int_equal(w.e.queue.deadline.n, 0);
+    now_ms += 10000;                              /* past the deadline */
+    assert_int_equal(next(&w, &d), TG_D_NONE);
+    tg_decision_free(&d);
+    world_free(&w);
+}
+
 /* A node update that changes nothing a gang could use (a heartbeat) wakes
  * nobody; a new node does. */
 static void heartbeat_wakes_nobody(void **state)
@@ -411,6 +437,7 @@ int main(void)
         cmocka_unit_test(higher_priority_takes_nominated_room),
         cmocka_unit_test(reservation_lets_the_head_in),
         cmocka_unit_test(timeout_reported_once),
+        cmocka_unit_test(parked_gang_freed_with_its_deadline),
         cmocka_unit_test(heartbeat_wakes_nobody),
         cmocka_unit_test(targeted_wake),
     };
