@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Api, Cluster, Scheduler, Skip, gang_pod, log, make_namespace,  # noqa: E402
                      podgroup, setup_cluster)

@@ -52,6 +52,7 @@ import tempfile
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from harness import (Api, Cluster, PodWatch, Scheduler, Skip, gang_pod, http_get, log,  # noqa: E402
                      make_namespace, podgroup, setup_cluster)
