@@ -309,8 +309,8 @@ case_reservation_lets_starving_gang_in() {
   done <<< "$FLOWED"
   check "small pods kept flowing while the rack drained ($after submitted after the reservation ran)" test "$after" -ge 2
   check "none of them in the reserved rack ($wrong)" is_eq "$wrong" 0
-  wait_for 5 "the reservation ended" bash -c "[ \"\$(curl -s 127.0.0.1:18204/metrics | awk '\$1 == \"topogang_reservations\" {print \$2}')\" = 0 ]"
-  wait_for 5 "status without reservation" bash -c "[ -z \"\$($K get pg -n r1 big -o jsonpath='{.status.reservation}')\" ]"
+  wait_for 15 "the reservation ended" bash -c "[ \"\$(curl -s 127.0.0.1:18204/metrics | awk '\$1 == \"topogang_reservations\" {print \$2}')\" = 0 ]"
+  wait_for 15 "status without reservation" bash -c "[ -z \"\$($K get pg -n r1 big -o jsonpath='{.status.reservation}')\" ]"
   echo "    reservation: big gang placed $(secs "$t0" "$t1") s after the churn began (reserveAfterSeconds 3; $((NEXT - FIRST_AFTER_BIG)) small pods submitted meanwhile, $after after the reservation, running in the other rack)"
   wipe r1; stop_sched s1
 }
