@@ -22,13 +22,18 @@
 #                      the kubelet can pin is bound and gets its exclusive CPU
 #   example_load_rss   10 fake GPU nodes + examples/k8s: the gangs placed, the
 #                      leader's RSS reported
+#   helm_running       the kustomize install removed (namespace gone), then
+#                      `helm install` of charts/topogang (helm from
+#                      scripts/build-helm): both replicas Running from the built
+#                      image, one leader pod, the agent Running, and a Job gang
+#                      bound by the chart's scheduler, Running, then Succeeded
 # Where the machine cannot run a node (not root, no overlayfs or netfilter,
 # another node up), every case prints SKIP with the reason and the test exits
 # 77. Figures (time to Ready, image size, failover, RSS) are printed as
 # "figure:" lines. TOPOGANG_KEEP=1 keeps the logs; node-down always runs.
 set -uo pipefail
 SRC=${TOPOGANG_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-CASES="manifests_running readyz_metrics agent_annotation gang_job leader_failover topology_manager example_load_rss"
+CASES="manifests_running readyz_metrics agent_annotation gang_job leader_failover topology_manager example_load_rss helm_running"
 skip_all() {
   for c in $CASES; do echo "[ SKIP     ] $c: $*"; done
   echo "SKIP: $*"
@@ -307,6 +312,35 @@ case_example_load_rss() {
 examples_scheduled() {
   local p; p=$(jp pg -n ml -o jsonpath='{range .items[*]}{.status.phase} {end}')
   [ "$(echo $p | wc -w)" -ge 2 ] && [ -z "$(echo $p | tr ' ' '\n' | grep -v '^Scheduled$')" ]
+}
+
+case_helm_running() {
+  local helm
+  helm=$("$SRC/scripts/build-helm" 2>"$WORK/build-helm.log" | tail -1)/helm
+  [ -x "$helm" ] || { fail "helm could not be built: $(tail -3 "$WORK/build-helm.log")"; return; }
+  # what kustomize installed goes first, its namespace too (the chart makes the same
+  # objects); the fake nodes of example_load_rss first: no kubelet would ever end the
+  # agent pods the DaemonSet put there (the pod GC removes pods of deleted nodes)
+  K delete -k "$SRC/examples/k8s/" --wait=false >/dev/null 2>&1
+  K delete node $(jp nodes -o name | grep '^node/fake' | sed 's|^node/||') --wait=false >/dev/null 2>&1
+  K delete pod --all --wait=false >/dev/null 2>&1
+  K delete -k "$SRC/manifests/" --wait=false >/dev/null 2>&1
+  wait_for 180 "the kustomize install gone (namespace $NS)" bash -c "! $TG_K8S_BIN/kubectl --kubeconfig $KUBECONFIG get ns $NS" || return
+  local t0=$SECONDS
+  check "helm install" "$helm" --kubeconfig "$KUBECONFIG" install topogang "$SRC/charts/topogang" \
+    -n $NS --create-namespace
+  wait_for 120 "2 scheduler pods Running and Ready" all_running $NS app.kubernetes.io/component=scheduler 2 || return
+  wait_for 60 "the agent pod Running" all_running $NS app.kubernetes.io/name=topogang-agent 1
+  echo "figure: helm install -> both scheduler replicas Ready in $((SECONDS - t0)) s"
+  local ids want; ids=$(jp pods -n $NS -o jsonpath='{.items[*].status.containerStatuses[0].imageID}')
+  want=$(image_config_digest)
+  [ -n "$want" ] && [ "$(echo $ids | tr ' ' '\n' | grep -vc "$want")" = 0 ] ||
+    fail "pods run $ids, not the built image $want"
+  wait_for 30 "a Lease holder among the pods" leader_is_a_pod
+  "$helm" --kubeconfig "$KUBECONFIG" list -n $NS 2>/dev/null | sed 's/^/    /'
+  job helm-gang 3 1 || return
+  wait_for 60 "the chart's scheduler binds the gang" job_pods_bound helm-gang 3 || return
+  wait_for 90 "the gang's pods Running, then the Job Succeeded" job_succeeded helm-gang 3
 }
 
 for c in $CASES; do run_case "$c"; done
