@@ -33,9 +33,32 @@ static void apiref(int k, struct tg_apiref *a)
     } else if (k >= TG_INF_PG_UPSTREAM && k <= TG_INF_PG_KAI) {
         const struct tg_pg_apiinfo *p = &tg_pg_apis[k - TG_INF_PG_UPSTREAM + 1];
         *a = (struct tg_apiref){p->group, p->version, "podgroups"};
-    } else if (k >= TG_INF_JOBS && k < TG_INF_N) {
+    } else if (k >= TG_INF_JOBS && k <= TG_INF_TRAINJOBS) {
         const struct tg_wl_kindinfo *w = &tg_wl_kinds[k - TG_INF_JOBS + 1];
         *a = (struct tg_apiref){w->group, w->version, w->resource};
+    } else if (k == TG_INF_SCS) {
+        *a = (struct tg_apiref){"storage.k8s.io", "v1", "storageclasses"};
+    } else if (k == TG_INF_RCLAIMS) {
+        *a = (struct tg_apiref){"resource.k8s.io", "v1", "resourceclaims"};
+    }
+}
+
+/* Core collections (always served) are not asked of discovery. */
+static const char *const core_paths[TG_INF_N] = {
+    [TG_INF_NAMESPACES] = "/api/v1/namespaces",
+    [TG_INF_PVS] = "/api/v1/persistentvolumes",
+    [TG_INF_PVCS] = "/api/v1/persistentvolumeclaims",
+};
+
+static const struct tg_kind *optional_kind(int k)
+{
+    switch (k) {
+    case TG_INF_NAMESPACES: return &tg_kind_namespace;
+    case TG_INF_PVS: return &tg_kind_pv;
+    case TG_INF_PVCS: return &tg_kind_pvc;
+    case TG_INF_SCS: return &tg_kind_sc;
+    case TG_INF_RCLAIMS: return &tg_kind_rclaim;
+    default: return k <= TG_INF_PG_KAI ? &tg_kind_pg_peer[k - TG_INF_PG_UPSTREAM + 1] : &tg_kind_workload;
     }
 }
 
@@ -43,7 +66,9 @@ const char *tg_informer_path(enum tg_inf_kind k, char *buf, size_t n)
 {
     struct tg_apiref a;
     apiref((int)k, &a);
-    if (a.group)
+    if (core_paths[k])
+        snprintf(buf, n, "%s", core_paths[k]);
+    else if (a.group)
         snprintf(buf, n, "/apis/%s/%s/%s", a.group, a.version, a.resource);
     else
         snprintf(buf, n, "%s", "");
@@ -74,7 +99,8 @@ static void ask_list(struct tg_informer *inf)
 {
     inf->nwant = 0;
     for (int i = 0; i < TG_INF_N; i++) {
-        if (!(inf->watched & TG_INF_BIT(i)) || (i != TG_INF_PODGROUPS && i < TG_INF_PG_UPSTREAM))
+        if (!(inf->watched & TG_INF_BIT(i)) || (i != TG_INF_PODGROUPS && i < TG_INF_PG_UPSTREAM) ||
+            core_paths[i])
             continue;
         apiref(i, &inf->want[inf->nwant]);
         inf->want_kind[inf->nwant++] = i;
@@ -123,8 +149,7 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
     ro[TG_INF_PDBS] = (struct tg_reflector_opts){.kind = &tg_kind_pdb,
                                                  .path = "/apis/policy/v1/poddisruptionbudgets"};
     for (int i = TG_INF_PG_UPSTREAM; i < TG_INF_N; i++) {
-        ro[i].kind = i <= TG_INF_PG_KAI ? &tg_kind_pg_peer[i - TG_INF_PG_UPSTREAM + 1]
-                                         : &tg_kind_workload;
+        ro[i].kind = optional_kind(i);
         ro[i].path = tg_informer_path((enum tg_inf_kind)i, inf->paths[i], sizeof inf->paths[i]);
     }
     if (o->config_name) {

@@ -39,13 +39,21 @@ enum tg_inf_kind { TG_INF_NODES, TG_INF_PODS_PENDING, TG_INF_PODS_BOUND, TG_INF_
                     * the workloads in enum tg_wl_kind order (1..6) */
                    TG_INF_PG_UPSTREAM, TG_INF_PG_XK8S, TG_INF_PG_VOLCANO, TG_INF_PG_KAI,
                    TG_INF_JOBS, TG_INF_JOBSETS, TG_INF_LWS, TG_INF_PYTORCHJOBS, TG_INF_MPIJOBS,
-                   TG_INF_TRAINJOBS, TG_INF_N };
+                   TG_INF_TRAINJOBS,
+                   /* what pods' constraints read (volumes, DRA, namespaceSelector); each
+                    * optional too, ResourceClaims only where resource.k8s.io/v1 is served */
+                   TG_INF_NAMESPACES, TG_INF_PVS, TG_INF_PVCS, TG_INF_SCS, TG_INF_RCLAIMS,
+                   TG_INF_N };
 
 /* The collection of a peer's PodGroups (api 1..4) and of a workload kind (1..6). */
 #define TG_INF_OF_PG_API(api) (TG_INF_PG_UPSTREAM + (api) - 1)
 #define TG_INF_OF_WL_KIND(k) (TG_INF_JOBS + (k) - 1)
 #define TG_INF_BIT(k) (1u << (k))
 #define TG_INF_OPTIONAL_ALL (((1u << TG_INF_N) - 1) & ~((1u << TG_INF_PG_UPSTREAM) - 1))
+/* The gang definitions among them (peers' PodGroups and workloads). */
+#define TG_INF_GANG_SOURCES_ALL (((1u << TG_INF_NAMESPACES) - 1) & ~((1u << TG_INF_PG_UPSTREAM) - 1))
+/* The objects constraints read. */
+#define TG_INF_CONSTRAINT_KINDS (TG_INF_OPTIONAL_ALL & ~TG_INF_GANG_SOURCES_ALL)
 
 struct tg_informer_opts {
     const char *scheduler_name;          /* default "topogang" */

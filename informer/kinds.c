@@ -2,7 +2,10 @@
  * peers': model/workload.h), the workloads that form gangs without one,
  * ConfigMaps, PriorityClasses and PodDisruptionBudgets: each
  * decodes straight from the cJSON tree into the compact struct (the caller
- * frees the tree) and names it for the store's indexes. Decoder diagnostics
+ * frees the tree) and names it for the store's indexes. Namespaces,
+ * PersistentVolumes, PersistentVolumeClaims, StorageClasses and
+ * ResourceClaims are decoded the same way into a record whose object the
+ * engine takes over (struct tg_handover). Decoder diagnostics
  * are logged at debug level; the object is then skipped (counted by the
  * reflector as a decode error). */
 #include "informer/kinds.h"
@@ -326,3 +329,97 @@ static const char *wl_rv(const void *o)
     return ((const struct tg_workload *)o)->rv;
 }
 const struct tg_kind tg_kind_workload = {"Workload", wl_decode, wl_free, wl_key, wl_uid, wl_rv};
+
+/* ---- what the engine keeps itself: Namespace, PV, PVC, StorageClass, ResourceClaim ---- */
+
+static char *meta_str(const cJSON *md, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, k);
+    return cJSON_IsString(v) && v->valuestring[0] ? strdup(v->valuestring) : NULL;
+}
+
+static void ho_free(void *o)
+{
+    struct tg_handover *h = o;
+    if (!h)
+        return;
+    if (h->obj)
+        h->free_obj(h->obj);
+    free(h->key);
+    free(h->uid);
+    free(h->rv);
+    free(h);
+}
+
+/* The record around obj (which it takes), named from the object's metadata. */
+static int ho_make(const cJSON *o, void *obj, void (*free_obj)(void *), void **out)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+    struct tg_handover *h = calloc(1, sizeof *h);
+    if (!h) {
+        free_obj(obj);
+        return TG_ENOMEM;
+    }
+    h->obj = obj;
+    h->free_obj = free_obj;
+    /* the model's decoder has checked the name (and the namespace where it needs one) */
+    int r = cJSON_IsString(ns) && ns->valuestring[0]
+                ? asprintf(&h->key, "%s/%s", ns->valuestring, name->valuestring)
+                : asprintf(&h->key, "%s", name->valuestring);
+    if (r < 0)
+        h->key = NULL;
+    h->uid = meta_str(md, "uid");
+    h->rv = meta_str(md, "resourceVersion");
+    if (!h->key) {
+        ho_free(h);
+        return TG_ENOMEM;
+    }
+    *out = h;
+    return 0;
+}
+
+void *tg_handover_take(const void *stored)
+{
+    struct tg_handover *h = (struct tg_handover *)stored; /* the store's record: only obj moves */
+    void *obj = h->obj;
+    h->obj = NULL;
+    return obj;
+}
+
+static const char *ho_key(const void *o)
+{
+    return ((const struct tg_handover *)o)->key;
+}
+static const char *ho_uid(const void *o)
+{
+    const char *u = ((const struct tg_handover *)o)->uid;
+    return u ? u : "";
+}
+static const char *ho_rv(const void *o)
+{
+    return ((const struct tg_handover *)o)->rv;
+}
+
+#define HANDOVER_KIND(var, kindname, type, decode, freefn)                                     \
+    static void var##_free_obj(void *p)                                                         \
+    {                                                                                          \
+        type *x = p;                                                                           \
+        freefn(&x);                                                                            \
+    }                                                                                          \
+    static int var##_decode(const cJSON *o, void **out)                                         \
+    {                                                                                          \
+        type *x;                                                                               \
+        int rc = decode(o, &diag, &x);                                                         \
+        return rc ? rc : ho_make(o, x, var##_free_obj, out);                                   \
+    }                                                                                          \
+    const struct tg_kind var = {kindname, var##_decode, ho_free, ho_key, ho_uid, ho_rv};
+
+HANDOVER_KIND(tg_kind_namespace, "Namespace", struct tg_namespace, tg_namespace_decode,
+              tg_namespace_free)
+HANDOVER_KIND(tg_kind_pv, "PersistentVolume", struct tg_pv, tg_pv_decode, tg_pv_free)
+HANDOVER_KIND(tg_kind_pvc, "PersistentVolumeClaim", struct tg_pvc, tg_pvc_decode, tg_pvc_free)
+HANDOVER_KIND(tg_kind_sc, "StorageClass", struct tg_storageclass, tg_sc_decode, tg_sc_free)
+HANDOVER_KIND(tg_kind_rclaim, "ResourceClaim", struct tg_rclaim, tg_rclaim_decode,
+              tg_rclaim_free)

@@ -41,4 +41,25 @@ extern const struct tg_kind tg_kind_pg_peer[];
 /* struct tg_workload: Job, JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, TrainJob */
 extern const struct tg_kind tg_kind_workload;
 
+/* An object the scheduling engine keeps itself (model/objstore.h): a
+ * Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass or
+ * ResourceClaim. The store keeps only its identity; the decoded object
+ * (model/objects.h) is handed over once, by the handler, with
+ * tg_handover_take: one decode, one owner. */
+struct tg_handover {
+    char *key, *uid, *rv;    /* "name" or "namespace/name"; owned, uid/rv may be NULL */
+    void *obj;               /* until taken; freed with the record otherwise */
+    void (*free_obj)(void *);
+};
+
+/* The decoded object of a stored record (struct tg_namespace, tg_pv, tg_pvc,
+ * tg_storageclass or tg_rclaim, by kind); NULL once taken. The caller owns it. */
+void *tg_handover_take(const void *stored);
+
+extern const struct tg_kind tg_kind_namespace;   /* struct tg_handover of a tg_namespace */
+extern const struct tg_kind tg_kind_pv;          /* ... of a tg_pv */
+extern const struct tg_kind tg_kind_pvc;         /* ... of a tg_pvc */
+extern const struct tg_kind tg_kind_sc;          /* ... of a tg_storageclass */
+extern const struct tg_kind tg_kind_rclaim;      /* ... of a tg_rclaim (resource.k8s.io/v1) */
+
 #endif

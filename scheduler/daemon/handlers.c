@@ -11,6 +11,10 @@
  *                            -> tg_engine_workload_set / workload_delete
  *   PriorityClasses          -> tg_engine_pclass_set / pclass_delete
  *   PodDisruptionBudgets     -> tg_engine_pdb_set / pdb_delete
+ *   Namespaces, PersistentVolumes, PersistentVolumeClaims, StorageClasses,
+ *   ResourceClaims           -> tg_engine_{namespace,pv,pvc,sc,claim}_set / _delete
+ *                               (the engine takes the decoded object over:
+ *                               informer/kinds.h struct tg_handover)
  *   the policy ConfigMap     -> tg_engine_set_policy (or an InvalidPolicy Event)
  *
  * The pending and the bound stream are separate watches, not ordered with
@@ -259,6 +263,76 @@ static void pdb_delete(void *ud, const void *obj)
     tg_engine_pdb_delete(h->engine, ((const struct tg_pdb *)obj)->key);
 }
 
+/* ---- what constraints read: the engine keeps these objects itself ---------------------- */
+
+/* The object of a stored record goes to the engine (once: a resync finds it
+ * taken and has nothing to hand again). The engine frees it when it cannot
+ * keep it (out of memory): then it is missing until it changes, said here. */
+static void handover(struct tg__handlers *h, const void *rec, int (*set)(struct tg_engine *, void *))
+{
+    void *obj = tg_handover_take(rec);
+    if (!obj)
+        return;
+    int rc = set(h->engine, obj);
+    if (rc)
+        tg_error(C, "%s: %s: the scheduler does not know it until it changes again",
+                 ((const struct tg_handover *)rec)->key, tg_strerror(rc));
+}
+
+/* "ns/name" of a record: the interned namespace and name. */
+static void ns_name(const void *rec, uint32_t *ns, uint32_t *name)
+{
+    const char *key = ((const struct tg_handover *)rec)->key, *sl = strchr(key, '/');
+    char buf[256];
+    snprintf(buf, sizeof buf, "%.*s", sl ? (int)(sl - key) : 0, key);
+    *ns = tg_intern(buf);
+    *name = tg_intern(sl ? sl + 1 : key);
+}
+
+#define HANDOVER_HANDLERS(pfx, type, setfn)                                                    \
+    static int pfx##_engine_set(struct tg_engine *e, void *o) { return setfn(e, (type *)o); }   \
+    static void pfx##_set(void *ud, const void *rec) { handover(ud, rec, pfx##_engine_set); }  \
+    static void pfx##_update(void *ud, const void *old, const void *rec)                      \
+    {                                                                                          \
+        (void)old;                                                                             \
+        handover(ud, rec, pfx##_engine_set);                                                   \
+    }
+HANDOVER_HANDLERS(ns, struct tg_namespace, tg_engine_namespace_set)
+HANDOVER_HANDLERS(pv, struct tg_pv, tg_engine_pv_set)
+HANDOVER_HANDLERS(pvc, struct tg_pvc, tg_engine_pvc_set)
+HANDOVER_HANDLERS(sc, struct tg_storageclass, tg_engine_sc_set)
+HANDOVER_HANDLERS(claim, struct tg_rclaim, tg_engine_claim_set)
+
+static void ns_delete(void *ud, const void *rec)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_namespace_delete(h->engine, tg_intern(((const struct tg_handover *)rec)->key));
+}
+static void pv_delete(void *ud, const void *rec)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_pv_delete(h->engine, tg_intern(((const struct tg_handover *)rec)->key));
+}
+static void sc_delete(void *ud, const void *rec)
+{
+    struct tg__handlers *h = ud;
+    tg_engine_sc_delete(h->engine, tg_intern(((const struct tg_handover *)rec)->key));
+}
+static void pvc_delete(void *ud, const void *rec)
+{
+    struct tg__handlers *h = ud;
+    uint32_t ns, name;
+    ns_name(rec, &ns, &name);
+    tg_engine_pvc_delete(h->engine, ns, name);
+}
+static void claim_delete(void *ud, const void *rec)
+{
+    struct tg__handlers *h = ud;
+    uint32_t ns, name;
+    ns_name(rec, &ns, &name);
+    tg_engine_claim_delete(h->engine, ns, name);
+}
+
 /* ---- the policy ConfigMap ------------------------------------------------------------- */
 
 static void on_event_written(void *ud, const struct tg_resp *r)
@@ -340,7 +414,7 @@ int tg__gang_sources_parse(const char *list, unsigned *mask, char *err, size_t n
     if (!strcmp(list, "none"))
         return 0;
     if (!strcmp(list, "all")) {
-        *mask = TG_INF_OPTIONAL_ALL;
+        *mask = TG_INF_GANG_SOURCES_ALL;
         return 0;
     }
     for (const char *p = list; *p;) {
@@ -368,7 +442,7 @@ static void discovered(void *ud, unsigned watched)
 {
     struct tg__handlers *h = ud;
     struct tg_sb yes = {0}, no = {0};
-    for (int k = 0; k < TG_INF_N; k++) {
+    for (int k = 0; k < TG_INF_NAMESPACES; k++) {
         if (k != TG_INF_PODGROUPS && k < TG_INF_PG_UPSTREAM)
             continue;
         if (k != TG_INF_PODGROUPS && !(h->gang_sources & TG_INF_BIT(k)))
@@ -387,6 +461,9 @@ static void discovered(void *ud, unsigned watched)
     h->engine->gangs.owner_kinds = kinds;
     tg_info(C, "gang definitions read from: %s; not served (not watched): %s",
             yes.len ? tg_sb_str(&yes) : "-", no.len ? tg_sb_str(&no) : "-");
+    if (!(watched & TG_INF_BIT(TG_INF_RCLAIMS)))
+        tg_info(C, "resource.k8s.io/v1 resourceclaims not served: pods with resource claims "
+                   "wait (\"ResourceClaim ... not found\")");
     tg_sb_free(&yes);
     tg_sb_free(&no);
 }
@@ -412,9 +489,14 @@ void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io)
     io->h[TG_INF_CONFIG] = (struct tg_handlers){config_set, config_update, NULL, NULL, h};
     for (int k = TG_INF_PG_UPSTREAM; k <= TG_INF_PG_KAI; k++)
         io->h[k] = (struct tg_handlers){peer_add, peer_update, podgroup_delete, NULL, h};
-    for (int k = TG_INF_JOBS; k < TG_INF_N; k++)
+    for (int k = TG_INF_JOBS; k <= TG_INF_TRAINJOBS; k++)
         io->h[k] = (struct tg_handlers){workload_set, workload_update, workload_delete, NULL, h};
-    io->optional = h->gang_sources;
+    io->h[TG_INF_NAMESPACES] = (struct tg_handlers){ns_set, ns_update, ns_delete, NULL, h};
+    io->h[TG_INF_PVS] = (struct tg_handlers){pv_set, pv_update, pv_delete, NULL, h};
+    io->h[TG_INF_PVCS] = (struct tg_handlers){pvc_set, pvc_update, pvc_delete, NULL, h};
+    io->h[TG_INF_SCS] = (struct tg_handlers){sc_set, sc_update, sc_delete, NULL, h};
+    io->h[TG_INF_RCLAIMS] = (struct tg_handlers){claim_set, claim_update, claim_delete, NULL, h};
+    io->optional = h->gang_sources | TG_INF_CONSTRAINT_KINDS;
     io->on_discovered = discovered;
     io->on_synced = synced;
     io->ud = h;

@@ -473,7 +473,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->kubeconfig = getenv("KUBECONFIG");
     o->listen = ":8080";
     o->lease_s = 15;
-    o->gang_sources = TG_INF_OPTIONAL_ALL;
+    o->gang_sources = TG_INF_GANG_SOURCES_ALL;
     char gerr[512];
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {

@@ -295,6 +295,15 @@ can yes list priorityclasses.scheduling.k8s.io
 can yes watch priorityclasses.scheduling.k8s.io
 can yes list poddisruptionbudgets.policy -A
 can yes watch poddisruptionbudgets.policy -A
+# what constraints read, read only
+for r in namespaces persistentvolumes persistentvolumeclaims storageclasses.storage.k8s.io \
+         resourceclaims.resource.k8s.io; do
+  can yes list "$r" -A
+  can yes watch "$r" -A
+  can no create "$r" -A
+  can no delete "$r" -A
+  can no patch "$r" -A
+done
 can yes patch pods --subresource=status -n e2e
 # gangs as they come: the peers' PodGroups and the workloads, read only; the
 # upstream PodGroup's status only. Their APIs are not served here, so a
