@@ -1,0 +1,3 @@
+module topogang.io/bench/bindlimit
+
+go 1.22
