@@ -41,21 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "    FAIL [$CASE]: $*"; CASE_OK=0; }
-check() { local what=$1; shift; if ! "$@" >/dev/null 2>&1; then fail "$what"; fi; }
-wait_for() {
-  local t=$1 what=$2; shift 2
-  local end=$((SECONDS + t))
-  while [ $SECONDS -le $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
-  fail "timed out after ${t}s waiting for: $what"; return 1
-}
-run_case() {
-  CASE=$1; CASE_OK=1
-  echo "[ RUN      ] $CASE"
-  "$CASE"
-  if [ $CASE_OK = 1 ]; then passed=$((passed + 1)); echo "[       OK ] $CASE"
-  else failed=$((failed + 1)); echo "[  FAILED  ] $CASE"; fi
-}
+source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary
 NS=e2e-c
 node_of() { $K get pod -n $NS "$1" -o jsonpath='{.spec.nodeName}' 2>/dev/null; echo; }
 zone_of() { $K get node "$1" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}'; echo; }
@@ -211,7 +197,4 @@ if ! setup >"$WORK/setup.log" 2>&1; then
   failed=$(echo $CASES | wc -w); echo "[  FAILED  ] $failed test(s)"; exit 1
 fi
 for c in $CASES; do run_case "$c"; done
-echo "[==========] $((passed + failed)) test(s) run."
-echo "[  PASSED  ] $passed test(s)."
-[ $failed -gt 0 ] && { echo "[  FAILED  ] $failed test(s)"; exit 1; }
-exit 0
+summary

@@ -40,22 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "    FAIL [$CASE]: $*"; CASE_OK=0; }
-check() { local what=$1; shift; if ! "$@" >/dev/null 2>&1; then fail "$what"; fi; }
-# wait_for SECONDS DESCRIPTION CMD...: polls CMD every 0.2 s
-wait_for() {
-  local t=$1 what=$2; shift 2
-  local end=$((SECONDS + t))
-  while [ $SECONDS -le $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
-  fail "timed out after ${t}s waiting for: $what"; return 1
-}
-run_case() {
-  CASE=$1; CASE_OK=1
-  echo "[ RUN      ] $CASE"
-  "$CASE"
-  if [ $CASE_OK = 1 ]; then passed=$((passed + 1)); echo "[       OK ] $CASE"
-  else failed=$((failed + 1)); echo "[  FAILED  ] $CASE"; fi
-}
+source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary
 
 logf() { echo "$WORK/${CASE}_$1.log"; }
 # start_sched NAME PORT [extra args]
@@ -336,7 +321,4 @@ for c in case_preempt_cheapest_gangs_in_one_rack case_nomination_holds_room \
          case_preemption_policy_never; do
   run_case "$c"
 done
-echo "[==========] $((passed + failed)) test(s) run."
-echo "[  PASSED  ] $passed test(s)."
-[ $failed -gt 0 ] && { echo "[  FAILED  ] $failed test(s)"; exit 1; }
-exit 0
+summary

@@ -41,21 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "    FAIL [$CASE]: $*"; CASE_OK=0; }
-check() { local what=$1; shift; if ! "$@" >/dev/null 2>&1; then fail "$what"; fi; }
-wait_for() {  # wait_for SECONDS DESCRIPTION CMD...: polls CMD every 0.2 s
-  local t=$1 what=$2; shift 2
-  local end=$((SECONDS + t))
-  while [ $SECONDS -le $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
-  fail "timed out after ${t}s waiting for: $what"; return 1
-}
-run_case() {
-  CASE=$1; CASE_OK=1
-  echo "[ RUN      ] $CASE"
-  "$CASE"
-  if [ $CASE_OK = 1 ]; then passed=$((passed + 1)); echo "[       OK ] $CASE"
-  else failed=$((failed + 1)); echo "[  FAILED  ] $CASE"; fi
-}
+source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary
 
 # ---- helpers ---------------------------------------------------------------
 newns() { $K create ns "$1" >/dev/null; }
