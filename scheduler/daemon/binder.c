@@ -5,8 +5,11 @@
  * refused (404, 409, 422, 403). A bind that got no answer (connection
  * refused or broken, timed out: the API server may be down, and may have
  * bound the pod before the answer was lost) is retried once a second for up
- * to a minute instead, while the pod keeps its room: a retry answered 409
- * "already assigned to node N" with N the node asked for is a success. So a
+ * to a minute instead, while the pod keeps its room. An answer 409 "already
+ * assigned to node N" with N the node asked for is a success on any try: an
+ * earlier try landed and its answer was lost, and the binder may not know of
+ * that try (libcurl sends a request again by itself when the reused connection
+ * it went on died before any answer). So a
  * restarted API server finds the binds it lost, and no room whose bind may
  * have landed is handed out again meanwhile. When the gang reaches minMember the failed
  * members are forgotten and tried again after a backoff; when it cannot, the
@@ -270,7 +273,8 @@ static void complete(struct bindop *op)
 }
 
 /* 409 "pod X is already assigned to node \"N\"" with N the node asked for:
- * an earlier try of this bind landed and its answer was lost. */
+ * an earlier try of this bind landed and its answer was lost (the uid is a
+ * precondition of the Binding, so it is this pod). */
 static int already_ours(const struct bindpod *p, const struct tg_resp *r)
 {
     char want[300];
@@ -293,7 +297,7 @@ static void on_bound(void *ud, const struct tg_resp *r)
     b->inflight--;
     tg_metrics_set(TG_G_INFLIGHT_BINDS, b->inflight);
     tg_metrics_observe(TG_H_BIND, (double)(uv_hrtime() - p->t0) / 1e9);
-    if (!r->err || (p->unanswered_ms && already_ours(p, r))) {
+    if (!r->err || already_ours(p, r)) {
         p->state = B_OK;
         op->ok++;
         tg_metrics_inc(TG_M_BINDS_OK, 1);
