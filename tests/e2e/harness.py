@@ -168,6 +168,10 @@ class FaultProxy:
                            answer is lost (the connection closed instead);
                            for s seconds after, its Bindings get a closed
                            connection, not passed up;
+      answer_twice(pod)    the next Binding of that pod is passed up twice and
+                           the answer to the second is relayed: what a client
+                           hears when its HTTP library sent the request again
+                           after the first answer was lost on the way;
       stall_bound(True)    the watch of bound pods (fieldSelector
                            spec.nodeName!=) holds what it receives until
                            stall_bound(False): the scheduler is blind to binds.
@@ -179,7 +183,7 @@ class FaultProxy:
         self.api = Api(cluster)
         self.work = work
         self.lock = threading.Lock()
-        self.drop, self.refuse = {}, {}
+        self.drop, self.refuse, self.twice = {}, {}, set()
         self.unstalled = threading.Event()
         self.unstalled.set()
         self.seen = []                  # (time, method, path, what happened)
@@ -203,6 +207,10 @@ class FaultProxy:
     def drop_answer(self, pod, refuse_s=0):
         with self.lock:
             self.drop[pod] = refuse_s
+
+    def answer_twice(self, pod):
+        with self.lock:
+            self.twice.add(pod)
 
     def stall_bound(self, on):
         if on:
@@ -250,6 +258,8 @@ current-context: proxy
             refused = pod is not None and not dropped and self.refuse.get(pod, 0) > time.time()
             if dropped:
                 self.refuse[pod] = time.time() + self.drop.pop(pod)
+            twice = pod is not None and not dropped and pod in self.twice
+            self.twice.discard(pod)
         if refused:
             self._note(h, "refused")
             h.close_connection = True
@@ -263,6 +273,13 @@ current-context: proxy
         try:
             up.request(h.command, h.path, body=body, headers=hdrs)
             r = up.getresponse()
+            if twice:
+                r.read()
+                up.close()
+                up = self.api.connect(timeout=60)
+                up.request(h.command, h.path, body=body, headers=hdrs)
+                r = up.getresponse()
+                self._note(h, "sent twice")
             if dropped:
                 r.read()
                 self._note(h, "answer dropped")

@@ -15,6 +15,12 @@ in 2 racks of 4), for what test_crash.py found at random:
     second later, hears 409 "already assigned to node N" with N the node it
     asked for, and takes it as bound; the gang completes with no rollback.
 
+  resent_bind_hears_409: a member's Binding lands and reaches the API
+    server a second time (an HTTP library sending it again on a fresh
+    connection after the first answer was lost): the only answer the binder
+    hears is 409 "already assigned to node N" with N its node; that is bound,
+    and the gang completes with no rollback.
+
   unanswered_binds_keep_their_room: one member's bind lands unanswered and
     its retries find no server for 4 s, while the scheduler's watch of bound
     pods is stalled (it cannot see the bind landed); a pod arriving then
@@ -169,6 +175,33 @@ def case_lost_bind_answer_is_found(ctx):
     wipe(api, ns)
 
 
+def case_resent_bind_hears_409(ctx):
+    from harness import PodWatch
+    api, ns = ctx["api"], "resent"
+    make_namespace(api, ns)
+    watch = PodWatch(api, ns, ctx["alloc"])
+    watch.start()
+    watch.synced.wait(10)
+    px, s = scheduler_via_proxy(ctx, "resent")
+    px.answer_twice("dup-0")
+    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, "dup", 2, "rack"))
+    for i in range(2):
+        api.create_pod(ns, gang_pod(ns, f"dup-{i}", "dup", 8))
+    wait(lambda: watch.bound_of("dup") == 2, 20, "both members bound")
+    time.sleep(2)
+    if not px.events("sent twice"):
+        fail("the proxy never sent dup-0's Binding twice")
+    if watch.sched_deletes:
+        fail(f"members deleted (a rollback): {watch.sched_deletes}")
+    if rolled_back_events(api, ns, "dup"):
+        fail(f"RolledBack Events: {rolled_back_events(api, ns, 'dup')}")
+    if watch.binds != 2:
+        fail(f"{watch.binds} binds seen, expected 2")
+    finish(ctx, s)
+    watch.stopping = True
+    wipe(api, ns)
+
+
 def case_unanswered_binds_keep_their_room(ctx):
     from harness import PodWatch
     api, ns = ctx["api"], "blind"
@@ -215,7 +248,7 @@ def case_unanswered_binds_keep_their_room(ctx):
 
 
 CASES = [case_timeout_rolls_back_half_bound, case_lost_bind_answer_is_found,
-         case_unanswered_binds_keep_their_room]
+         case_resent_bind_hears_409, case_unanswered_binds_keep_their_room]
 
 
 def main():
