@@ -875,6 +875,16 @@ int tg_client_do(struct tg_client *c, const struct tg_req_opts *o, struct tg_res
     return r->err;
 }
 
+uint32_t tg_client_writes_pending(const struct tg_client *c)
+{
+    uint32_t n = 0;
+    for (const struct tg_req *r = c->q_writes.head; r; r = r->next)
+        n++;
+    for (const struct tg_req *r = c->running.head; r; r = r->next)
+        n += r->is_write && !r->canceled;
+    return n;
+}
+
 const struct tg_client_stats *tg_client_stats(const struct tg_client *c)
 {
     return &c->stats;

@@ -103,6 +103,8 @@ int tg_client_do(struct tg_client *c, const struct tg_req_opts *o, struct tg_res
 /* Changes the write limiter at run time (policy reload). */
 void tg_client_set_rate(struct tg_client *c, double qps, int burst);
 const struct tg_client_stats *tg_client_stats(const struct tg_client *c);
+/* Writes queued or running, not canceled (what a clean shutdown waits for). */
+uint32_t tg_client_writes_pending(const struct tg_client *c);
 const struct tg_kconf *tg_client_conf(const struct tg_client *c);
 uv_loop_t *tg_client_loop(const struct tg_client *c);
 

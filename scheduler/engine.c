@@ -935,7 +935,10 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         d->kind = TG_D_INVALID;
         snprintf(d->reason, sizeof d->reason, "PodGroup %s does not exist (pods labelled %s=%s wait for it)",
                  g->key, TG_LABEL_POD_GROUP, tg_str(g->group));
-        return tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
+        /* its PodGroup's arrival requeues it: no backoff to wait out then (the
+         * pods and the PodGroup come on two watches, in either order). With
+         * members bound it stays queued, for its timeout. */
+        return tg_queue_done(q, &g->q, g->nmembers ? TG_QDONE_UNSCHEDULABLE : TG_QDONE_PARKED);
     }
     int rq, pf;
     char err[512];

@@ -13,8 +13,9 @@
  * Config: the policy ConfigMap (--config-map NS/NAME, key config.yaml,
  * reloaded live) or --config FILE; every policy key applies live through
  * the engine, api.{qps,burst} through the client. SIGTERM/SIGINT: no new
- * decisions, binds in flight finish (10 s at most), the Lease is released,
- * exit 0. */
+ * decisions, binds in flight finish and the writes they lead to (the gangs'
+ * status, Events, rollback deletes) are sent (10 s at most), the Lease is
+ * released, exit 0. */
 #include "scheduler/daemon/daemon.h"
 #include "informer/kubeconfig.h"
 #include "plugins/numa.h"
@@ -144,6 +145,9 @@ static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
     case TG_D_WAITING:
         if (rolled_back_half_bound(d, dc))
             return;
+        break;
+    case TG_D_INVALID:
+        tg_debug(C, "gang %s cannot be placed as it is: %s", dc->gang->key, dc->reason);
         break;
     default:
         break;
@@ -318,13 +322,17 @@ static void on_shutdown_tick(uv_timer_t *t)
     struct tg_daemon *d = t->data;
     tg__binder_pump(d->binder);
     uint32_t inflight = tg__binder_inflight(d->binder);
-    if (inflight && (int64_t)uv_now(&d->loop) < d->shutdown_deadline_ms) {
+    uint32_t writes = tg_client_writes_pending(d->client);
+    if ((inflight || writes) && (int64_t)uv_now(&d->loop) < d->shutdown_deadline_ms) {
         uv_timer_start(&d->tick, on_shutdown_tick, 50, 0);
         return;
     }
     if (inflight)
         tg_warn(C, "shutdown: %u bind(s) still in flight are abandoned; their pods stay "
                    "unbound and the next leader places them", inflight);
+    else if (writes)
+        tg_warn(C, "shutdown: %u write(s) (status, Events, deletes) not answered in %d s are "
+                   "abandoned", writes, SHUTDOWN_MS / 1000);
     tg_info(C, "shutdown: %llu pods bound, %llu binds failed",
             (unsigned long long)tg_metrics_counter(TG_M_BINDS_OK),
             (unsigned long long)tg_metrics_counter(TG_M_BINDS_FAILED));

@@ -161,6 +161,16 @@ class Api:
         return doc.get("items", [])
 
 
+def client_gone(sock):
+    """True when the peer of sock has closed its end (readable, nothing to read)."""
+    import select
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 class FaultProxy:
     """Plain HTTP in front of the cluster's kube-apiserver (the bearer token
     added on the way up), for faults a real server will not make on demand:
@@ -172,6 +182,9 @@ class FaultProxy:
                            the answer to the second is relayed: what a client
                            hears when its HTTP library sent the request again
                            after the first answer was lost on the way;
+      hold_status(True)    PATCHes of PodGroup status wait in the proxy until
+                           hold_status(False); one whose client has gone by
+                           then is not passed up (noted "status dropped");
       stall_bound(True)    the watch of bound pods (fieldSelector
                            spec.nodeName!=) holds what it receives until
                            stall_bound(False): the scheduler is blind to binds.
@@ -186,6 +199,8 @@ class FaultProxy:
         self.drop, self.refuse, self.twice = {}, {}, set()
         self.unstalled = threading.Event()
         self.unstalled.set()
+        self.status_free = threading.Event()
+        self.status_free.set()
         self.seen = []                  # (time, method, path, what happened)
         proxy = self
 
@@ -211,6 +226,12 @@ class FaultProxy:
     def answer_twice(self, pod):
         with self.lock:
             self.twice.add(pod)
+
+    def hold_status(self, on):
+        if on:
+            self.status_free.clear()
+        else:
+            self.status_free.set()
 
     def stall_bound(self, on):
         if on:
@@ -242,6 +263,7 @@ current-context: proxy
 
     def close(self):
         self.unstalled.set()
+        self.status_free.set()
         self.server.shutdown()
 
     def _note(self, h, what):
@@ -264,6 +286,14 @@ current-context: proxy
             self._note(h, "refused")
             h.close_connection = True
             return
+        if h.command == "PATCH" and "/podgroups/" in h.path and h.path.split("?")[0].endswith("/status"):
+            if not self.status_free.is_set():
+                self._note(h, "status held")
+                self.status_free.wait()
+                if client_gone(h.connection):
+                    self._note(h, "status dropped")
+                    h.close_connection = True
+                    return
         hdrs = {k: v for k, v in h.headers.items()
                 if k.lower() not in ("host", "authorization", "connection", "content-length",
                                      "accept-encoding")}

@@ -21,6 +21,13 @@ in 2 racks of 4), for what test_crash.py found at random:
     hears is 409 "already assigned to node N" with N its node; that is bound,
     and the gang completes with no rollback.
 
+  sigterm_sends_the_last_status: PodGroup status patches are held in the
+    proxy; the gang binds and the scheduler gets SIGTERM at once; the held
+    patch is let go 2 s later: the scheduler must still be there to see it
+    answered and send the status it queued behind it (Scheduled, 2 bound),
+    then exit 0. A scheduler that left with its binds would leave the status
+    at Pending/Scheduling for good.
+
   unanswered_binds_keep_their_room: one member's bind lands unanswered and
     its retries find no server for 4 s, while the scheduler's watch of bound
     pods is stalled (it cannot see the bind landed); a pod arriving then
@@ -202,6 +209,46 @@ def case_resent_bind_hears_409(ctx):
     wipe(api, ns)
 
 
+def case_sigterm_sends_the_last_status(ctx):
+    import signal
+    from harness import PodWatch
+    api, ns = ctx["api"], "lastword"
+    make_namespace(api, ns)
+    watch = PodWatch(api, ns, ctx["alloc"])
+    watch.start()
+    watch.synced.wait(10)
+    px, s = scheduler_via_proxy(ctx, "lastword")
+    px.hold_status(True)
+    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, "lw", 2, "rack"))
+    for i in range(2):
+        api.create_pod(ns, gang_pod(ns, f"lw-{i}", "lw", 8))
+    wait(lambda: watch.bound_of("lw") == 2, 20, "both members bound")
+    s.proc.send_signal(signal.SIGTERM)
+    time.sleep(2)
+    if not s.alive():
+        fail(f"the scheduler exited ({s.proc.returncode}) with a status patch unanswered")
+    if not px.events("status held"):
+        fail("no status patch was held")
+    px.hold_status(False)
+    try:
+        rc = s.proc.wait(15)
+    except Exception:
+        rc = None
+    if rc != 0:
+        fail(f"the scheduler exited {rc} after SIGTERM (see {s.log})")
+    if px.events("status dropped"):
+        fail("a held status patch's client had gone when it was let go")
+    st = (api.podgroup(ns, "lw") or {}).get("status") or {}
+    if st.get("phase") != "Scheduled" or st.get("scheduled") != 2:
+        fail(f"PodGroup lw status after the shutdown: phase {st.get('phase')}, scheduled {st.get('scheduled')}; "
+             "expected Scheduled, 2")
+    rep = s.sanitizer_report()
+    if rep:
+        fail(f"sanitizer report:\n{rep}")
+    watch.stopping = True
+    wipe(api, ns)
+
+
 def case_unanswered_binds_keep_their_room(ctx):
     from harness import PodWatch
     api, ns = ctx["api"], "blind"
@@ -248,7 +295,8 @@ def case_unanswered_binds_keep_their_room(ctx):
 
 
 CASES = [case_timeout_rolls_back_half_bound, case_lost_bind_answer_is_found,
-         case_resent_bind_hears_409, case_unanswered_binds_keep_their_room]
+         case_resent_bind_hears_409, case_sigterm_sends_the_last_status,
+         case_unanswered_binds_keep_their_room]
 
 
 def main():

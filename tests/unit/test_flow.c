@@ -190,6 +190,32 @@ static void members_arrive(void **state)
     world_free(&w);
 }
 
+/* The pods come before their PodGroup (two watches, either order): the gang
+ * says so and waits without a backoff; the PodGroup's arrival places it at
+ * once, not a backoff later. */
+static void podgroup_after_its_pods(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NULL);
+    node(&w, "a0", "ra", 8);
+    node(&w, "a1", "ra", 8);
+    pending(&w, "late-0", "late", 8);
+    pending(&w, "late-1", "late", 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_INVALID);
+    assert_non_null(strstr(d.reason, "PodGroup ml/late does not exist"));
+    tg_decision_free(&d);
+    assert_int_equal(next(&w, &d), TG_D_NONE);
+    tg_decision_free(&d);
+    now_ms += 10;
+    podgroup(&w, "late", 2, 0, "rack", 0);
+    assert_int_equal(next(&w, &d), TG_D_PLACE); /* at the same instant: no backoff ran */
+    assert_int_equal(d.result.nplaced, 2);
+    tg_decision_free(&d);
+    world_free(&w);
+}
+
 /* Rack ra is full of two low gangs; a high gang preempts them; while one is
  * still Terminating a low newcomer must not take the room the other freed. */
 static void nomination_holds_room(void **state)
@@ -433,6 +459,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(members_arrive),
+        cmocka_unit_test(podgroup_after_its_pods),
         cmocka_unit_test(nomination_holds_room),
         cmocka_unit_test(higher_priority_takes_nominated_room),
         cmocka_unit_test(reservation_lets_the_head_in),
