@@ -61,6 +61,8 @@ struct bindop {
     char *gang, *level, *domain;        /* owned */
     struct bindpod *p;
     uint32_t n, ok, failed, must;
+    uint32_t fresh;                     /* p[fresh..n) never sent yet (B_WAIT, due now) */
+    uint32_t nretry;                    /* of p[0..fresh): B_WAIT for a retry */
     int64_t first_seen_ms;              /* the gang's, for the e2e metrics */
     int64_t start_ms;                   /* loop ms of its first bind sent, 0 before */
     uint8_t queued, slow_noted;
@@ -312,10 +314,12 @@ static void on_bound(void *ud, const struct tg_resp *r)
         if (!final && !b->stopping && p->unanswered_ms && now - p->unanswered_ms < UNANSWERED_MAX_MS) {
             p->state = B_WAIT; /* it may have landed: keep its room, ask again in a second */
             p->retry_ms = now + UNANSWERED_RETRY_MS;
+            op->nretry++;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
             enqueue(b, op);
         } else if (!final && p->tries < b->e->sched.policy.bind_retries && !b->stopping) {
             p->state = B_WAIT;
+            op->nretry++;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
             enqueue(b, op);
         } else {
@@ -331,17 +335,19 @@ static void on_bound(void *ud, const struct tg_resp *r)
         tg__binder_pump(b);
 }
 
-/* The first bind of op due now; *later is set when some wait for a retry time. */
+/* The bind of op to send next: a retry that is due (rare: found by a scan),
+ * else the next one never sent, so that a gang of N binds costs O(N), not
+ * O(N^2); *later is set when retries wait for their time. */
 static struct bindpod *next_waiting(struct bindop *op, int64_t now, int *later)
 {
     *later = 0;
-    for (uint32_t i = 0; i < op->n; i++)
+    for (uint32_t i = 0; op->nretry && i < op->fresh; i++)
         if (op->p[i].state == B_WAIT) {
             if (op->p[i].retry_ms <= now)
                 return &op->p[i];
             *later = 1;
         }
-    return NULL;
+    return op->fresh < op->n ? &op->p[op->fresh] : NULL;
 }
 
 void tg__binder_pump(struct tg__binder *b)
@@ -358,6 +364,10 @@ void tg__binder_pump(struct tg__binder *b)
             op = nx;
             continue;
         }
+        if (p == &op->p[op->fresh])
+            op->fresh++;
+        else
+            op->nretry--;
         p->state = B_INFLIGHT;
         p->tries++;
         if (!op->start_ms)
