@@ -201,6 +201,11 @@ static void note(struct bindop *op, uint8_t what, uint32_t deleted)
     struct tg__bind_note n = {.what = what, .pods = op->n, .ok = op->ok, .failed = op->failed,
                               .must = op->must, .deleted = deleted, .level = op->level,
                               .domain = op->domain};
+    if (op->n) {
+        n.pod_ns = op->p[0].ns;
+        n.pod_name = op->p[0].name;
+        n.pod_uid = op->p[0].uid;
+    }
     for (uint32_t i = 0; i < op->n && !n.fail_key; i++)
         if (op->p[i].state == B_FAILED) {
             n.fail_key = op->p[i].key;

@@ -84,6 +84,9 @@ struct tg__bind_note {
     const char *fail_key, *fail_msg;    /* the first failure, or NULL */
     long fail_status;
     const char *why;                    /* ROLLED_BACK of a half-bound gang found at start */
+    const char *pod_ns, *pod_name, *pod_uid; /* a member of this attempt: what its Events regard
+                                         * when the gang has no object of its own and no
+                                         * member is pending any more (gangs of one) */
 };
 
 struct tg__binder_hooks {

@@ -25,7 +25,9 @@
  * members as they arrive: once a minute whatever the count): Scheduled,
  * FailedScheduling, Waiting, Timeout, Reserved, RolledBack, InvalidTopology,
  * PodGroupNotFound. The regarding object is the PodGroup, else the pod of a
- * gang of one, else (no PodGroup object) the first pending member.
+ * gang of one, else (no PodGroup object) the first pending member; how a
+ * gang's binds ended is told also when its record went meanwhile (a gang of
+ * one seen bound before the bind's answer): the Event regards its pod.
  * (Preempting and Preempted are evict.c's: they go to other objects too.)
  *
  * Per-gang state lives in the engine's gang record (grec->user), created on
@@ -350,9 +352,11 @@ void tg__report_refresh(struct tg__report *r, const char *gang_key, int rewrite)
 /* ---- Events ----------------------------------------------------------------------------------- */
 
 /* The object an Event about g regards: its PodGroup (any API's), the
- * workload of a derived gang (av: room for its apiVersion); 0, or -1 when
- * there is none. */
-static int regarding(const struct tg_grec *g, struct tg_event_spec *e, char *av, size_t n)
+ * workload of a derived gang (av: room for its apiVersion), else a pod: the
+ * first pending member, or the member of the binder's note bn (a gang of one
+ * whose pod the informer has already seen bound). 0, or -1 when there is none. */
+static int regarding(const struct tg_grec *g, const struct tg__bind_note *bn,
+                     struct tg_event_spec *e, char *av, size_t n)
 {
     e->ns = tg_str(g->ns);
     if (g->derived && g->wl) {
@@ -371,6 +375,13 @@ static int regarding(const struct tg_grec *g, struct tg_event_spec *e, char *av,
         e->uid = g->pg->uid;
         return 0;
     }
+    if (!g->npending && bn && bn->pod_name) {
+        e->kind = "Pod";
+        e->api_version = "v1";
+        e->name = bn->pod_name;
+        e->uid = bn->pod_uid;
+        return 0;
+    }
     if (!g->npending)
         return -1;
     /* a gang of one: its pod; no PodGroup object: the first pending member */
@@ -382,9 +393,10 @@ static int regarding(const struct tg_grec *g, struct tg_event_spec *e, char *av,
     return 0;
 }
 
-/* Sends an Event unless the same one went out less than a minute ago. */
-static void event(struct tg__report *r, struct tg_grec *g, const char *type, const char *reason,
-                  const char *note)
+/* Sends an Event unless the same one went out less than a minute ago (bn:
+ * the binder's note it follows, or NULL). */
+static void event_of(struct tg__report *r, struct tg_grec *g, const struct tg__bind_note *bn,
+                     const char *type, const char *reason, const char *note)
 {
     struct rgang *rg = g->user;
     char sig[96];
@@ -397,13 +409,19 @@ static void event(struct tg__report *r, struct tg_grec *g, const char *type, con
     struct tg_event_spec e = {.type = type, .reason = reason, .note = note,
                               .action = !strcmp(reason, "Scheduled") ? "Binding" : "Scheduling"};
     char av[200];
-    if (regarding(g, &e, av, sizeof av) == 0 &&
+    if (regarding(g, bn, &e, av, sizeof av) == 0 &&
         tg_api_create_event(r->client, &e, on_written, "Event") == 0) {
         /* only one that went: an Event that could not be made goes with the next report */
         snprintf(rg->event_sig, sizeof rg->event_sig, "%s", sig);
         rg->event_ms = now;
         tg_metrics_inc(TG_M_EVENTS, 1);
     }
+}
+
+static void event(struct tg__report *r, struct tg_grec *g, const char *type, const char *reason,
+                  const char *note)
+{
+    event_of(r, g, NULL, type, reason, note);
 }
 
 /* ---- decisions ------------------------------------------------------------------------------- */
@@ -510,9 +528,26 @@ void tg__report_decision(struct tg__report *r, const struct tg_decision *d)
 
 /* ---- the binder's notes -------------------------------------------------------------------- */
 
-static void bind_done(struct tg__report *r, struct tg_grec *g, const struct tg__bind_note *n)
+/* The Event of a gang whose record went while its binds ran (a gang of one
+ * that the informer saw bound before the bind's answer came): it regards
+ * the member of the note. */
+static void event_orphan(struct tg__report *r, const struct tg__bind_note *n, const char *type,
+                         const char *reason, const char *note)
 {
-    struct rgang *rg = g->user;
+    if (!n->pod_name)
+        return;
+    struct tg_event_spec e = {.ns = n->pod_ns, .kind = "Pod", .api_version = "v1",
+                              .name = n->pod_name, .uid = n->pod_uid, .type = type,
+                              .reason = reason, .note = note,
+                              .action = !strcmp(reason, "Scheduled") ? "Binding" : "Scheduling"};
+    if (tg_api_create_event(r->client, &e, on_written, "Event") == 0)
+        tg_metrics_inc(TG_M_EVENTS, 1);
+}
+
+/* g: the gang's record, or NULL when it went meanwhile. */
+static void bind_done(struct tg__report *r, struct tg_grec *g, const char *key,
+                      const struct tg__bind_note *n)
+{
     char msg[1024];
     if (n->failed)
         snprintf(msg, sizeof msg, "bound %u of %u (%u failed and wait for another try)", n->ok,
@@ -520,17 +555,22 @@ static void bind_done(struct tg__report *r, struct tg_grec *g, const struct tg__
     else
         snprintf(msg, sizeof msg, "bound %u pod(s) in %s %s", n->ok, n->level,
                  n->domain[0] ? n->domain : "(cluster)");
-    tg_info(C, "gang %s: %s", g->key, msg);
+    tg_info(C, "gang %s: %s", key, msg);
+    if (!g) {
+        event_orphan(r, n, "Normal", "Scheduled", msg);
+        return;
+    }
+    struct rgang *rg = g->user;
     set_str(&rg->msg, msg);
     rg->phase = n->failed ? PH_PENDING : PH_SCHEDULED;
     rg->cond = n->failed ? "Unschedulable" : "Scheduled";
     write_status(r, g, 0);
-    event(r, g, "Normal", "Scheduled", msg);
+    event_of(r, g, n, "Normal", "Scheduled", msg);
 }
 
-static void rolled_back(struct tg__report *r, struct tg_grec *g, const struct tg__bind_note *n)
+static void rolled_back(struct tg__report *r, struct tg_grec *g, const char *key,
+                        const struct tg__bind_note *n)
 {
-    struct rgang *rg = g->user;
     char msg[2048];
     if (n->why)
         snprintf(msg, sizeof msg, "%s; rolled back: deleted %u bound member(s) of an incomplete gang",
@@ -540,19 +580,30 @@ static void rolled_back(struct tg__report *r, struct tg_grec *g, const struct tg
                  "bound %u of %u, needed %u: rolled back, deleted %u bound member(s); first "
                  "failure %s: %s (HTTP %ld)", n->ok, n->pods, n->must, n->deleted,
                  n->fail_key ? n->fail_key : "-", n->fail_msg ? n->fail_msg : "-", n->fail_status);
-    tg_warn(C, "gang %s: %s", g->key, msg);
+    tg_warn(C, "gang %s: %s", key, msg);
+    if (!g) {
+        event_orphan(r, n, "Warning", "RolledBack", msg);
+        return;
+    }
+    struct rgang *rg = g->user;
     set_str(&rg->msg, msg);
     rg->phase = PH_PENDING;
     rg->cond = "Unschedulable";
     write_status(r, g, 0);
-    event(r, g, "Warning", "RolledBack", msg);
+    event_of(r, g, n, "Warning", "RolledBack", msg);
 }
 
 void tg__report_bind(struct tg__report *r, const char *gang_key, const struct tg__bind_note *n)
 {
     struct tg_grec *g = tg_gangs_get(&r->engine->gangs, gang_key);
-    if (!g || !state_of(g))
-        return; /* the gang went away meanwhile: nobody to tell */
+    if (!g || !state_of(g)) {
+        /* the record went meanwhile: how the binds ended is still told */
+        if (n->what == TG__BIND_DONE)
+            bind_done(r, NULL, gang_key, n);
+        else if (n->what == TG__BIND_ROLLED_BACK)
+            rolled_back(r, NULL, gang_key, n);
+        return;
+    }
     struct rgang *rg = g->user;
     char msg[1024];
     switch (n->what) {
@@ -570,11 +621,11 @@ void tg__report_bind(struct tg__report *r, const char *gang_key, const struct tg
         break;
     case TG__BIND_DONE:
         rg->binding = 0;
-        bind_done(r, g, n);
+        bind_done(r, g, gang_key, n);
         break;
     case TG__BIND_ROLLED_BACK:
         rg->binding = 0;
-        rolled_back(r, g, n);
+        rolled_back(r, g, gang_key, n);
         break;
     }
 }

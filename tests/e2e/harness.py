@@ -182,6 +182,9 @@ class FaultProxy:
                            the answer to the second is relayed: what a client
                            hears when its HTTP library sent the request again
                            after the first answer was lost on the way;
+      slow_answer(pod, s)  the next Binding of that pod is passed up at once
+                           and its answer relayed s seconds later (the
+                           scheduler's watch sees the bind first);
       hold_status(True)    PATCHes of PodGroup status wait in the proxy until
                            hold_status(False); one whose client has gone by
                            then is not passed up (noted "status dropped");
@@ -196,7 +199,7 @@ class FaultProxy:
         self.api = Api(cluster)
         self.work = work
         self.lock = threading.Lock()
-        self.drop, self.refuse, self.twice = {}, {}, set()
+        self.drop, self.refuse, self.twice, self.slow = {}, {}, set(), {}
         self.unstalled = threading.Event()
         self.unstalled.set()
         self.status_free = threading.Event()
@@ -222,6 +225,10 @@ class FaultProxy:
     def drop_answer(self, pod, refuse_s=0):
         with self.lock:
             self.drop[pod] = refuse_s
+
+    def slow_answer(self, pod, s):
+        with self.lock:
+            self.slow[pod] = s
 
     def answer_twice(self, pod):
         with self.lock:
@@ -282,6 +289,7 @@ current-context: proxy
                 self.refuse[pod] = time.time() + self.drop.pop(pod)
             twice = pod is not None and not dropped and pod in self.twice
             self.twice.discard(pod)
+            slow = self.slow.pop(pod, 0) if pod is not None and not dropped else 0
         if refused:
             self._note(h, "refused")
             h.close_connection = True
@@ -310,6 +318,16 @@ current-context: proxy
                 up.request(h.command, h.path, body=body, headers=hdrs)
                 r = up.getresponse()
                 self._note(h, "sent twice")
+            if slow:
+                data = r.read()
+                self._note(h, "answer delayed")
+                time.sleep(slow)
+                h.send_response(r.status)
+                h.send_header("Content-Type", r.getheader("Content-Type", "application/json"))
+                h.send_header("Content-Length", str(len(data)))
+                h.end_headers()
+                h.wfile.write(data)
+                return
             if dropped:
                 r.read()
                 self._note(h, "answer dropped")

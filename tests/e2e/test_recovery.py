@@ -28,6 +28,11 @@ in 2 racks of 4), for what test_crash.py found at random:
     then exit 0. A scheduler that left with its binds would leave the status
     at Pending/Scheduling for good.
 
+  late_bind_answer_still_reported: a pod of no PodGroup (a gang of one)
+    is bound, and the answer reaches the scheduler 2 s after its watch has
+    shown the pod bound (so the gang has nothing pending and its record may
+    be gone): the pod still gets its Scheduled Event.
+
   unanswered_binds_keep_their_room: one member's bind lands unanswered and
     its retries find no server for 4 s, while the scheduler's watch of bound
     pods is stalled (it cannot see the bind landed); a pod arriving then
@@ -249,6 +254,34 @@ def case_sigterm_sends_the_last_status(ctx):
     wipe(api, ns)
 
 
+def case_late_bind_answer_still_reported(ctx):
+    from harness import PodWatch
+    api, ns = ctx["api"], "lateans"
+    make_namespace(api, ns)
+    watch = PodWatch(api, ns, ctx["alloc"])
+    watch.start()
+    watch.synced.wait(10)
+    px, s = scheduler_via_proxy(ctx, "lateans")
+    px.slow_answer("solo", 2)
+    solo = gang_pod(ns, "solo", None, 8)
+    del solo["metadata"]["labels"]  # no PodGroup: a gang of one
+    api.create_pod(ns, solo)
+    wait(lambda: any(p["name"] == "solo" and p["node"] for p in watch.pods.values()), 20, "solo bound")
+    evs = []
+    end = time.time() + 10
+    while time.time() < end and not evs:
+        evs = [e for e in api.events(ns) if e.get("reason") == "Scheduled"
+               and e.get("regarding", {}).get("name") == "solo"]
+        time.sleep(0.3)
+    if not px.events("answer delayed"):
+        fail("the proxy never delayed solo's bind answer")
+    if not evs:
+        fail("no Scheduled Event for pod solo after its late bind answer")
+    finish(ctx, s)
+    watch.stopping = True
+    wipe(api, ns)
+
+
 def case_unanswered_binds_keep_their_room(ctx):
     from harness import PodWatch
     api, ns = ctx["api"], "blind"
@@ -296,7 +329,7 @@ def case_unanswered_binds_keep_their_room(ctx):
 
 CASES = [case_timeout_rolls_back_half_bound, case_lost_bind_answer_is_found,
          case_resent_bind_hears_409, case_sigterm_sends_the_last_status,
-         case_unanswered_binds_keep_their_room]
+         case_late_bind_answer_still_reported, case_unanswered_binds_keep_their_room]
 
 
 def main():
