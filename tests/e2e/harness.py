@@ -318,16 +318,6 @@ current-context: proxy
                 up.request(h.command, h.path, body=body, headers=hdrs)
                 r = up.getresponse()
                 self._note(h, "sent twice")
-            if slow:
-                data = r.read()
-                self._note(h, "answer delayed")
-                time.sleep(slow)
-                h.send_response(r.status)
-                h.send_header("Content-Type", r.getheader("Content-Type", "application/json"))
-                h.send_header("Content-Length", str(len(data)))
-                h.end_headers()
-                h.wfile.write(data)
-                return
             if dropped:
                 r.read()
                 self._note(h, "answer dropped")
@@ -335,6 +325,9 @@ current-context: proxy
                 return
             if not watch:
                 data = r.read()
+                if slow:
+                    self._note(h, "answer delayed")
+                    time.sleep(slow)
                 h.send_response(r.status)
                 h.send_header("Content-Type", r.getheader("Content-Type", "application/json"))
                 h.send_header("Content-Length", str(len(data)))

@@ -160,58 +160,44 @@ def wipe(api, ns):
         api.delete_pod(ns, p["metadata"]["name"])
 
 
-def case_lost_bind_answer_is_found(ctx):
+def gang_of_two_completes(ctx, ns, gang, fault, seen, what):
+    """A gang of two through a fault proxy on which fault(px) set a fault on
+    the Binding of gang-0: both members are bound, the proxy noted `seen`,
+    and nothing was rolled back."""
     from harness import PodWatch
-    api, ns = ctx["api"], "lost"
+    api = ctx["api"]
     make_namespace(api, ns)
     watch = PodWatch(api, ns, ctx["alloc"])
     watch.start()
     watch.synced.wait(10)
-    px, s = scheduler_via_proxy(ctx, "lost")
-    px.drop_answer("amb-0")
-    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, "amb", 2, "rack"))
+    px, s = scheduler_via_proxy(ctx, ns)
+    fault(px)
+    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, gang, 2, "rack"))
     for i in range(2):
-        api.create_pod(ns, gang_pod(ns, f"amb-{i}", "amb", 8))
-    wait(lambda: watch.bound_of("amb") == 2, 20, "both members bound")
+        api.create_pod(ns, gang_pod(ns, f"{gang}-{i}", gang, 8))
+    wait(lambda: watch.bound_of(gang) == 2, 20, "both members bound")
     time.sleep(2)
-    if not px.events("answer dropped"):
-        fail("the proxy never dropped amb-0's answer")
+    if not px.events(seen):
+        fail(f"the proxy never {what}")
     if watch.sched_deletes:
         fail(f"members deleted (a rollback): {watch.sched_deletes}")
-    if rolled_back_events(api, ns, "amb"):
-        fail(f"RolledBack Events: {rolled_back_events(api, ns, 'amb')}")
+    if rolled_back_events(api, ns, gang):
+        fail(f"RolledBack Events: {rolled_back_events(api, ns, gang)}")
     if watch.binds != 2:
         fail(f"{watch.binds} binds seen, expected 2")
     finish(ctx, s)
     watch.stopping = True
     wipe(api, ns)
+
+
+def case_lost_bind_answer_is_found(ctx):
+    gang_of_two_completes(ctx, "lost", "amb", lambda px: px.drop_answer("amb-0"), "answer dropped",
+                          "dropped amb-0's answer")
 
 
 def case_resent_bind_hears_409(ctx):
-    from harness import PodWatch
-    api, ns = ctx["api"], "resent"
-    make_namespace(api, ns)
-    watch = PodWatch(api, ns, ctx["alloc"])
-    watch.start()
-    watch.synced.wait(10)
-    px, s = scheduler_via_proxy(ctx, "resent")
-    px.answer_twice("dup-0")
-    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, "dup", 2, "rack"))
-    for i in range(2):
-        api.create_pod(ns, gang_pod(ns, f"dup-{i}", "dup", 8))
-    wait(lambda: watch.bound_of("dup") == 2, 20, "both members bound")
-    time.sleep(2)
-    if not px.events("sent twice"):
-        fail("the proxy never sent dup-0's Binding twice")
-    if watch.sched_deletes:
-        fail(f"members deleted (a rollback): {watch.sched_deletes}")
-    if rolled_back_events(api, ns, "dup"):
-        fail(f"RolledBack Events: {rolled_back_events(api, ns, 'dup')}")
-    if watch.binds != 2:
-        fail(f"{watch.binds} binds seen, expected 2")
-    finish(ctx, s)
-    watch.stopping = True
-    wipe(api, ns)
+    gang_of_two_completes(ctx, "resent", "dup", lambda px: px.answer_twice("dup-0"), "sent twice",
+                          "sent dup-0's Binding twice")
 
 
 def case_sigterm_sends_the_last_status(ctx):
