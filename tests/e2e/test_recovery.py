@@ -160,16 +160,22 @@ def wipe(api, ns):
         api.delete_pod(ns, p["metadata"]["name"])
 
 
+def watched_namespace(api, ns, alloc):
+    """Makes namespace ns and returns a started, synced PodWatch of it."""
+    from harness import PodWatch
+    make_namespace(api, ns)
+    watch = PodWatch(api, ns, alloc)
+    watch.start()
+    watch.synced.wait(10)
+    return watch
+
+
 def gang_of_two_completes(ctx, ns, gang, fault, seen, what):
     """A gang of two through a fault proxy on which fault(px) set a fault on
     the Binding of gang-0: both members are bound, the proxy noted `seen`,
     and nothing was rolled back."""
-    from harness import PodWatch
     api = ctx["api"]
-    make_namespace(api, ns)
-    watch = PodWatch(api, ns, ctx["alloc"])
-    watch.start()
-    watch.synced.wait(10)
+    watch = watched_namespace(api, ns, ctx["alloc"])
     px, s = scheduler_via_proxy(ctx, ns)
     fault(px)
     api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, gang, 2, "rack"))
@@ -202,12 +208,8 @@ def case_resent_bind_hears_409(ctx):
 
 def case_sigterm_sends_the_last_status(ctx):
     import signal
-    from harness import PodWatch
     api, ns = ctx["api"], "lastword"
-    make_namespace(api, ns)
-    watch = PodWatch(api, ns, ctx["alloc"])
-    watch.start()
-    watch.synced.wait(10)
+    watch = watched_namespace(api, ns, ctx["alloc"])
     px, s = scheduler_via_proxy(ctx, "lastword")
     px.hold_status(True)
     api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, "lw", 2, "rack"))
@@ -241,12 +243,8 @@ def case_sigterm_sends_the_last_status(ctx):
 
 
 def case_late_bind_answer_still_reported(ctx):
-    from harness import PodWatch
     api, ns = ctx["api"], "lateans"
-    make_namespace(api, ns)
-    watch = PodWatch(api, ns, ctx["alloc"])
-    watch.start()
-    watch.synced.wait(10)
+    watch = watched_namespace(api, ns, ctx["alloc"])
     px, s = scheduler_via_proxy(ctx, "lateans")
     px.slow_answer("solo", 2)
     solo = gang_pod(ns, "solo", None, 8)
@@ -269,12 +267,8 @@ def case_late_bind_answer_still_reported(ctx):
 
 
 def case_unanswered_binds_keep_their_room(ctx):
-    from harness import PodWatch
     api, ns = ctx["api"], "blind"
-    make_namespace(api, ns)
-    watch = PodWatch(api, ns, ctx["alloc"])
-    watch.start()
-    watch.synced.wait(10)
+    watch = watched_namespace(api, ns, ctx["alloc"])
     free = ("gpu-00000", "gpu-00004")
     for n in sorted(ctx["alloc"]):
         if n not in free:  # the default scheduler's pods fill every other node
