@@ -351,6 +351,21 @@ void tg__report_refresh(struct tg__report *r, const char *gang_key, int rewrite)
 
 /* ---- Events ----------------------------------------------------------------------------------- */
 
+/* An Event's action: what the scheduler was doing when it happened. */
+static const char *action_of(const char *reason)
+{
+    return !strcmp(reason, "Scheduled") ? "Binding" : "Scheduling";
+}
+
+/* The Event regards pod name of namespace e->ns. */
+static void regard_pod(struct tg_event_spec *e, const char *name, const char *uid)
+{
+    e->kind = "Pod";
+    e->api_version = "v1";
+    e->name = name;
+    e->uid = uid;
+}
+
 /* The object an Event about g regards: its PodGroup (any API's), the
  * workload of a derived gang (av: room for its apiVersion), else a pod: the
  * first pending member, or the member of the binder's note bn (a gang of one
@@ -375,21 +390,13 @@ static int regarding(const struct tg_grec *g, const struct tg__bind_note *bn,
         e->uid = g->pg->uid;
         return 0;
     }
-    if (!g->npending && bn && bn->pod_name) {
-        e->kind = "Pod";
-        e->api_version = "v1";
-        e->name = bn->pod_name;
-        e->uid = bn->pod_uid;
+    if (g->npending) { /* a gang of one: its pod; no PodGroup object: the first pending member */
+        regard_pod(e, tg_pod_name(g->pending[0]), g->pending[0]->uid);
         return 0;
     }
-    if (!g->npending)
+    if (!bn || !bn->pod_name)
         return -1;
-    /* a gang of one: its pod; no PodGroup object: the first pending member */
-    const struct tg_pod *p = g->pending[0];
-    e->kind = "Pod";
-    e->api_version = "v1";
-    e->name = tg_pod_name(p);
-    e->uid = p->uid;
+    regard_pod(e, bn->pod_name, bn->pod_uid);
     return 0;
 }
 
@@ -407,7 +414,7 @@ static void event_of(struct tg__report *r, struct tg_grec *g, const struct tg__b
     if (!strcmp(sig, rg->event_sig) && now - rg->event_ms < EVENT_REPEAT_MS)
         return;
     struct tg_event_spec e = {.type = type, .reason = reason, .note = note,
-                              .action = !strcmp(reason, "Scheduled") ? "Binding" : "Scheduling"};
+                              .action = action_of(reason)};
     char av[200];
     if (regarding(g, bn, &e, av, sizeof av) == 0 &&
         tg_api_create_event(r->client, &e, on_written, "Event") == 0) {
@@ -536,10 +543,9 @@ static void event_orphan(struct tg__report *r, const struct tg__bind_note *n, co
 {
     if (!n->pod_name)
         return;
-    struct tg_event_spec e = {.ns = n->pod_ns, .kind = "Pod", .api_version = "v1",
-                              .name = n->pod_name, .uid = n->pod_uid, .type = type,
-                              .reason = reason, .note = note,
-                              .action = !strcmp(reason, "Scheduled") ? "Binding" : "Scheduling"};
+    struct tg_event_spec e = {.ns = n->pod_ns, .type = type, .reason = reason, .note = note,
+                              .action = action_of(reason)};
+    regard_pod(&e, n->pod_name, n->pod_uid);
     if (tg_api_create_event(r->client, &e, on_written, "Event") == 0)
         tg_metrics_inc(TG_M_EVENTS, 1);
 }
