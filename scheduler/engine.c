@@ -897,6 +897,31 @@ static int attempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
     return rc;
 }
 
+/* An unschedulable gang is tried again on a wake that may help, and in any
+ * case after the unschedulable flush (60 s). Two moments of its own must not
+ * wait for either: its timeout, and the point it may reserve room
+ * (reserveAfterSeconds after it was first seen: a starving gang is one that
+ * the room freed around it never helps, so no wake comes for it). Its queue
+ * deadline (which brings it back once) is the earlier of the two still
+ * ahead; set only to an earlier time than it holds. */
+static void arm_deadline(struct tg_engine *e, struct tg_grec *g)
+{
+    const struct tg_policy *p = &e->sched.policy;
+    int64_t now = tg_engine_now(e), at = INT64_MAX;
+    if (g->timed_out)
+        return;
+    if (p->reserve_after_s && !tg_queue_reservation(&e->queue, &g->q)) {
+        int64_t r = g->first_seen_ms + p->reserve_after_s * 1000;
+        if (r > now)
+            at = r;
+    }
+    int64_t t = g->first_seen_ms + timeout_ms(e, g);
+    if (t > now && t < at)
+        at = t;
+    if (at < g->q.deadline_ms && tg_queue_set_deadline(&e->queue, &g->q, at))
+        e->stats.nomem++;
+}
+
 /* g was placed (d->result): it leaves the queue for its binds. */
 static int place_done(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
 {
@@ -926,6 +951,9 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         e->stats.timeouts++;
         reservation_end(e, g);
     }
+    /* brought back by the point it may reserve room: its timeout is ahead */
+    if (g->q.deadline_ms == INT64_MAX && g->nmembers < min)
+        arm_deadline(e, g);
     int bad;
     if (tg_grec_unresolved(g, &bad, d->reason, sizeof d->reason)) { /* issue 9: gang.h */
         d->kind = bad ? TG_D_INVALID : TG_D_WAITING;
@@ -1036,6 +1064,7 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     if ((rc = maybe_reserve(e, g, &d->view, d)))
         goto out;
     rc = tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
+    arm_deadline(e, g);
 out:
     lower_noms_hide(e, g, g->priority, 0);
     e->sched.nblocks = 0;

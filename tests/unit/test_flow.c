@@ -352,6 +352,46 @@ static void reservation_lets_the_head_in(void **state)
     world_free(&w);
 }
 
+/* No wake helps a starving gang: here nothing changes at all. It is tried
+ * again at the point it may reserve room (reserveAfterSeconds after it was
+ * first seen), not only at the unschedulable flush 60 s later, and its
+ * timeout still comes on time after that. */
+static void starving_gang_tried_on_time(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, "gang: {reserveAfterSeconds: 3}\n");
+    node(&w, "a0", "ra", 8);
+    node(&w, "a1", "ra", 8);
+    bound(&w, "s-a0", NULL, 4, "a0");
+    bound(&w, "s-a1", NULL, 4, "a1");
+    podgroup(&w, "big", 2, 0, "rack", 20);
+    pending(&w, "big-0", "big", 8);
+    pending(&w, "big-1", "big", 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    assert_int_equal(d.reserved, 0);
+    tg_decision_free(&d);
+    now_ms += 1000; /* its backoff (1 s) is over: unschedulable, no wake */
+    assert_int_equal(next(&w, &d), TG_D_NONE);
+    tg_decision_free(&d);
+    assert_true(tg_engine_next_due(&w.e) <= now_ms + 2000);
+    now_ms += 2100;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    assert_string_equal(d.gang->key, "ml/big");
+    assert_int_equal(d.reserved, 1);
+    tg_decision_free(&d);
+    /* the timeout (20 s) is still armed: reported at 20 s, not at the 60 s flush */
+    now_ms += 10000;
+    assert_int_equal(next(&w, &d), TG_D_NONE);
+    tg_decision_free(&d);
+    now_ms += 7000;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    assert_int_equal(d.timed_out, 1);
+    tg_decision_free(&d);
+    world_free(&w);
+}
+
 static void timeout_reported_once(void **state)
 {
     (void)state;
@@ -463,6 +503,7 @@ int main(void)
         cmocka_unit_test(nomination_holds_room),
         cmocka_unit_test(higher_priority_takes_nominated_room),
         cmocka_unit_test(reservation_lets_the_head_in),
+        cmocka_unit_test(starving_gang_tried_on_time),
         cmocka_unit_test(timeout_reported_once),
         cmocka_unit_test(parked_gang_freed_with_its_deadline),
         cmocka_unit_test(heartbeat_wakes_nobody),

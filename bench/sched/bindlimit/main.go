@@ -6,7 +6,11 @@
 // events.k8s.io/v1 Event per pod once it is bound, as every scheduler sends:
 // Events have their own -concurrency requests in flight, so that they never
 // hold a Binding back (as a scheduler's event broadcaster does not).
-// Standard library only. Exit 1 when any request failed (counted, named).
+// With -watches 1 or 2 it also holds the pod watches a scheduler holds
+// while it binds, reading and dropping what they send: 1, one watch on every
+// non-terminal pod (kube-scheduler's); 2, topogang's two (its pending pods,
+// and every bound non-terminal pod), so that the apiserver's cost of either
+// shape is measured on its own. Standard library only. Exit 1 when any request failed (counted, named).
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -34,7 +39,7 @@ type list struct {
 			NodeName string
 		}
 	}
-	Metadata struct{ Continue string }
+	Metadata struct{ Continue, ResourceVersion string }
 }
 
 func main() {
@@ -44,6 +49,7 @@ func main() {
 	ns := flag.String("namespace", "", "namespace of the pending pods")
 	conc := flag.Int("concurrency", 64, "requests in flight")
 	events := flag.Bool("events", false, "one Event per pod after its Binding")
+	watches := flag.Int("watches", 0, "pod watches held while binding: 0, 1 (one, every non-terminal pod) or 2 (pending, bound)")
 	flag.Parse()
 	ca, err := os.ReadFile(*caFile)
 	if err != nil {
@@ -87,6 +93,46 @@ func main() {
 	pods := get("/api/v1/namespaces/" + *ns + "/pods?fieldSelector=spec.nodeName%3D")
 	if len(nodes.Items) == 0 || len(pods.Items) == 0 {
 		fail(fmt.Errorf("%d nodes, %d pending pods in %s: nothing to bind", len(nodes.Items), len(pods.Items), *ns))
+	}
+	var sels []string
+	switch *watches {
+	case 0:
+	case 1:
+		sels = []string{"status.phase!=Succeeded,status.phase!=Failed"}
+	case 2:
+		sels = []string{"spec.schedulerName=bench-limit,spec.nodeName=",
+			"spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"}
+	default:
+		fail(fmt.Errorf("-watches %d: 0, 1 or 2", *watches))
+	}
+	wc := &http.Client{Transport: tr} // no timeout: a watch lasts
+	for _, sel := range sels {
+		var l list
+		out, _, err := do("GET", "/api/v1/pods?fieldSelector="+url.QueryEscape(sel), nil)
+		if err == nil {
+			err = json.Unmarshal(out, &l)
+		}
+		if err != nil {
+			fail(err)
+		}
+		rv := l.Metadata.ResourceVersion
+		req, _ := http.NewRequest("GET", *server+"/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv+
+			"&fieldSelector="+url.QueryEscape(sel), nil)
+		req.Header.Set("Authorization", "Bearer "+*token)
+		req.Header.Set("Accept", "application/json")
+		resp, err := wc.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			fail(fmt.Errorf("watch %s: %v", sel, err))
+		}
+		go func() { // read and decode as a client would, then drop
+			d := json.NewDecoder(resp.Body)
+			for {
+				var ev struct{ Type string }
+				if d.Decode(&ev) != nil {
+					return
+				}
+			}
+		}()
 	}
 	type job struct{ pod, uid, node string }
 	jobs := make(chan job)
