@@ -14,15 +14,18 @@
 #include "util/err.h"
 #include "util/strbuf.h"
 
+enum { READ, WRITE, BACKGROUND }; /* how api_send's request goes (client.h) */
+
 static int api_send(struct tg_client *c, const char *method, struct tg_sb *path, struct tg_sb *body,
-                const char *ctype, int is_write, tg_done_fn cb, void *ud)
+                const char *ctype, int how, tg_done_fn cb, void *ud)
 {
     int rc = TG_ENOMEM;
     if (!path->oom && !(body && body->oom)) {
         struct tg_req_opts o = {.method = method, .path = tg_sb_str(path),
                                 .body = body ? tg_sb_str(body) : NULL,
                                 .body_len = body ? body->len : 0, .content_type = ctype,
-                                .is_write = is_write, .on_done = cb, .ud = ud};
+                                .is_write = how != READ, .background = how == BACKGROUND,
+                                .on_done = cb, .ud = ud};
         rc = tg_client_request(c, &o, NULL);
     }
     tg_sb_free(path);
@@ -55,7 +58,7 @@ int tg_api_bind(struct tg_client *c, const char *ns, const char *name, const cha
     tg_sb_puts(&b, "},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":");
     tg_sb_json_str(&b, node);
     tg_sb_puts(&b, "}}");
-    return api_send(c, "POST", &p, &b, NULL, 1, cb, ud);
+    return api_send(c, "POST", &p, &b, NULL, WRITE, cb, ud);
 }
 
 int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char *name,
@@ -66,7 +69,7 @@ int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char
     struct tg_sb p = {0}, b = {0};
     tg_sb_printf(&p, "/apis/topogang.io/v1alpha1/namespaces/%s/podgroups/%s/status", ns, name);
     tg_sb_printf(&b, "{\"status\":%s}", status_json);
-    return api_send(c, "PATCH", &p, &b, "application/merge-patch+json", 1, cb, ud);
+    return api_send(c, "PATCH", &p, &b, "application/merge-patch+json", WRITE, cb, ud);
 }
 
 int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const char *resource,
@@ -81,7 +84,7 @@ int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const
     tg_sb_printf(&b, "{\"status\":%s}", status_json);
     return api_send(c, "PATCH", &p, &b,
                     strategic ? "application/strategic-merge-patch+json" : "application/merge-patch+json",
-                    1, cb, ud);
+                    WRITE, cb, ud);
 }
 
 int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *name,
@@ -92,7 +95,7 @@ int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *nam
     struct tg_sb p = {0}, b = {0};
     tg_sb_printf(&p, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
     tg_sb_printf(&b, "{\"status\":%s}", status_json);
-    return api_send(c, "PATCH", &p, &b, "application/strategic-merge-patch+json", 1, cb, ud);
+    return api_send(c, "PATCH", &p, &b, "application/strategic-merge-patch+json", WRITE, cb, ud);
 }
 
 void tg_format_microtime(int64_t ms, char *buf, size_t len)
@@ -157,7 +160,7 @@ int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_d
         tg_sb_json_str(&b, e->uid);
     }
     tg_sb_puts(&b, "}}");
-    return api_send(c, "POST", &p, &b, NULL, 1, cb, ud);
+    return api_send(c, "POST", &p, &b, NULL, BACKGROUND, cb, ud);
 }
 
 /* ---- Lease --------------------------------------------------------------- */
@@ -199,7 +202,7 @@ int tg_api_lease_get(struct tg_client *c, const char *ns, const char *name, tg_d
         return TG_EINVAL;
     struct tg_sb p = {0};
     tg_sb_printf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, name);
-    return api_send(c, "GET", &p, NULL, NULL, 0, cb, ud);
+    return api_send(c, "GET", &p, NULL, NULL, READ, cb, ud);
 }
 
 int tg_api_lease_create(struct tg_client *c, const char *ns, const char *name,
@@ -212,7 +215,7 @@ int tg_api_lease_create(struct tg_client *c, const char *ns, const char *name,
     nl.rv = NULL;
     tg_sb_printf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases", ns);
     lease_body(&b, ns, name, &nl);
-    return api_send(c, "POST", &p, &b, NULL, 1, cb, ud);
+    return api_send(c, "POST", &p, &b, NULL, WRITE, cb, ud);
 }
 
 int tg_api_lease_update(struct tg_client *c, const char *ns, const char *name,
@@ -223,7 +226,7 @@ int tg_api_lease_update(struct tg_client *c, const char *ns, const char *name,
     struct tg_sb p = {0}, b = {0};
     tg_sb_printf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, name);
     lease_body(&b, ns, name, l);
-    return api_send(c, "PUT", &p, &b, NULL, 1, cb, ud);
+    return api_send(c, "PUT", &p, &b, NULL, WRITE, cb, ud);
 }
 
 /* A number within int32, else 0: converting 1e300 to int32_t is undefined. */
@@ -291,5 +294,5 @@ int tg_api_delete_pod(struct tg_client *c, const char *ns, const char *name, int
         tg_sb_puts(&b, "}");
     }
     tg_sb_puts(&b, "}");
-    return api_send(c, "DELETE", &p, &b, NULL, 1, cb, ud);
+    return api_send(c, "DELETE", &p, &b, NULL, WRITE, cb, ud);
 }

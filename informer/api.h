@@ -52,6 +52,7 @@ struct tg_event_spec {
     const char *instance;                /* default the host name */
 };
 
+/* A background write (client.h): it waits behind Bindings and status writes. */
 int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_done_fn cb,
                         void *ud);
 

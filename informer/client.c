@@ -1,9 +1,11 @@
 /* Kubernetes API HTTP client on libcurl multi + libuv (see client.h).
  *
- * Request life: tg_client_request() queues it (q_reads or q_writes) and arms
- * the zero-delay `kick` timer; run_queue() builds the easy handle (fresh
- * token) and adds it to the multi handle, writes only while the token bucket
- * has tokens (else the `limiter` timer fires when one is due). curl reports
+ * Request life: tg_client_request() queues it (q_reads, q_writes, or q_bg for
+ * background writes) and arms the zero-delay `kick` timer; run_queue() builds
+ * the easy handle (fresh token) and adds it to the multi handle, writes only
+ * while the token bucket has tokens (else the `limiter` timer fires when one
+ * is due), background writes only after every queued write and while fewer
+ * than BG_INFLIGHT of them run. curl reports
  * sockets and timeouts through on_socket/on_curl_timer; finished transfers
  * are reaped in check_done(), which calls on_done and frees the request.
  * Canceled running requests stay in the running list until run_queue() or
@@ -37,7 +39,7 @@ struct tg_req {
     void *ud;
     struct tg_sb resp;
     long status;
-    int state, canceled, is_write, abort_err;
+    int state, canceled, is_write, background, abort_err;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -66,7 +68,10 @@ struct tg_client {
     double qps, tokens;
     int burst;
     uint64_t refill_ms;
-    struct rlist q_reads, q_writes, running;
+    struct rlist q_reads, q_writes, q_bg, running;
+    int bg_running;                 /* background writes running */
+    int w_running;                  /* other writes running */
+    uint32_t bg_queued;             /* in q_bg */
     struct sock *socks;
     curl_socket_t orphans[16];      /* sockets that could not be watched (out of memory): */
     int norphans;                   /* the sweep drives them until they can be */
@@ -76,8 +81,18 @@ struct tg_client {
 };
 
 #define COMP "client"
+/* Background writes (Events) in flight at most while other writes run or
+ * wait: they queue behind the writes that decide placement (Bindings,
+ * status) instead of taking the apiserver's time from them (kube-scheduler's
+ * event sink writes one at a time). With no other write about, or past
+ * BG_BACKLOG queued (about 1 KB each), they go BG_INFLIGHT_MAX at a time:
+ * the backlog clears fast, memory stays bounded, no Event is dropped. */
+#define BG_INFLIGHT 4
+#define BG_INFLIGHT_MAX 64
+#define BG_BACKLOG 10000
 
 static void check_done(struct tg_client *c);
+static void kick(struct tg_client *c);
 
 /* ---- lists ------------------------------------------------------------ */
 
@@ -103,6 +118,22 @@ static void rl_remove(struct rlist *l, struct tg_req *r)
     else
         l->tail = r->prev;
     r->prev = r->next = NULL;
+}
+
+/* r leaves the running list (finished or canceled). */
+static int bg_cap(const struct tg_client *c)
+{
+    return c->bg_queued > BG_BACKLOG || (!c->w_running && !c->q_writes.head) ? BG_INFLIGHT_MAX
+                                                                              : BG_INFLIGHT;
+}
+
+static void running_remove(struct tg_client *c, struct tg_req *r)
+{
+    rl_remove(&c->running, r);
+    c->bg_running -= r->background;
+    c->w_running -= r->is_write && !r->background;
+    if (r->is_write && c->bg_running < bg_cap(c) && c->q_bg.head && !c->closing)
+        kick(c);
 }
 
 static void req_free(struct tg_req *r)
@@ -566,7 +597,7 @@ static void check_done(struct tg_client *c)
         CURL *e = m->easy_handle;
         curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
         curl_multi_remove_handle(c->multi, e);
-        rl_remove(&c->running, r);
+        running_remove(c, r);
         complete(c, r, cc);
     }
 }
@@ -583,6 +614,8 @@ static void start(struct tg_client *c, struct tg_req *r)
     }
     r->state = RQ_RUNNING;
     rl_push(&c->running, r);
+    c->bg_running += r->background;
+    c->w_running += r->is_write && !r->background;
     c->stats.requests++;
 }
 
@@ -605,7 +638,7 @@ static void run_queue(uv_timer_t *t)
         nx = r->next;
         if (r->canceled) {
             curl_multi_remove_handle(c->multi, r->easy);
-            rl_remove(&c->running, r);
+            running_remove(c, r);
             req_free(r);
         }
     }
@@ -621,7 +654,16 @@ static void run_queue(uv_timer_t *t)
         rl_remove(&c->q_writes, r);
         start(c, r);
     }
-    if (c->q_writes.head && !uv_is_active((uv_handle_t *)&c->limiter)) {
+    while (!c->q_writes.head && (r = c->q_bg.head) && c->bg_running < bg_cap(c) &&
+           (c->qps <= 0 || c->tokens >= 1.0)) {
+        if (c->qps > 0)
+            c->tokens -= 1.0;
+        rl_remove(&c->q_bg, r);
+        c->bg_queued--;
+        start(c, r);
+    }
+    if ((c->q_writes.head || (c->q_bg.head && c->bg_running < bg_cap(c))) &&
+        !uv_is_active((uv_handle_t *)&c->limiter)) {
         double wait = (1.0 - c->tokens) * 1000.0 / c->qps;
         uv_timer_start(&c->limiter, run_queue, (uint64_t)(wait < 1 ? 1 : wait + 0.999), 0);
     }
@@ -754,6 +796,10 @@ void tg_client_free(struct tg_client **pc)
         rl_remove(&c->q_writes, r);
         req_free(r);
     }
+    while ((r = c->q_bg.head)) {
+        rl_remove(&c->q_bg, r);
+        req_free(r);
+    }
     while ((r = c->running.head)) {
         curl_multi_remove_handle(c->multi, r->easy);
         rl_remove(&c->running, r);
@@ -768,6 +814,11 @@ void tg_client_free(struct tg_client **pc)
     uv_close((uv_handle_t *)&c->kick, on_handle_closed);
     uv_close((uv_handle_t *)&c->limiter, on_handle_closed);
     uv_close((uv_handle_t *)&c->sweep, on_handle_closed);
+}
+
+static struct rlist *queue_of(struct tg_client *c, const struct tg_req *r)
+{
+    return r->background ? &c->q_bg : r->is_write ? &c->q_writes : &c->q_reads;
 }
 
 int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct tg_req **out)
@@ -796,14 +847,16 @@ int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct t
     r->on_chunk = o->on_chunk;
     r->on_done = o->on_done;
     r->ud = o->ud;
-    r->is_write = o->is_write;
+    r->is_write = o->is_write || o->background;
+    r->background = o->background;
     r->state = RQ_QUEUED;
-    if (o->is_write && c->qps > 0) {
+    if (r->is_write && c->qps > 0) {
         refill(c);
         if (c->q_writes.head || c->tokens < 1.0)
             c->stats.writes_delayed++;
     }
-    rl_push(o->is_write ? &c->q_writes : &c->q_reads, r);
+    rl_push(queue_of(c, r), r);
+    c->bg_queued += r->background;
     kick(c);
     if (out)
         *out = r;
@@ -819,7 +872,8 @@ void tg_client_cancel(struct tg_req *r)
         return;
     struct tg_client *c = r->c;
     if (r->state == RQ_QUEUED) {
-        rl_remove(r->is_write ? &c->q_writes : &c->q_reads, r);
+        rl_remove(queue_of(c, r), r);
+        c->bg_queued -= r->background;
         req_free(r);
         return;
     }
@@ -880,6 +934,7 @@ uint32_t tg_client_writes_pending(const struct tg_client *c)
     uint32_t n = 0;
     for (const struct tg_req *r = c->q_writes.head; r; r = r->next)
         n++;
+    n += c->bg_queued;
     for (const struct tg_req *r = c->running.head; r; r = r->next)
         n += r->is_write && !r->canceled;
     return n;

@@ -8,6 +8,9 @@
  * insecure-skip-tls-verify. A bearer token file is re-read whenever it
  * changes on disk (service-account token rotation). Writes (is_write) pass a
  * client-side token bucket (api.qps, api.burst in the policy); reads do not.
+ * Background writes (Events) pass it too, but only after every queued write
+ * and with a few in flight at most, so that they never hold back the writes
+ * that decide placement (Bindings, status).
  *
  * Single-threaded: every function must be called on the loop's thread. */
 #ifndef TG_INFORMER_CLIENT_H
@@ -53,6 +56,8 @@ struct tg_req_opts {
     size_t body_len;        /* 0: strlen(body) */
     const char *content_type; /* default application/json when there is a body */
     int is_write;           /* goes through the qps/burst limiter */
+    int background;         /* a write that may wait (Events): started after every
+                             * queued write, a few in flight at most */
     long timeout_ms;        /* whole request; 0: 60 s, -1: none (watches) */
     tg_chunk_fn on_chunk;   /* NULL: buffer the body and hand it to on_done */
     tg_done_fn on_done;     /* called exactly once unless canceled; may be NULL */

@@ -3,7 +3,8 @@
  * watch line, a stream cut inside an event, a 410 ERROR event, an HTTP 500
  * on LIST, a LIST split in pages. Asserts the cache, the handlers and the
  * resourceVersions each request resumed from. Also checks the client's write
- * rate limiter (qps/burst) against the same server. */
+ * rate limiter (qps/burst) against the same server, and its background
+ * writes (Events) against a server that holds every request a while. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -335,11 +336,93 @@ static void write_rate_limit(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- background writes ----------------------------------------------------- */
+
+/* the second part's order is libcurl's: any of its 11 requests may come first */
+static const struct step bg_steps[] = {
+    {"POST /w", OK201}, {"POST /w", OK201}, {"POST /w", OK201}, {"POST /ev", OK201},
+    {"POST /ev", OK201}, {"POST /", OK201}, {"POST /", OK201}, {"POST /", OK201},
+    {"POST /", OK201},  {"POST /", OK201},  {"POST /", OK201},  {"POST /", OK201},
+    {"POST /", OK201},  {"POST /", OK201},  {"POST /", OK201},  {"POST /", OK201},
+};
+
+struct bgdone {
+    int n;
+};
+
+static void on_bg_done(void *ud, const struct tg_resp *r)
+{
+    struct bgdone *d = ud;
+    assert_int_equal(r->err, 0);
+    d->n++;
+}
+
+static void bg_queue(struct tg_client *c, struct bgdone *d, const char *path, int background)
+{
+    struct tg_req_opts o = {.method = "POST", .path = path, .body = "{}", .is_write = !background,
+                            .background = background, .on_done = on_bg_done, .ud = d};
+    assert_int_equal(tg_client_request(c, &o, NULL), 0);
+}
+
+/* Events (background writes) queued before three writes still go after
+ * them; while a write runs at most 4 of them run; none is lost; a clean
+ * shutdown counts them as pending until they are written. */
+static void background_writes_wait(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, bg_steps, 16);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", sv.port);
+    struct tg_kconf conf = {.server = url};
+    /* order: burst 3, then a token every 200 ms; 2 Events queued first */
+    struct tg_client_opts co = {.qps = 5, .burst = 3};
+    struct tg_client *c;
+    assert_int_equal(tg_client_new(&loop, &conf, &co, &c), 0);
+    struct bgdone d = {0};
+    bg_queue(c, &d, "/ev", 1);
+    bg_queue(c, &d, "/ev", 1);
+    for (int i = 0; i < 3; i++)
+        bg_queue(c, &d, "/w", 0);
+    assert_int_equal(tg_client_writes_pending(c), 5);
+    while (!tg_client_stats(c)->requests)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(tg_client_stats(c)->requests, 3); /* the writes took the burst */
+    while (d.n < 5)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(tg_client_writes_pending(c), 0);
+    tg_client_free(&c);
+    /* without a limiter: 4 Events beside a write, then the rest at once */
+    assert_int_equal(tg_client_new(&loop, &conf, NULL, &c), 0);
+    struct bgdone d2 = {0};
+    for (int i = 0; i < 10; i++)
+        bg_queue(c, &d2, "/ev", 1);
+    bg_queue(c, &d2, "/w", 0);
+    while (!tg_client_stats(c)->requests)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(tg_client_stats(c)->requests, 5);
+    assert_int_equal(tg_client_writes_pending(c), 11);
+    while (d2.n < 11)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(tg_client_stats(c)->requests, 11);
+    server_stop(&sv);
+    for (int i = 0; i < 16; i++)
+        printf("# request %d: %s\n", i, sv.paths[i]);
+    assert_int_equal(sv.mismatch, 0); /* the 3 writes came first */
+    assert_int_equal(sv.at, 16);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(faults_restart_and_relist),
         cmocka_unit_test(write_rate_limit),
+        cmocka_unit_test(background_writes_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
