@@ -404,6 +404,9 @@ static void on_watch_done(void *ud, const struct tg_resp *resp)
                 r->o.path);
     } else if (resp->err != TG_EPARSE && resp->err != TG_EAGAIN) {
         tg_warn(COMP, "%s watch %s broke: %s", r->o.kind->name, r->o.path, resp->msg);
+    } else {
+        tg_debug(COMP, "%s watch %s: %s: again in %u ms", r->o.kind->name, r->o.path, resp->msg,
+                 r->backoff_ms);
     }
     retry(r, 1);
 }

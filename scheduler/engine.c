@@ -899,18 +899,21 @@ static int attempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
 
 /* An unschedulable gang is tried again on a wake that may help, and in any
  * case after the unschedulable flush (60 s). Two moments of its own must not
- * wait for either: its timeout, and the point it may reserve room
- * (reserveAfterSeconds after it was first seen: a starving gang is one that
- * the room freed around it never helps, so no wake comes for it). Its queue
- * deadline (which brings it back once) is the earlier of the two still
- * ahead; set only to an earlier time than it holds. */
+ * wait for either: its timeout, and, for the queue's head, the point it may
+ * reserve room (reserveAfterSeconds after it was first seen: a starving gang
+ * is one that the room freed around it never helps, so no wake comes for
+ * it). Its queue deadline (which brings it back once) is the earlier of the
+ * two still ahead; set only to an earlier time than it holds. */
 static void arm_deadline(struct tg_engine *e, struct tg_grec *g)
 {
     const struct tg_policy *p = &e->sched.policy;
     int64_t now = tg_engine_now(e), at = INT64_MAX;
     if (g->timed_out)
         return;
-    if (p->reserve_after_s && !tg_queue_reservation(&e->queue, &g->q)) {
+    /* only the head may reserve (maybe_reserve): a try at that point is
+     * wasted on any other gang */
+    if (p->reserve_after_s && tg_queue_head(&e->queue) == &g->q &&
+        !tg_queue_reservation(&e->queue, &g->q)) {
         int64_t r = g->first_seen_ms + p->reserve_after_s * 1000;
         if (r > now)
             at = r;
