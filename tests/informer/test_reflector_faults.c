@@ -279,6 +279,20 @@ static void faults_restart_and_relist(void **s)
 
 /* ---- write limiter -------------------------------------------------------- */
 
+/* A client of sv on loop (initialised first when init). */
+static struct tg_client *client_on(uv_loop_t *loop, const struct server *sv,
+                                   const struct tg_client_opts *co, int init)
+{
+    if (init)
+        uv_loop_init(loop);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", sv->port);
+    struct tg_kconf conf = {.server = url};
+    struct tg_client *c;
+    assert_int_equal(tg_client_new(loop, &conf, co, &c), 0);
+    return c;
+}
+
 #define OK201 "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
 
 static const struct step writes[] = {
@@ -307,13 +321,8 @@ static void write_rate_limit(void **s)
     struct server sv;
     server_start(&sv, writes, 8);
     uv_loop_t loop;
-    uv_loop_init(&loop);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", sv.port);
-    struct tg_kconf conf = {.server = url};
     struct tg_client_opts co = {.qps = 10, .burst = 3};
-    struct tg_client *c;
-    assert_int_equal(tg_client_new(&loop, &conf, &co, &c), 0);
+    struct tg_client *c = client_on(&loop, &sv, &co, 1);
     struct wdone d = {.loop = &loop};
     uv_update_time(&loop);
     uint64_t t0 = uv_now(&loop);
@@ -373,14 +382,9 @@ static void background_writes_wait(void **s)
     struct server sv;
     server_start(&sv, bg_steps, 16);
     uv_loop_t loop;
-    uv_loop_init(&loop);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", sv.port);
-    struct tg_kconf conf = {.server = url};
     /* order: burst 3, then a token every 200 ms; 2 Events queued first */
     struct tg_client_opts co = {.qps = 5, .burst = 3};
-    struct tg_client *c;
-    assert_int_equal(tg_client_new(&loop, &conf, &co, &c), 0);
+    struct tg_client *c = client_on(&loop, &sv, &co, 1);
     struct bgdone d = {0};
     bg_queue(c, &d, "/ev", 1);
     bg_queue(c, &d, "/ev", 1);
@@ -395,7 +399,7 @@ static void background_writes_wait(void **s)
     assert_int_equal(tg_client_writes_pending(c), 0);
     tg_client_free(&c);
     /* without a limiter: 4 Events beside a write, then the rest at once */
-    assert_int_equal(tg_client_new(&loop, &conf, NULL, &c), 0);
+    c = client_on(&loop, &sv, NULL, 0);
     struct bgdone d2 = {0};
     for (int i = 0; i < 10; i++)
         bg_queue(c, &d2, "/ev", 1);
