@@ -285,6 +285,7 @@ void tg_queue_remove(struct tg_queue *q, struct tg_qent *e)
     if (e->didx != NOIDX)
         hremove(&DEADLINE, &q->deadline, e);
     e->deadline_ms = INT64_MAX;
+    e->by_deadline = 0;
     if (e->state != TG_Q_OUT)
         move(q, e, TG_Q_OUT);
 }
@@ -318,8 +319,10 @@ static void promote(struct tg_queue *q)
         struct tg_qent *e = q->deadline.v[0];
         hremove(&DEADLINE, &q->deadline, e);
         e->deadline_ms = INT64_MAX; /* once: the engine marks it timed out */
-        if (e->state == TG_Q_BACKOFF || e->state == TG_Q_UNSCHED || e->state == TG_Q_WAITING)
+        if (e->state == TG_Q_BACKOFF || e->state == TG_Q_UNSCHED || e->state == TG_Q_WAITING) {
+            e->by_deadline = 1;
             move(q, e, TG_Q_ACTIVE);
+        }
     }
 }
 
@@ -351,9 +354,19 @@ int64_t tg_queue_next_due(const struct tg_queue *q)
     return due;
 }
 
+/* After a try its deadline brought: where its earlier backoff left it. */
+static int ready_or_unsched(struct tg_queue *q, struct tg_qent *e, int64_t now)
+{
+    if (e->ready_ms > now)
+        return move(q, e, TG_Q_BACKOFF);
+    return move(q, e, q->wakes != e->wakes_at_pop ? TG_Q_ACTIVE : TG_Q_UNSCHED);
+}
+
 int tg_queue_done(struct tg_queue *q, struct tg_qent *e, enum tg_qdone how)
 {
     int64_t now = tg_queue_now(q);
+    int by_deadline = e->by_deadline;
+    e->by_deadline = 0;
     if (!e->backoff_ms)
         e->backoff_ms = q->backoff_initial_ms;
     switch (how) {
@@ -370,6 +383,10 @@ int tg_queue_done(struct tg_queue *q, struct tg_qent *e, enum tg_qdone how)
         return move(q, e, TG_Q_WAITING);
     case TG_QDONE_UNSCHEDULABLE:
         break;
+    }
+    if (by_deadline) { /* its backoff as it was (see queue.h) */
+        e->flush_at_ms = now + q->flush_ms;
+        return ready_or_unsched(q, e, now);
     }
     e->ready_ms = now + e->backoff_ms;
     e->backoff_ms = e->backoff_ms * 2 > q->backoff_max_ms ? q->backoff_max_ms : e->backoff_ms * 2;

@@ -13,8 +13,10 @@
  *              like unsched, without backoff;
  *   inflight   popped: being tried or bound; the engine says how it ended;
  *   out        not queued (not enough members, or all placed).
- * A deadline per entry (its scheduleTimeoutSeconds) brings a waiting gang
- * back to active once, when it passes, so its timeout is reported on time.
+ * A deadline per entry (its scheduleTimeoutSeconds, or the moment it may
+ * reserve room) brings a waiting gang back to active once, when it passes,
+ * so that it is tried on time; such a try leaves its backoff as it was (no
+ * cluster change prompted it, so failing it says nothing new).
  *
  * The queue also holds what preemption and starvation control decided: at
  * most one nomination per gang (the domain its victims are leaving, the
@@ -64,6 +66,7 @@ struct tg_qent {
     int64_t deadline_ms;                /* timeout, INT64_MAX none */
     uint32_t attempts;
     uint64_t wakes_at_pop;              /* tg_queue.wakes when popped */
+    uint8_t by_deadline;                /* brought back by its deadline, not yet done */
     struct tg_nomination *nom;          /* NULL: not nominated */
 };
 

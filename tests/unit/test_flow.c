@@ -392,6 +392,38 @@ static void starving_gang_tried_on_time(void **state)
     world_free(&w);
 }
 
+/* The try its reserve point brings (no cluster change prompted it) leaves
+ * its backoff as it was: here over, so the room it then waits for draining
+ * finds it ready at once (a backoff lengthened by that try, 2 s after two
+ * failures, would hold it until +5.1 s). */
+static void reserved_gang_not_held_by_backoff(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, "gang: {reserveAfterSeconds: 3}\n");
+    node(&w, "a0", "ra", 8);
+    node(&w, "a1", "ra", 8);
+    bound(&w, "s-a0", NULL, 4, "a0");
+    bound(&w, "s-a1", NULL, 4, "a1");
+    podgroup(&w, "big", 2, 0, "rack", 0);
+    pending(&w, "big-0", "big", 8);
+    pending(&w, "big-1", "big", 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    tg_decision_free(&d);
+    now_ms += 3100;
+    assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+    assert_int_equal(d.reservation_new, 1);
+    tg_decision_free(&d);
+    now_ms += 1500; /* the rack drains */
+    gone(&w, "s-a0");
+    gone(&w, "s-a1");
+    assert_int_equal(next(&w, &d), TG_D_PLACE);
+    assert_string_equal(d.gang->key, "ml/big");
+    tg_decision_free(&d);
+    world_free(&w);
+}
+
 static void timeout_reported_once(void **state)
 {
     (void)state;
@@ -504,6 +536,7 @@ int main(void)
         cmocka_unit_test(higher_priority_takes_nominated_room),
         cmocka_unit_test(reservation_lets_the_head_in),
         cmocka_unit_test(starving_gang_tried_on_time),
+        cmocka_unit_test(reserved_gang_not_held_by_backoff),
         cmocka_unit_test(timeout_reported_once),
         cmocka_unit_test(parked_gang_freed_with_its_deadline),
         cmocka_unit_test(heartbeat_wakes_nobody),
