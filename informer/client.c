@@ -5,7 +5,7 @@
  * the easy handle (fresh token) and adds it to the multi handle, writes only
  * while the token bucket has tokens (else the `limiter` timer fires when one
  * is due), background writes only after every queued write and while fewer
- * than BG_INFLIGHT of them run. curl reports
+ * of them run than bg_cap() allows. curl reports
  * sockets and timeouts through on_socket/on_curl_timer; finished transfers
  * are reaped in check_done(), which calls on_done and frees the request.
  * Canceled running requests stay in the running list until run_queue() or
@@ -120,13 +120,14 @@ static void rl_remove(struct rlist *l, struct tg_req *r)
     r->prev = r->next = NULL;
 }
 
-/* r leaves the running list (finished or canceled). */
+/* How many background writes may run now. */
 static int bg_cap(const struct tg_client *c)
 {
     return c->bg_queued > BG_BACKLOG || (!c->w_running && !c->q_writes.head) ? BG_INFLIGHT_MAX
                                                                               : BG_INFLIGHT;
 }
 
+/* r leaves the running list (finished or canceled). */
 static void running_remove(struct tg_client *c, struct tg_req *r)
 {
     rl_remove(&c->running, r);
