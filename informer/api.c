@@ -160,7 +160,7 @@ int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_d
         tg_sb_json_str(&b, e->uid);
     }
     tg_sb_puts(&b, "}}");
-    return api_send(c, "POST", &p, &b, NULL, BACKGROUND, cb, ud);
+    return api_send(c, "POST", &p, &b, NULL, e->background ? BACKGROUND : WRITE, cb, ud);
 }
 
 /* ---- Lease --------------------------------------------------------------- */

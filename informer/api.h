@@ -50,9 +50,12 @@ struct tg_event_spec {
     const char *note;                    /* human text, <= 1 KiB */
     const char *controller;              /* default "topogang.io/scheduler" */
     const char *instance;                /* default the host name */
+    int background;                      /* a background write (client.h), behind Bindings
+                                          * and status: for Events as many as the pods
+                                          * bound (Scheduled), not the rare ones a crash
+                                          * must not lose (RolledBack, Preempted) */
 };
 
-/* A background write (client.h): it waits behind Bindings and status writes. */
 int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_done_fn cb,
                         void *ud);
 

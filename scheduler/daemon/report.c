@@ -402,6 +402,13 @@ static int regarding(const struct tg_grec *g, const struct tg__bind_note *bn,
 
 /* Sends an Event unless the same one went out less than a minute ago (bn:
  * the binder's note it follows, or NULL). */
+/* Scheduled Events, one per gang of one in a burst of single pods, wait
+ * behind Bindings (client.h); the others are rare and go at once. */
+static int high_volume(const char *reason)
+{
+    return !strcmp(reason, "Scheduled");
+}
+
 static void event_of(struct tg__report *r, struct tg_grec *g, const struct tg__bind_note *bn,
                      const char *type, const char *reason, const char *note)
 {
@@ -414,7 +421,7 @@ static void event_of(struct tg__report *r, struct tg_grec *g, const struct tg__b
     if (!strcmp(sig, rg->event_sig) && now - rg->event_ms < EVENT_REPEAT_MS)
         return;
     struct tg_event_spec e = {.type = type, .reason = reason, .note = note,
-                              .action = action_of(reason)};
+                              .action = action_of(reason), .background = high_volume(reason)};
     char av[200];
     if (regarding(g, bn, &e, av, sizeof av) == 0 &&
         tg_api_create_event(r->client, &e, on_written, "Event") == 0) {
@@ -544,7 +551,7 @@ static void event_orphan(struct tg__report *r, const struct tg__bind_note *n, co
     if (!n->pod_name)
         return;
     struct tg_event_spec e = {.ns = n->pod_ns, .type = type, .reason = reason, .note = note,
-                              .action = action_of(reason)};
+                              .action = action_of(reason), .background = high_volume(reason)};
     regard_pod(&e, n->pod_name, n->pod_uid);
     if (tg_api_create_event(r->client, &e, on_written, "Event") == 0)
         tg_metrics_inc(TG_M_EVENTS, 1);
