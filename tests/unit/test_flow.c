@@ -352,6 +352,21 @@ static void reservation_lets_the_head_in(void **state)
     world_free(&w);
 }
 
+/* One rack of two 8-GPU nodes, each half used by a small pod, and a gang of
+ * two 8-GPU pods asking for the rack (scheduleTimeoutSeconds timeout_s);
+ * reserveAfterSeconds 3. */
+static void starving_world(struct world *w, int timeout_s)
+{
+    world_init(w, "gang: {reserveAfterSeconds: 3}\n");
+    node(w, "a0", "ra", 8);
+    node(w, "a1", "ra", 8);
+    bound(w, "s-a0", NULL, 4, "a0");
+    bound(w, "s-a1", NULL, 4, "a1");
+    podgroup(w, "big", 2, 0, "rack", timeout_s);
+    pending(w, "big-0", "big", 8);
+    pending(w, "big-1", "big", 8);
+}
+
 /* No wake helps a starving gang: here nothing changes at all. It is tried
  * again at the point it may reserve room (reserveAfterSeconds after it was
  * first seen), not only at the unschedulable flush 60 s later, and its
@@ -360,14 +375,7 @@ static void starving_gang_tried_on_time(void **state)
 {
     (void)state;
     struct world w;
-    world_init(&w, "gang: {reserveAfterSeconds: 3}\n");
-    node(&w, "a0", "ra", 8);
-    node(&w, "a1", "ra", 8);
-    bound(&w, "s-a0", NULL, 4, "a0");
-    bound(&w, "s-a1", NULL, 4, "a1");
-    podgroup(&w, "big", 2, 0, "rack", 20);
-    pending(&w, "big-0", "big", 8);
-    pending(&w, "big-1", "big", 8);
+    starving_world(&w, 20);
     struct tg_decision d;
     assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
     assert_int_equal(d.reserved, 0);
@@ -400,14 +408,7 @@ static void reserved_gang_not_held_by_backoff(void **state)
 {
     (void)state;
     struct world w;
-    world_init(&w, "gang: {reserveAfterSeconds: 3}\n");
-    node(&w, "a0", "ra", 8);
-    node(&w, "a1", "ra", 8);
-    bound(&w, "s-a0", NULL, 4, "a0");
-    bound(&w, "s-a1", NULL, 4, "a1");
-    podgroup(&w, "big", 2, 0, "rack", 0);
-    pending(&w, "big-0", "big", 8);
-    pending(&w, "big-1", "big", 8);
+    starving_world(&w, 0);
     struct tg_decision d;
     assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
     tg_decision_free(&d);
