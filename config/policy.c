@@ -5,7 +5,7 @@
  *   placement.{strategy,defaultPreferred}, scoring.{topology,binpack,numa},
  *   gang.{scheduleTimeoutSeconds,bindRetries,reserveAfterSeconds},
  *   api.{qps,burst,bindConcurrency}, numa.{defaultPolicy,policyLabel},
- *   preemption.{enabled,evictBarePods}. */
+ *   preemption.{enabled,evictBarePods}, priority.allowPodGroupPriority. */
 #include "config/policy.h"
 #include "model/objects.h"
 #include "util/err.h"
@@ -58,6 +58,7 @@ static const struct opt opts[] = {
     {"numa.policyLabel", T_STR, F(numa_label), S(numa_label), 0, 0, NULL, NULL, "topogang.io/topology-policy"},
     {"preemption.enabled", T_BOOL, F(preemption), 0, 0, 0, NULL, NULL, "true"},
     {"preemption.evictBarePods", T_BOOL, F(evict_bare_pods), 0, 0, 0, NULL, NULL, "false"},
+    {"priority.allowPodGroupPriority", T_BOOL, F(allow_pg_priority), 0, 0, 0, NULL, NULL, "false"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -297,7 +298,7 @@ static int policy_doc(void *ud, cJSON *root, const struct tg_yaml_lines *lines)
             continue;
         if (!is_section) {
             perr(x, sec, sec->string, "unknown key (schedulerName, topology, placement, scoring, "
-                                      "gang, api, numa, preemption)");
+                                      "gang, api, numa, preemption, priority)");
             continue;
         }
         if (!cJSON_IsObject(sec)) {

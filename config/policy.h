@@ -36,6 +36,9 @@ struct tg_policy {
     int64_t reserve_after_s;            /* head gang waits this long, then reserves a domain; 0 off */
     int preemption;                     /* a gang may evict lower-priority gangs */
     int evict_bare_pods;                /* ... and pods with no controller */
+    int allow_pg_priority;              /* a PodGroup's numeric spec.priority counts (capped
+                                           at the highest non-system PriorityClass); else
+                                           only PriorityClasses give priority */
     int64_t api_qps, api_burst, bind_concurrency;
     int numa_default;                   /* enum tg_numa_policy */
     char numa_label[320];               /* node label naming a node's policy */

@@ -201,51 +201,12 @@ const struct tg_kind tg_kind_configmap = {"ConfigMap", cm_decode, cm_free, cm_ke
 static void pc_free(void *o)
 {
     struct tg_prioclass *pc = o;
-    if (!pc)
-        return;
-    free(pc->name);
-    free(pc->uid);
-    free(pc->rv);
-    free(pc);
+    tg_prioclass_free(&pc);
 }
 
-/* value must be an int32; preemptionPolicy, when given, PreemptLowerPriority
- * or Never (what the API server's validation allows). */
 static int pc_decode(const cJSON *o, void **out)
 {
-    *out = NULL;
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
-    const cJSON *val = cJSON_GetObjectItemCaseSensitive(o, "value");
-    const cJSON *pol = cJSON_GetObjectItemCaseSensitive(o, "preemptionPolicy");
-    const cJSON *def = cJSON_GetObjectItemCaseSensitive(o, "globalDefault");
-    const char *what = cJSON_IsString(name) ? name->valuestring : "?";
-    if (!cJSON_IsString(name) || !cJSON_IsNumber(val) ||
-        !(val->valuedouble >= -2147483648.0 && val->valuedouble <= 2147483647.0) ||
-        val->valuedouble != (double)(int32_t)val->valuedouble) {
-        tg_warn("informer", "PriorityClass %s: needs metadata.name and an int32 value (object skipped)",
-                what);
-        return TG_EPARSE;
-    }
-    if (pol && !cJSON_IsNull(pol) &&
-        !(cJSON_IsString(pol) && (!strcmp(pol->valuestring, "Never") ||
-                                  !strcmp(pol->valuestring, "PreemptLowerPriority")))) {
-        tg_warn("informer", "PriorityClass %s: preemptionPolicy must be PreemptLowerPriority or "
-                            "Never (object skipped)", what);
-        return TG_EPARSE;
-    }
-    struct tg_prioclass *pc = calloc(1, sizeof *pc);
-    if (!pc || !(pc->name = strdup(name->valuestring))) {
-        pc_free(pc);
-        return TG_ENOMEM;
-    }
-    pc->uid = jstr_dup(md, "uid");
-    pc->rv = jstr_dup(md, "resourceVersion");
-    pc->value = (int32_t)val->valuedouble;
-    pc->never = cJSON_IsString(pol) && !strcmp(pol->valuestring, "Never");
-    pc->global_default = (uint8_t)cJSON_IsTrue(def);
-    *out = pc;
-    return 0;
+    return tg_prioclass_decode(o, &diag, (struct tg_prioclass **)out);
 }
 
 static const char *pc_key(const void *o)

@@ -1,12 +1,13 @@
 /* The object kinds the scheduler caches, as struct tg_kind descriptors over
  * the compact structs of model/objects.h, plus small structs of its own for
- * the policy ConfigMap and PriorityClasses. */
+ * the policy ConfigMap. */
 #ifndef TG_INFORMER_KINDS_H
 #define TG_INFORMER_KINDS_H
 
 #include <stdint.h>
 
 #include "informer/store.h"
+#include "model/objects.h"
 
 /* A ConfigMap reduced to its string data. */
 struct tg_configmap {
@@ -19,15 +20,7 @@ struct tg_configmap {
 /* Value of data[k], or NULL. */
 const char *tg_configmap_get(const struct tg_configmap *cm, const char *k);
 
-/* A scheduling.k8s.io/v1 PriorityClass: what queue order and preemption
- * need of it. */
-struct tg_prioclass {
-    char *name;              /* metadata.name (the key), owned */
-    char *uid, *rv;          /* owned, may be NULL */
-    int32_t value;
-    uint8_t never;           /* preemptionPolicy: Never */
-    uint8_t global_default;  /* globalDefault: true */
-};
+/* struct tg_prioclass (a PriorityClass) is model/objects.h's. */
 
 extern const struct tg_kind tg_kind_node;        /* struct tg_node_obj, key = name */
 extern const struct tg_kind tg_kind_pod;         /* struct tg_pod, requests only */

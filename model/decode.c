@@ -1885,6 +1885,56 @@ void tg_pdb_free(struct tg_pdb **pp)
     *pp = NULL;
 }
 
+/* ---- PriorityClass ---- */
+
+int tg_prioclass_is_system(const char *name, int32_t value)
+{
+    return value > TG_PRIO_USER_MAX ||
+           (name && !strncmp(name, TG_PRIO_SYSTEM_PREFIX, strlen(TG_PRIO_SYSTEM_PREFIX)));
+}
+
+int tg_prioclass_decode(const cJSON *obj, struct tg_diag *d, struct tg_prioclass **out)
+{
+    struct dec x = {.d = d};
+    struct meta m;
+    *out = NULL;
+    if (decode_meta(&x, obj, "PriorityClass", 0, &m))
+        return TG_EPARSE;
+    int64_t v = 0;
+    if (!want_int(&x, obj, "value", "value", INT32_MIN, INT32_MAX, &v) && !x.bad)
+        err(&x, obj, "value", "is required");
+    const char *pol = want_str(&x, obj, "preemptionPolicy", "preemptionPolicy");
+    if (pol && strcmp(pol, "Never") && strcmp(pol, "PreemptLowerPriority"))
+        err(&x, get(obj, "preemptionPolicy"), "preemptionPolicy",
+            "must be PreemptLowerPriority or Never, not \"%s\"", pol);
+    int def = want_bool(&x, obj, "globalDefault", "globalDefault");
+    if (x.bad)
+        return TG_EPARSE;
+    struct tg_prioclass *p = calloc(1, sizeof *p);
+    if (!p || !(p->name = strdup(m.name)) || (m.uid && !(p->uid = strdup(m.uid))) ||
+        (m.rv && !(p->rv = strdup(m.rv)))) {
+        tg_prioclass_free(&p);
+        return TG_ENOMEM;
+    }
+    p->value = (int32_t)v;
+    p->never = pol && !strcmp(pol, "Never");
+    p->global_default = (uint8_t)def;
+    *out = p;
+    return 0;
+}
+
+void tg_prioclass_free(struct tg_prioclass **pp)
+{
+    struct tg_prioclass *p = *pp;
+    if (!p)
+        return;
+    free(p->name);
+    free(p->uid);
+    free(p->rv);
+    free(p);
+    *pp = NULL;
+}
+
 int32_t tg_pdb_allowed(const struct tg_pdb *p, uint32_t healthy)
 {
     if (p->has_status)

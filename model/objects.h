@@ -331,6 +331,39 @@ void tg_pdb_free(struct tg_pdb **p);
  * matching pods running (expected taken as healthy). */
 int32_t tg_pdb_allowed(const struct tg_pdb *p, uint32_t healthy);
 
+/* ---- PriorityClasses --------------------------------------------------- */
+
+/* Kubernetes' priority ranges (k8s.io/kubernetes pkg/apis/scheduling): a
+ * user-defined PriorityClass is at most TG_PRIO_USER_MAX; above it, and any
+ * class named "system-...", is a system class; system-cluster-critical is
+ * TG_PRIO_SYSTEM_CRITICAL and system-node-critical 1,000 more. */
+#define TG_PRIO_USER_MAX 1000000000
+#define TG_PRIO_SYSTEM_CRITICAL 2000000000
+#define TG_PRIO_SYSTEM_PREFIX "system-"
+
+/* A scheduling.k8s.io/v1 PriorityClass: what queue order and preemption need
+ * of it. */
+struct tg_prioclass {
+    char *name;                         /* metadata.name (the key), owned */
+    char *uid, *rv;                     /* owned, may be NULL */
+    int32_t value;
+    uint8_t never;                      /* preemptionPolicy: Never (absent or null:
+                                           PreemptLowerPriority, the API's default) */
+    uint8_t global_default;             /* globalDefault: true */
+};
+
+/* The one PriorityClass decoder (the daemon's informer and `simulate`):
+ * metadata.name and an int32 value are required; preemptionPolicy, when
+ * given and not null, PreemptLowerPriority or Never; globalDefault a
+ * boolean. Returns 0 (*out owned by the caller: tg_prioclass_free),
+ * TG_EPARSE (reported through d, naming the object and the field) or
+ * TG_ENOMEM. */
+int tg_prioclass_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_prioclass **out);
+void tg_prioclass_free(struct tg_prioclass **p);
+/* Whether a class is a system one: its name starts with "system-" or its
+ * value is above TG_PRIO_USER_MAX. */
+int tg_prioclass_is_system(const char *name, int32_t value);
+
 /* ---- what placement reads besides nodes and pods ------------------------
  * Namespaces (labels, for namespaceSelector), PersistentVolumes,
  * PersistentVolumeClaims, StorageClasses and ResourceClaims; model/objstore.h

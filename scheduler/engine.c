@@ -222,6 +222,17 @@ void tg_engine_wake(struct tg_engine *e)
     tg_queue_wake(&e->queue);
 }
 
+/* Every gang's queue order, after priorities were resolved again. */
+static void requeue_all(struct tg_engine *e)
+{
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&e->gangs.by_key, &pos))) {
+        struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
+        tg_queue_update(&e->queue, &g->q, g->priority, g->created_ms);
+    }
+}
+
 int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p)
 {
     /* nominated domains are tree ids: a new tree makes them meaningless */
@@ -239,6 +250,7 @@ int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p)
     }
     int rc = tg_sched_set_policy(&e->sched, p);
     tg_gangs_set_policy(&e->gangs, &e->sched.policy); /* peers' levels resolve again */
+    requeue_all(e); /* priority.allowPodGroupPriority may have changed priorities */
     tg_queue_wake(&e->queue);
     return rc;
 }
@@ -479,27 +491,34 @@ void tg_engine_podgroup_delete(struct tg_engine *e, const char *key)
         requeue(e, g);
 }
 
-static void requeue_all(struct tg_engine *e)
+/* After a PriorityClass changed: every gang's order, and the gangs parked
+ * for want of their PodGroup's class tried again; a new priority may let a
+ * waiting gang preempt. */
+static void pclass_changed(struct tg_engine *e)
 {
+    requeue_all(e);
     uint32_t pos = 0;
     const struct tg_hslot *s;
     while ((s = tg_hmap_next(&e->gangs.by_key, &pos))) {
         struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
-        tg_queue_update(&e->queue, &g->q, g->priority, g->created_ms);
+        if (g->q.state == TG_Q_OUT && tg_grec_unplaced(g) && g->pg && g->pg->prio_class &&
+            tg_queue_add(&e->queue, &g->q))
+            e->stats.nomem++;
     }
+    tg_queue_wake(&e->queue);
 }
 
 int tg_engine_pclass_set(struct tg_engine *e, uint32_t name, const struct tg_pclass *pc)
 {
     int rc = tg_gangs_pclass_set(&e->gangs, name, pc);
-    requeue_all(e);
+    pclass_changed(e);
     return rc;
 }
 
 void tg_engine_pclass_delete(struct tg_engine *e, uint32_t name)
 {
     tg_gangs_pclass_delete(&e->gangs, name);
-    requeue_all(e);
+    pclass_changed(e);
 }
 
 int tg_engine_pdb_set(struct tg_engine *e, const struct tg_pdb *pdb)
@@ -1064,6 +1083,11 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     }
     d->kind = TG_D_UNSCHEDULABLE;
     e->stats.unschedulable++;
+    char note[1024];
+    if (*tg_grec_priority_note(&e->gangs, g, note, sizeof note)) {
+        size_t l = strlen(d->reason);
+        snprintf(d->reason + l, sizeof d->reason - l, "; %s", note);
+    }
     if ((rc = maybe_reserve(e, g, &d->view, d)))
         goto out;
     rc = tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);

@@ -188,6 +188,24 @@ static int pod_never(const struct tg_gangs *gs, const struct tg_pod *p)
     return p->preempt_never || (c && c->never);
 }
 
+/* How a PodGroup sets its gang's priority (gang.h): PG_FIXED (*v is it),
+ * PG_CEIL (a system class: the members' highest, at most *v) or PG_NONE (the
+ * members'). */
+enum { PG_NONE, PG_FIXED, PG_CEIL };
+
+static int pg_rule(const struct tg_gangs *gs, const struct tg_podgroup *pg, int32_t *v)
+{
+    const struct tg_pclass *c = pg ? pclass(gs, pg->prio_class) : NULL;
+    if (c) {
+        *v = c->value;
+        return c->system ? PG_CEIL : PG_FIXED;
+    }
+    if (!pg || pg->prio_class || !pg->has_priority || !gs->policy || !gs->policy->allow_pg_priority)
+        return PG_NONE;
+    *v = pg->priority < gs->user_max ? pg->priority : gs->user_max;
+    return PG_FIXED;
+}
+
 int tg_grec_resolve(struct tg_gangs *gs, struct tg_grec *g)
 {
     int32_t prio = INT32_MIN;
@@ -209,17 +227,16 @@ int tg_grec_resolve(struct tg_gangs *gs, struct tg_grec *g)
             created = g->members[i]->created_ms;
     }
     const struct tg_podgroup *pg = g->pg;
-    if (pg) {
-        const struct tg_pclass *c = pclass(gs, pg->prio_class);
-        if (pg->has_priority)
-            prio = pg->priority;
-        else if (c)
-            prio = c->value;
-        if (c && c->never)
-            never = 1;
-        if (pg->created_ms)
-            created = pg->created_ms;
-    }
+    int32_t v;
+    int rule = pg_rule(gs, pg, &v);
+    if (rule == PG_FIXED || (rule == PG_CEIL && prio > v))
+        prio = v;
+    const struct tg_pclass *c = pg ? pclass(gs, pg->prio_class) : NULL;
+    if (c && c->never)
+        never = 1;
+    if (pg && pg->created_ms)
+        created = pg->created_ms;
+    g->pclass_missing = (uint8_t)(pg && pg->prio_class && !c);
     if (prio == INT32_MIN)
         prio = 0;
     if (created == INT64_MAX)
@@ -235,12 +252,58 @@ int tg_grec_resolve(struct tg_gangs *gs, struct tg_grec *g)
 static void absorb(struct tg_gangs *gs, struct tg_grec *g, int32_t prio, int64_t created, int never)
 {
     const struct tg_podgroup *pg = g->pg;
-    if (!(pg && (pg->has_priority || pclass(gs, pg->prio_class))) && prio > g->priority)
+    int32_t v;
+    int rule = pg_rule(gs, pg, &v);
+    if (rule == PG_CEIL && prio > v)
+        prio = v;
+    if (rule != PG_FIXED && prio > g->priority)
         g->priority = prio;
     if (!(pg && pg->created_ms) && created && (created < g->created_ms || !g->created_ms))
         g->created_ms = created;
     if (never)
         g->preempt_never = 1;
+}
+
+const char *tg_grec_priority_note(const struct tg_gangs *gs, const struct tg_grec *g, char *buf,
+                                  size_t n)
+{
+    const struct tg_podgroup *pg = g->pg;
+    const struct tg_pclass *c = pg ? pclass(gs, pg->prio_class) : NULL;
+    char what[600];
+    buf[0] = 0;
+    if (!pg || g->pclass_missing)
+        return buf;
+    tg_grec_describe(g, what, sizeof what);
+    if (c && c->system && g->priority < c->value)
+        snprintf(buf, n, "%s: spec.priorityClassName %s (%d, a system class) counts only up to its "
+                 "pods' own priority, %d (pods are admitted with a class, PodGroups are not)",
+                 what, tg_str(pg->prio_class), c->value, g->priority);
+    else if (!c && pg->has_priority && !(gs->policy && gs->policy->allow_pg_priority))
+        snprintf(buf, n, "%s: spec.priority %d not honoured (policy "
+                 "priority.allowPodGroupPriority is false): priority %d from its pods; name a "
+                 "PriorityClass in spec.priorityClassName", what, pg->priority, g->priority);
+    else if (!c && pg->has_priority && pg->priority > gs->user_max)
+        snprintf(buf, n, "%s: spec.priority %d capped at %d, the highest non-system "
+                 "PriorityClass (%s)", what, pg->priority, gs->user_max,
+                 gs->user_max_name ? tg_str(gs->user_max_name)
+                                   : "none: the highest a user-defined class may have");
+    return buf;
+}
+
+/* The highest non-system class, after a class was set or deleted. */
+static void user_max_update(struct tg_gangs *gs)
+{
+    gs->user_max = TG_PRIO_USER_MAX;
+    gs->user_max_name = 0;
+    for (uint32_t i = 0; i < gs->pclass.cap; i++) {
+        if (gs->pclass.state[i] != 1)
+            continue;
+        const struct tg_pclass *c = (const struct tg_pclass *)(uintptr_t)gs->pclass.slots[i].val;
+        if (!c->system && (!gs->user_max_name || c->value > gs->user_max)) {
+            gs->user_max = c->value;
+            gs->user_max_name = (uint32_t)gs->pclass.slots[i].key;
+        }
+    }
 }
 
 int tg_gangs_pclass_set(struct tg_gangs *gs, uint32_t name, const struct tg_pclass *pc)
@@ -258,6 +321,8 @@ int tg_gangs_pclass_set(struct tg_gangs *gs, uint32_t name, const struct tg_pcla
         }
     }
     *c = *pc;
+    c->system = (uint8_t)tg_prioclass_is_system(tg_str(name), pc->value);
+    user_max_update(gs);
     if (pc->global_default)
         gs->default_class = name;
     else if (gs->default_class == name)
@@ -276,6 +341,7 @@ void tg_gangs_pclass_delete(struct tg_gangs *gs, uint32_t name)
         return;
     free((struct tg_pclass *)(uintptr_t)v);
     tg_imap_del(&gs->pclass, name);
+    user_max_update(gs);
     if (gs->default_class == name)
         gs->default_class = 0;
     uint32_t pos = 0;
@@ -356,6 +422,7 @@ int tg_gangs_init(struct tg_gangs *gs, struct tg_cluster *c)
 {
     memset(gs, 0, sizeof *gs);
     gs->cluster = c;
+    gs->user_max = TG_PRIO_USER_MAX;
     struct tg_cluster_hooks h = {.record_added = on_record_added,
                                  .record_removed = on_record_removed, .ud = gs};
     return tg_cluster_listen(c, &h);
@@ -848,6 +915,12 @@ int tg_grec_unresolved(const struct tg_grec *g, int *invalid, char *reason, size
     if (g->pg && g->pg->problem) {
         *invalid = 1;
         snprintf(reason, n, "%s: %s", tg_grec_describe(g, what, sizeof what), g->pg->problem);
+        return 1;
+    }
+    if (g->pclass_missing) { /* issue 19: a pod naming it would be refused; waits for it */
+        snprintf(reason, n, "%s: spec.priorityClassName: PriorityClass \"%s\" does not exist "
+                 "(waiting for it; the apiserver refuses a pod that names a missing class)",
+                 tg_grec_describe(g, what, sizeof what), tg_str(g->pg->prio_class));
         return 1;
     }
     if (g->group && !g->derived && !g->pg && g->npending && g->pending[0]->group_api != TG_PG_TOPOGANG &&

@@ -34,11 +34,23 @@
  *     yet waits for it.
  * A record lives while it has a pending or placed member.
  *
- * Priority. A gang's priority is its PodGroup's spec.priority, else the value
- * of its PodGroup's priorityClassName, else the highest of its members'
- * (spec.priority, else the value of their priorityClassName, else the global
- * default PriorityClass, else 0). A gang may not preempt when its
- * PriorityClass (or any pending member's spec.preemptionPolicy) says Never. */
+ * Priority comes from PriorityClasses, as kube-scheduler's does (issue 19):
+ * a gang's priority is the value of its PodGroup's priorityClassName, else
+ * the highest of its members' (spec.priority, which the apiserver's Priority
+ * admission fills from their priorityClassName, else the value of that
+ * class, else the global default PriorityClass, else 0). Whoever may create
+ * a PodGroup does not outrank the cluster's own components:
+ *   - a PodGroup's numeric spec.priority counts only with the policy's
+ *     priority.allowPodGroupPriority, and never above the highest non-system
+ *     PriorityClass (when there is none, 1,000,000,000: the highest a
+ *     user-defined class may have; system components stay above either);
+ *   - a system class (tg_prioclass_is_system) named by a PodGroup counts only
+ *     up to its members' own priority: pods are admitted with a class (and
+ *     ResourceQuota scopes guard it), PodGroups are not;
+ *   - a PodGroup naming a PriorityClass that does not exist waits for it
+ *     (tg_grec_unresolved), as the apiserver would refuse such a pod.
+ * A gang may not preempt when its PriorityClass (or any pending member's
+ * spec.preemptionPolicy) says Never. */
 #ifndef TG_SCHEDULER_GANG_H
 #define TG_SCHEDULER_GANG_H
 
@@ -65,6 +77,7 @@ struct tg_grec {
                                            (assumed, or bound before the pending stream said so) */
     int32_t priority;                   /* resolved, see above */
     uint8_t preempt_never;
+    uint8_t pclass_missing;             /* its PodGroup names a PriorityClass not seen */
     uint8_t timed_out;                  /* waited past its scheduleTimeoutSeconds */
     int64_t created_ms;                 /* PodGroup's creation, else the oldest member's */
     int64_t first_seen_ms;              /* clock time it last went from no pending member to some */
@@ -88,6 +101,7 @@ struct tg_pclass {
     int32_t value;
     uint8_t never;                      /* preemptionPolicy: Never */
     uint8_t global_default;
+    uint8_t system;                     /* set by tg_gangs_pclass_set: tg_prioclass_is_system */
 };
 
 struct tg_gangs {
@@ -99,6 +113,9 @@ struct tg_gangs {
     struct tg_hmap pidx;                /* pending pod key (owned) -> its place in its gang */
     struct tg_imap pclass;              /* interned name -> struct tg_pclass * */
     uint32_t default_class;             /* interned name of the globalDefault class, 0 none */
+    int32_t user_max;                   /* highest non-system class value (none:
+                                           TG_PRIO_USER_MAX) */
+    uint32_t user_max_name;             /* interned name of that class, 0 none */
     /* Called before a record is freed (the embedder frees g->user; the queue
      * entry is already out of the queue). */
     void (*freed)(void *ud, struct tg_grec *g);
@@ -164,6 +181,11 @@ const struct tg_podgroup *tg_gangs_podgroup(const struct tg_gangs *gs, const cha
  * again. Returns 0 or TG_ENOMEM. */
 int tg_gangs_pclass_set(struct tg_gangs *gs, uint32_t name, const struct tg_pclass *pc);
 void tg_gangs_pclass_delete(struct tg_gangs *gs, uint32_t name);
+/* Why g's PodGroup does not set g's priority as it asks (its spec.priority
+ * not honoured or capped, its system class held to the members'), for the
+ * reason of a gang that does not fit; "" when it does. Into buf. */
+const char *tg_grec_priority_note(const struct tg_gangs *gs, const struct tg_grec *g, char *buf,
+                                  size_t n);
 /* The value of a PriorityClass; 0 when unknown (*found = 0). */
 int32_t tg_gangs_pclass_value(const struct tg_gangs *gs, uint32_t name, int *found);
 /* Resolves g's priority, preempt_never and created_ms again; 1 if the

@@ -57,6 +57,7 @@ struct plan {
     int32_t *allowed;                   /* per PDB */
     uint32_t *healthy;
     struct tg_whatif *w;
+    uint32_t nsystem;                   /* lower-priority units kept: a system-critical pod */
     uint32_t stamp;
     uint32_t checks;
     /* best so far */
@@ -127,6 +128,11 @@ static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage
         const struct tg_usage *r = un->recs[i];
         if (r->kind != TG_USAGE_BOUND)
             ok = 0; /* a gang being bound is not a victim */
+        if (in->priority < TG_PRIO_SYSTEM_CRITICAL && ok &&
+            tg_gangs_usage_priority(x->gs, r) >= TG_PRIO_SYSTEM_CRITICAL) {
+            ok = 0; /* issue 19: the cluster's own components stay */
+            x->nsystem++;
+        }
         if (!r->owner_kind && !in->evict_bare)
             ok = 0;
         un->ext += ext_of(r);
@@ -553,6 +559,10 @@ int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_pre
     if (!x.nunits && !x.nleaving) {
         snprintf(out->reason, sizeof out->reason,
                  "preemption cannot help: no gang or pod of lower priority to evict");
+        if (x.nsystem)
+            snprintf(out->reason + strlen(out->reason), sizeof out->reason - strlen(out->reason),
+                     " (%u unit(s) hold pods of system-critical priority >= %d, never preempted by "
+                     "a gang below it)", x.nsystem, TG_PRIO_SYSTEM_CRITICAL);
         goto done;
     }
     if ((rc = tg_whatif_begin(s, g, &x.w)))

@@ -4,6 +4,8 @@
  * Rules (README "Preemption"):
  *   - only units of strictly lower priority are victims; a unit is a whole
  *     gang (every placed member, wherever it is) or one pod of no gang;
+ *   - never a unit with a pod of system-critical priority (>= 2,000,000,000,
+ *     TG_PRIO_SYSTEM_CRITICAL) for a gang below that (issue 19);
  *   - never a unit with a pod that has no controller owner unless
  *     preemption.evictBarePods; never a gang in the middle of its binds;
  *     never the gang named `exclude` (the one that evicted the preemptor:

@@ -246,37 +246,22 @@ static int add_pdb(struct tg_simdata *d, const cJSON *obj)
 
 static int add_prio_class(struct tg_simdata *d, const cJSON *obj)
 {
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
-    const cJSON *val = cJSON_GetObjectItemCaseSensitive(obj, "value");
-    const cJSON *pol = cJSON_GetObjectItemCaseSensitive(obj, "preemptionPolicy");
-    const cJSON *def = cJSON_GetObjectItemCaseSensitive(obj, "globalDefault");
-    if (!cJSON_IsString(name) || !cJSON_IsNumber(val) ||
-        !(val->valuedouble >= -2147483648.0 && val->valuedouble <= 2147483647.0) ||
-        val->valuedouble != (double)(int32_t)val->valuedouble) {
-        error_at(d, obj, "PriorityClass needs metadata.name and an integer value");
+    struct tg_prioclass *pc;
+    int rc = tg_prioclass_decode(obj, &d->diag, &pc);
+    if (rc == TG_ENOMEM)
+        return rc;
+    if (rc) {
+        d->warnings++;
         return 0;
     }
-    if (pol && !(cJSON_IsString(pol) && (!strcmp(pol->valuestring, "Never") ||
-                                         !strcmp(pol->valuestring, "PreemptLowerPriority")))) {
-        error_at(d, pol, "PriorityClass %s: preemptionPolicy must be PreemptLowerPriority or Never",
-                 name->valuestring);
-        return 0;
-    }
-    if (def && !cJSON_IsBool(def)) {
-        error_at(d, def, "PriorityClass %s: globalDefault must be true or false", name->valuestring);
-        return 0;
-    }
-    struct tg_simpclass c = {tg_intern(name->valuestring),
-                             {(int32_t)val->valuedouble,
-                              (uint8_t)(pol && !strcmp(pol->valuestring, "Never")),
-                              (uint8_t)cJSON_IsTrue(def)}};
+    struct tg_simpclass c = {tg_intern(pc->name), {pc->value, pc->never, pc->global_default}};
+    tg_prioclass_free(&pc);
     for (uint32_t i = 0; i < d->npcs; i++)
         if (d->pcs[i].name == c.name) {
             d->pcs[i] = c;
             return 0;
         }
-    int rc = tg_grow((void **)&d->pcs, &d->cappcs, d->npcs, sizeof *d->pcs);
+    rc = tg_grow((void **)&d->pcs, &d->cappcs, d->npcs, sizeof *d->pcs);
     if (!rc)
         d->pcs[d->npcs++] = c;
     return rc;

@@ -17,7 +17,13 @@
 #   - reservation: a big gang of the same priority as a stream of small pods
 #     starves without gang.reserveAfterSeconds and is placed with it, while
 #     small pods keep flowing into the other rack;
-#   - a PriorityClass with preemptionPolicy: Never waits and evicts nothing.
+#   - a PriorityClass with preemptionPolicy: Never waits and evicts nothing;
+#   - priority is not a tenant's to set (issue 19): a PodGroup with
+#     spec.priority 2147483647 in a tenant namespace evicts no
+#     system-node-critical pod of kube-system, and says why; a PodGroup naming
+#     a high non-system PriorityClass preempts a lower gang.
+# Priorities come from PriorityClasses e2e-pN (value N), as on a real cluster:
+# a PodGroup's numeric spec.priority is ignored by default.
 # Prints cmocka-style summary lines so scripts/count-tests counts the cases.
 # Exit: 0 all passed, 1 a case failed, 77 the control plane cannot be built.
 set -uo pipefail
@@ -67,12 +73,13 @@ now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", b - a}'; }
 
 # running_gang NS NAME PRIORITY NODE...: a gang already bound, one 8-GPU pod
-# per node, owned by a made-up controller (evictable), grace period 30 s
+# per node, owned by a made-up controller (evictable), grace period 30 s; its
+# PodGroup names the PriorityClass e2e-pPRIORITY
 running_gang() {
   local ns=$1 name=$2 prio=$3; shift 3
   local uid i=0; uid=$(cat /proc/sys/kernel/random/uuid)
   {
-    printf 'apiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: %s, namespace: %s}\nspec: {minMember: %s, priority: %s}\n' \
+    printf 'apiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: %s, namespace: %s}\nspec: {minMember: %s, priorityClassName: e2e-p%s}\n' \
       "$name" "$ns" "$#" "$prio"
     for node in "$@"; do
       printf -- '---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%s\n  namespace: %s\n  labels: {topogang.io/pod-group: %s}\n' "$name" "$i" "$ns" "$name"
@@ -130,6 +137,10 @@ wipe() { $K delete pods -n "$1" --all --grace-period=0 --force >/dev/null 2>&1; 
 $K apply -f "$SRC/manifests/crd-podgroup.yaml" >/dev/null
 $K wait --for condition=established crd/podgroups.topogang.io --timeout=30s >/dev/null
 "$SRC/scripts/fake-nodes" --nodes 8 --zones 1 --blocks 1 --rack-size 4 --clique-size 2 | $K create -f - >/dev/null
+for v in 0 10 15 20 50 100; do
+  printf 'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: e2e-p%s}\nvalue: %s\n' "$v" "$v"
+  printf -- '---\n'
+done | $K create -f - >/dev/null
 RACK0=zone-0/block-0-0/rack-0-0-0
 
 # one line per pod: name node deletionGracePeriodSeconds DisruptionTarget-reason deletionTimestamp
@@ -145,7 +156,7 @@ case_preempt_cheapest_gangs_in_one_rack() {
   local t0 t1 tf t2 st; t0=$(now)
   # 3 whole nodes in one rack, priority 100: the cheapest set is lo-a + lo-b
   # (priority 10) in rack-0-0-0; any set with lo-c (20) or in rack-0-0-1 (50) costs more
-  pending_gang p1 hi 3 8 "{required: rack}" "priority: 100"
+  pending_gang p1 hi 3 8 "{required: rack}" "priorityClassName: e2e-p100"
   wait_for 15 "the victims Terminating" terminating p1 lo-a-0 lo-a-1 lo-b-0 || { tail -5 "$(logf s1)"; return; }
   t1=$(now)
   st=$(pods_state p1)
@@ -184,10 +195,10 @@ case_nomination_holds_room() {
   newns p2; busy_racks p2
   start_sched s1 18202 || return
   local t0 t1; t0=$(now)
-  pending_gang p2 hi 3 8 "{required: rack}" "priority: 100"
+  pending_gang p2 hi 3 8 "{required: rack}" "priorityClassName: e2e-p100"
   wait_for 15 "the victims Terminating" terminating p2 lo-a-0 lo-a-1 lo-b-0 || return
   # a gang of priority 15 (above the victims, below the preemptor) that one freed node would hold
-  pending_gang p2 mid 1 8 "" "priority: 15"
+  pending_gang p2 mid 1 8 "" "priorityClassName: e2e-p15"
   sleep 1
   # the victims leave one by one: gpu-00002 is free first; only the nomination keeps mid out
   finalise p2 lo-b-0
@@ -238,7 +249,7 @@ fill_and_big() {
   NEXT=0
   for i in $(seq 1 16); do small "$1"; done
   wait_for 20 "16 small pods bound" bash -c "[ \$($K get pods -n $1 -l app=small --field-selector spec.nodeName!= --no-headers | wc -l) = 16 ]" || return 1
-  pending_gang "$1" big 4 8 "{required: rack}" "priority: 0"
+  pending_gang "$1" big 4 8 "{required: rack}" "priorityClassName: e2e-p0"
   FIRST_AFTER_BIG=$NEXT
   sleep 1.1 # the small pods submitted from now on are younger than the big gang
 }
@@ -319,9 +330,52 @@ case_preemption_policy_never() {
   wipe p4; stop_sched s1
 }
 
+# ---- priority is not a tenant's to set (issue 19) ------------------------------
+# every node held: gpu-00000 by a tenant's gang of priority 10, the other 7 by
+# a system-node-critical DaemonSet pod of kube-system (its spec.priority filled
+# by the apiserver's Priority admission from the built-in class)
+case_tenant_priority_escalation() {
+  newns team-a; newns team-b
+  running_gang team-b lo 10 gpu-00000
+  local uid i; uid=$(cat /proc/sys/kernel/random/uuid)
+  for i in 1 2 3 4 5 6 7; do
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: dcgm-exporter-%s\n  namespace: kube-system\n' "$i"
+    printf '  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: dcgm-exporter, uid: %s, controller: true}]\n' "$uid"
+    printf 'spec:\n  nodeName: gpu-0000%s\n  priorityClassName: system-node-critical\n  containers: [{name: c, image: busybox, resources: {limits: {nvidia.com/gpu: 8}}}]\n' "$i"
+  done | $K create -f - >/dev/null
+  check "dcgm-exporter admitted at system-node-critical" \
+    is_eq "$(pod_field kube-system dcgm-exporter-1 '{.spec.priority}')" 2000001000
+  start_sched s1 18206 || return
+  # a tenant asks for the highest priority there is, for one node's 8 GPUs
+  pending_gang team-a grab 1 8 "" "priority: 2147483647"
+  wait_for 15 "FailedScheduling on the tenant's gang" has_event team-a PodGroup/grab FailedScheduling || { tail -5 "$(logf s1)"; return; }
+  sleep 2
+  for i in 1 2 3 4 5 6 7; do check "dcgm-exporter-$i not touched" untouched kube-system "dcgm-exporter-$i"; done
+  check "lo-0 not touched (the gang's priority is its pods', 0)" untouched team-b lo-0
+  check "the tenant's gang waits" bound_is team-a grab 0
+  check "no Preempting Event" no_event team-a PodGroup/grab Preempting
+  check "the reason says why" has_event team-a PodGroup/grab FailedScheduling \
+    "PodGroup team-a/grab: spec.priority 2147483647 not honoured (policy priority.allowPodGroupPriority is false)"
+  check "no preemption counted" is_eq "$(metric 18206 topogang_preemptions_total)" 0
+  # a PriorityClass the admin made, high but not a system one: it preempts the lower gang only
+  printf 'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: e2e-tenant-high}\nvalue: 1000000\n' | $K create -f - >/dev/null
+  pending_gang team-a legit 1 8 "" "priorityClassName: e2e-tenant-high"
+  wait_for 15 "lo-0 Terminating" terminating team-b lo-0 || { tail -5 "$(logf s1)"; return; }
+  check "lo-0: DisruptionTarget PreemptionByScheduler" disruption_target team-b lo-0
+  finalise team-b lo-0
+  wait_for 20 "the legit gang bound" bound_is team-a legit 1 || { tail -5 "$(logf s1)"; return; }
+  check "on the freed node, got $(nodes_of team-a legit)" is_eq "$(nodes_of team-a legit)" "gpu-00000 "
+  check "Preempted on lo naming the preemptor" has_event team-b PodGroup/lo Preempted "preempted by team-a/legit (priority 1000000)"
+  for i in 1 2 3 4 5 6 7; do check "dcgm-exporter-$i still not touched" untouched kube-system "dcgm-exporter-$i"; done
+  check "the tenant's gang still waits" bound_is team-a grab 0
+  $K delete pods -n kube-system dcgm-exporter-{1..7} --grace-period=0 --force >/dev/null 2>&1
+  $K delete priorityclass e2e-tenant-high >/dev/null
+  wipe team-a; wipe team-b; stop_sched s1
+}
+
 for c in case_preempt_cheapest_gangs_in_one_rack case_nomination_holds_room \
          case_reservation_off_starves case_reservation_lets_starving_gang_in \
-         case_preemption_policy_never; do
+         case_preemption_policy_never case_tenant_priority_escalation; do
   run_case "$c"
 done
 summary

@@ -1,6 +1,7 @@
 /* Decoders: effective pod requests as kube-scheduler computes them, node
  * fields, PodGroups, and bad input reported with the object and the field. */
 #include "testutil.h"
+#include "informer/kinds.h"
 #include "model/objects.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -204,6 +205,70 @@ static void test_podgroup(void **state)
     cJSON_Delete(j);
 }
 
+/* One PriorityClass decoder (issue 19): the daemon's informer kind and
+ * `simulate` call tg_prioclass_decode, so they agree; a null
+ * preemptionPolicy is the API's default, PreemptLowerPriority (the informer
+ * accepted it and `simulate` refused it before). */
+static void test_prioclass(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml;
+        int rc, value, never, def;
+        const char *msg;
+    } cases[] = {
+        {"kind: PriorityClass\nmetadata: {name: hi}\nvalue: 1000\npreemptionPolicy: null\n", 0,
+         1000, 0, 0, NULL},
+        {"kind: PriorityClass\nmetadata: {name: hi}\nvalue: 1000\n", 0, 1000, 0, 0, NULL},
+        {"kind: PriorityClass\nmetadata: {name: p}\nvalue: -5\npreemptionPolicy: Never\n"
+         "globalDefault: true\n", 0, -5, 1, 1, NULL},
+        {"kind: PriorityClass\nmetadata: {name: p}\nvalue: 5\npreemptionPolicy: PreemptLowerPriority\n",
+         0, 5, 0, 0, NULL},
+        {"kind: PriorityClass\nmetadata: {name: p}\nvalue: 5\npreemptionPolicy: Sometimes\n",
+         TG_EPARSE, 0, 0, 0, "E PriorityClass p preemptionPolicy: must be PreemptLowerPriority or Never"},
+        {"kind: PriorityClass\nmetadata: {name: p}\nvalue: 2147483648\n", TG_EPARSE, 0, 0, 0,
+         "E PriorityClass p value: must be a whole number from -2147483648 to 2147483647"},
+        {"kind: PriorityClass\nmetadata: {name: p}\n", TG_EPARSE, 0, 0, 0,
+         "E PriorityClass p value: is required"},
+        {"kind: PriorityClass\nmetadata: {name: p}\nvalue: 1\nglobalDefault: yes please\n",
+         TG_EPARSE, 0, 0, 0, "E PriorityClass p globalDefault: must be a boolean"},
+        {"kind: PriorityClass\nvalue: 1\n", TG_EPARSE, 0, 0, 0, "metadata.name: is required"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *j = yaml(cases[i].yaml);
+        struct tg_diag d = {capture, NULL, 0, 0};
+        struct tg_prioclass *pc = NULL;
+        msgs[0] = 0;
+        assert_int_equal(tg_prioclass_decode(j, &d, &pc), cases[i].rc);
+        if (cases[i].msg)
+            assert_non_null(strstr(msgs, cases[i].msg));
+        void *o = NULL;
+        assert_int_equal(tg_kind_prioclass.decode(j, &o), cases[i].rc); /* the daemon's path */
+        if (!cases[i].rc) {
+            const struct tg_prioclass *k = o;
+            assert_int_equal(pc->value, cases[i].value);
+            assert_int_equal(pc->never, cases[i].never);
+            assert_int_equal(pc->global_default, cases[i].def);
+            assert_int_equal(k->value, pc->value);
+            assert_int_equal(k->never, pc->never);
+            assert_int_equal(k->global_default, pc->global_default);
+            assert_string_equal(tg_kind_prioclass.key(o), pc->name);
+            tg_kind_prioclass.free(o);
+        } else {
+            assert_null(pc);
+            assert_null(o);
+        }
+        tg_prioclass_free(&pc);
+        assert_null(pc);
+        cJSON_Delete(j);
+    }
+    assert_true(tg_prioclass_is_system("system-node-critical", 2000001000));
+    assert_true(tg_prioclass_is_system("system-custom", 10));
+    assert_true(tg_prioclass_is_system("huge", 1000000001));
+    assert_false(tg_prioclass_is_system("high", 1000000000));
+    assert_false(tg_prioclass_is_system("systemic", 5));
+}
+
 static void test_shapes(void **state)
 {
     (void)state;
@@ -272,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_bad_pods),           cmocka_unit_test(test_node),
         cmocka_unit_test(test_podgroup),           cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_time),               cmocka_unit_test(test_yaml_errors),
+        cmocka_unit_test(test_prioclass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,12 +38,16 @@ static void bound(char **y, const char *name, const char *group, const char *nod
            node, gpus);
 }
 
+/* A PodGroup whose priority is prio, from a PriorityClass "p<prio>" (given
+ * again each time: `simulate` keeps the last of a name). */
 static void group(char **y, const char *name, int min, int prio, const char *topo)
 {
+    tu_cat(y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+              "metadata: {name: p%d}\nvalue: %d\n", prio, prio);
     tu_cat(y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
               "metadata: {name: %s, namespace: ml, creationTimestamp: '2026-01-01T00:00:00Z'}\n"
-              "spec: {minMember: %d, priority: %d%s%s}\n", name, min, prio, topo ? ", " : "",
-           topo ? topo : "");
+              "spec: {minMember: %d, priorityClassName: p%d%s%s}\n", name, min, prio,
+           topo ? ", " : "", topo ? topo : "");
 }
 
 /* n pending pods of a gang, each asking g GPUs. */
@@ -289,6 +293,179 @@ static void test_cannot_help(void **state)
     /* the low gang is still there: bound pods untouched */
     cJSON_Delete(res);
     free(y);
+}
+
+/* ---- priority is not a tenant's to set (issue 19) ------------------------------------ */
+
+/* One node of 8 GPUs held by kube-system/dcgm-exporter, a DaemonSet pod of
+ * system-node-critical (the class as a real cluster has it), and a tenant's
+ * PodGroup team-a/grab asking spec.priority 2147483647 for one 8-GPU pod;
+ * extra: more YAML (PriorityClasses). */
+static char *escalation(const char *extra)
+{
+    char *y = NULL;
+    tu_node(&y, "gpu-0", "", "r0", 8, NULL);
+    tu_cat(&y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+               "metadata: {name: system-node-critical}\nvalue: 2000001000\n"
+               "---\nkind: Pod\nmetadata:\n  name: dcgm-exporter\n  namespace: kube-system\n"
+               "  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: dcgm-exporter, "
+               "uid: u-ds, controller: true}]\n"
+               "spec:\n  nodeName: gpu-0\n  priorityClassName: system-node-critical\n"
+               "  priority: 2000001000\n  containers:\n  - name: c\n"
+               "    resources: {requests: {nvidia.com/gpu: 8}}\nstatus: {phase: Running}\n"
+               "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+               "metadata: {name: grab, namespace: team-a}\n"
+               "spec: {minMember: 1, priority: 2147483647}\n"
+               "---\nkind: Pod\nmetadata:\n  name: grab-0\n  namespace: team-a\n"
+               "  labels: {topogang.io/pod-group: grab}\n"
+               "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+               "    resources: {requests: {nvidia.com/gpu: 8}}\n%s", extra ? extra : "");
+    return y;
+}
+
+/* The issue's scenario: the tenant's gang waits, dcgm-exporter stays, and the
+ * reason says why; with the policy allowing PodGroup priorities, the value is
+ * capped at the highest non-system PriorityClass (1,000,000,000 with none),
+ * still below every system class. */
+static void test_priority_escalation(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *policy_extra, *yaml_extra;
+        int prio;
+        const char *note;
+    } cases[] = {
+        {"", NULL, 0,
+         "PodGroup team-a/grab: spec.priority 2147483647 not honoured (policy "
+         "priority.allowPodGroupPriority is false): priority 0 from its pods; name a PriorityClass "
+         "in spec.priorityClassName"},
+        {"priority: {allowPodGroupPriority: true}\n", NULL, 1000000000,
+         "PodGroup team-a/grab: spec.priority 2147483647 capped at 1000000000, the highest "
+         "non-system PriorityClass (none: the highest a user-defined class may have)"},
+        {"priority: {allowPodGroupPriority: true}\n",
+         "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: tenant-high}\n"
+         "value: 5000\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+         "metadata: {name: tenant-low}\nvalue: 10\n",
+         5000, "PodGroup team-a/grab: spec.priority 2147483647 capped at 5000, the highest non-system "
+               "PriorityClass (tenant-high)"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *y = escalation(cases[c].yaml_extra), pol[512];
+        snprintf(pol, sizeof pol, "%s%s", POLICY, cases[c].policy_extra);
+        cJSON *res = tu_simulate(pol, y);
+        const cJSON *g = tu_gang(res, "team-a/grab");
+        assert_non_null(g);
+        assert_string_equal(tu_str(g, "status"), "Unschedulable");
+        assert_int_equal(cJSON_GetObjectItem(g, "priority")->valueint, cases[c].prio);
+        assert_int_equal(cJSON_GetArraySize(preempts(g)), 0); /* dcgm-exporter untouched */
+        assert_null(tu_node_of(res, "team-a/grab-0"));
+        assert_non_null(strstr(tu_str(g, "reason"), "no gang or pod of lower priority to evict"));
+        assert_non_null(strstr(tu_str(g, "reason"), cases[c].note));
+        cJSON_Delete(res);
+        free(y);
+    }
+}
+
+/* A gang's priority from PriorityClasses: its PodGroup's priorityClassName
+ * (over its spec.priority), else its pods' class. A tenant's gang of a high
+ * non-system class preempts a lower one; with a system class named on its
+ * PodGroup only, it counts as high as its pods (0 here) and preempts nothing. */
+static void test_priority_from_class(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 4; c++) {
+        char *y = NULL;
+        two_racks(&y);
+        tu_cat(&y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                   "metadata: {name: high}\nvalue: 1000\npreemptionPolicy: null\n"
+                   "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                   "metadata: {name: system-cluster-critical}\nvalue: 2000000000\n");
+        group(&y, "low", 8, 10, NULL);
+        for (int i = 0; i < 8; i++) {
+            char n[16], node[16];
+            snprintf(n, sizeof n, "low-%d", i);
+            snprintf(node, sizeof node, "r%d-n%d", i / 4, i % 4);
+            bound(&y, n, "low", node, 8, 0, NULL, NULL);
+        }
+        static const char *const spec[] = {
+            "spec: {minMember: 2, priorityClassName: high, topology: {required: rack}}\n",
+            "spec: {minMember: 2, priorityClassName: high, priority: 5, topology: {required: rack}}\n",
+            "spec: {minMember: 2, topology: {required: rack}}\n",
+            "spec: {minMember: 2, priorityClassName: system-cluster-critical, topology: {required: rack}}\n"};
+        tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+                   "metadata: {name: hi, namespace: ml}\n%s", spec[c]);
+        for (int i = 0; i < 2; i++) {
+            char n[16];
+            snprintf(n, sizeof n, "hi-%d", i);
+            tu_pod(&y, n, "hi", "nvidia.com/gpu: 8", c == 2 ? "  priorityClassName: high\n" : NULL);
+        }
+        cJSON *res = tu_simulate(POLICY, y);
+        const cJSON *g = tu_gang(res, "ml/hi");
+        if (c < 3) {
+            assert_int_equal(cJSON_GetObjectItem(g, "priority")->valueint, 1000);
+            assert_string_equal(tu_str(g, "status"), "Scheduled");
+            char buf[128];
+            assert_string_equal(victim_groups(g, buf, sizeof buf), "ml/low");
+        } else {
+            assert_int_equal(cJSON_GetObjectItem(g, "priority")->valueint, 0);
+            assert_string_equal(tu_str(g, "status"), "Unschedulable");
+            assert_int_equal(cJSON_GetArraySize(preempts(g)), 0);
+            assert_non_null(strstr(tu_str(g, "reason"),
+                                   "PodGroup ml/hi: spec.priorityClassName system-cluster-critical "
+                                   "(2000000000, a system class) counts only up to its pods' own "
+                                   "priority, 0"));
+        }
+        cJSON_Delete(res);
+        free(y);
+    }
+}
+
+/* A pod at or above system-cluster-critical is never a victim of a gang below
+ * that, even inside a gang whose own (PodGroup) priority is low; a gang of
+ * higher system priority may still take its room. */
+static void test_system_critical_never_victim(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 2; c++) {
+        char *y = NULL;
+        tu_node(&y, "n0", "", "r0", 8, NULL);
+        tu_cat(&y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                   "metadata: {name: system-cluster-critical}\nvalue: 2000000000\n"
+                   "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                   "metadata: {name: system-node-critical}\nvalue: 2000001000\n");
+        group(&y, "sys", 1, 10, NULL);
+        tu_cat(&y, "---\nkind: Pod\nmetadata:\n  name: sys-0\n  namespace: ml\n"
+                   "  labels: {topogang.io/pod-group: sys}\n"
+                   "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: sys, uid: u-s, "
+                   "controller: true}]\n"
+                   "spec:\n  nodeName: n0\n  schedulerName: topogang\n"
+                   "  priorityClassName: system-cluster-critical\n  priority: 2000000000\n"
+                   "  containers:\n  - name: c\n    resources: {requests: {nvidia.com/gpu: 8}}\n"
+                   "status: {phase: Running}\n");
+        if (c == 0) {
+            group(&y, "hi", 1, 100, NULL);
+        } else {
+            tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+                       "metadata: {name: hi, namespace: ml}\nspec: {minMember: 1}\n");
+        }
+        tu_pod(&y, "hi-0", "hi", "nvidia.com/gpu: 8",
+               c == 1 ? "  priorityClassName: system-node-critical\n" : NULL);
+        cJSON *res = tu_simulate(POLICY, y);
+        const cJSON *g = tu_gang(res, "ml/hi");
+        if (c == 0) {
+            assert_string_equal(tu_str(g, "status"), "Unschedulable");
+            assert_int_equal(cJSON_GetArraySize(preempts(g)), 0);
+            assert_non_null(strstr(tu_str(g, "reason"),
+                                   "(1 unit(s) hold pods of system-critical priority >= 2000000000, "
+                                   "never preempted by a gang below it)"));
+        } else {
+            assert_string_equal(tu_str(g, "status"), "Scheduled");
+            char buf[128];
+            assert_string_equal(victim_groups(g, buf, sizeof buf), "ml/sys");
+        }
+        cJSON_Delete(res);
+        free(y);
+    }
 }
 
 /* ---- property test ---------------------------------------------------------------- */
@@ -538,6 +715,9 @@ int main(void)
         cmocka_unit_test(test_who_may_be_evicted),
         cmocka_unit_test(test_pdb_preferred),
         cmocka_unit_test(test_cannot_help),
+        cmocka_unit_test(test_priority_escalation),
+        cmocka_unit_test(test_priority_from_class),
+        cmocka_unit_test(test_system_critical_never_victim),
         cmocka_unit_test(test_property_cheapest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -150,6 +150,57 @@ static void test_bad_input(void **state)
     assert_int_equal(run("--help"), 0);
 }
 
+/* PriorityClasses as `simulate` reads them (issue 19): a null
+ * preemptionPolicy is the default, PreemptLowerPriority, as in the daemon (it
+ * was refused here: "preemptionPolicy must be PreemptLowerPriority or
+ * Never"); a PodGroup naming a class that does not exist waits, saying so. */
+static void test_priority_classes(void **state)
+{
+    (void)state;
+    const char *nodes = "kind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: '4', nvidia.com/gpu: '8'}}\n"
+                        "---\nkind: Pod\nmetadata:\n  name: low\n  namespace: a\n"
+                        "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: low, uid: u1, controller: true}]\n"
+                        "spec: {nodeName: n0, priority: 1, containers: [{resources: {requests: {nvidia.com/gpu: '8'}}}]}\n"
+                        "status: {phase: Running}\n";
+    char text[4096];
+    snprintf(text, sizeof text, "%s---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+             "metadata: {name: high}\nvalue: 1000\npreemptionPolicy: null\nglobalDefault: null\n"
+             "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: a}\n"
+             "spec: {minMember: 1, priorityClassName: high}\n"
+             "---\nkind: Pod\nmetadata: {name: g-0, namespace: a, labels: {topogang.io/pod-group: g}}\n"
+             "spec: {schedulerName: topogang, containers: [{resources: {requests: {nvidia.com/gpu: '8'}}}]}\n",
+             nodes);
+    const char *p = write_tmp("nullpolicy.yaml", text);
+    char args[512];
+    snprintf(args, sizeof args, "simulate -f %s -o json", p);
+    assert_int_equal(run(args), 0);
+    assert_null(strstr(out, "error"));
+    assert_null(strstr(out, "warning"));
+    assert_non_null(strstr(out, "\"skippedObjects\":0"));
+    assert_non_null(strstr(out, "\"podGroup\":\"a/g\",\"status\":\"Scheduled\",\"priority\":1000"));
+    assert_non_null(strstr(out, "\"pod\":\"a/g-0\",\"node\":\"n0\""));
+
+    /* a class that does not exist: the gang waits with the object and the field */
+    snprintf(text, sizeof text, "%s---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+             "metadata: {name: g, namespace: a}\nspec: {minMember: 1, priorityClassName: nope, priority: 5}\n"
+             "---\nkind: Pod\nmetadata: {name: g-0, namespace: a, labels: {topogang.io/pod-group: g}}\n"
+             "spec: {schedulerName: topogang, containers: [{resources: {requests: {nvidia.com/gpu: '1'}}}]}\n",
+             nodes);
+    p = write_tmp("missingclass.yaml", text);
+    snprintf(args, sizeof args, "simulate -f %s -o json", p);
+    assert_int_equal(run(args), 0);
+    cJSON *res = cJSON_Parse(out);
+    assert_non_null(res);
+    const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItem(res, "gangs"), 0);
+    assert_string_equal(cJSON_GetObjectItem(g, "podGroup")->valuestring, "a/g");
+    assert_string_not_equal(cJSON_GetObjectItem(g, "status")->valuestring, "Scheduled");
+    assert_string_equal(cJSON_GetObjectItem(g, "reason")->valuestring,
+                        "PodGroup a/g: spec.priorityClassName: PriorityClass \"nope\" does not exist "
+                        "(waiting for it; the apiserver refuses a pod that names a missing class)");
+    assert_null(strstr(out, "\"node\":\"n0\""));
+    cJSON_Delete(res);
+}
+
 static void test_kind_list_and_stdin(void **state)
 {
     (void)state;
@@ -185,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_examples_table),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_kind_list_and_stdin),
+        cmocka_unit_test(test_priority_classes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
