@@ -491,34 +491,26 @@ void tg_engine_podgroup_delete(struct tg_engine *e, const char *key)
         requeue(e, g);
 }
 
-/* After a PriorityClass changed: every gang's order, and the gangs parked
- * for want of their PodGroup's class tried again; a new priority may let a
- * waiting gang preempt. */
-static void pclass_changed(struct tg_engine *e)
+int tg_engine_pclass_set(struct tg_engine *e, uint32_t name, const struct tg_pclass *pc)
 {
+    int rc = tg_gangs_pclass_set(&e->gangs, name, pc);
     requeue_all(e);
+    /* the gangs parked for want of this class (tg_grec_unresolved) */
     uint32_t pos = 0;
     const struct tg_hslot *s;
     while ((s = tg_hmap_next(&e->gangs.by_key, &pos))) {
         struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
-        if (g->q.state == TG_Q_OUT && tg_grec_unplaced(g) && g->pg && g->pg->prio_class &&
+        if (g->q.state == TG_Q_OUT && tg_grec_unplaced(g) && g->pg && g->pg->prio_class == name &&
             tg_queue_add(&e->queue, &g->q))
             e->stats.nomem++;
     }
-    tg_queue_wake(&e->queue);
-}
-
-int tg_engine_pclass_set(struct tg_engine *e, uint32_t name, const struct tg_pclass *pc)
-{
-    int rc = tg_gangs_pclass_set(&e->gangs, name, pc);
-    pclass_changed(e);
     return rc;
 }
 
 void tg_engine_pclass_delete(struct tg_engine *e, uint32_t name)
 {
     tg_gangs_pclass_delete(&e->gangs, name);
-    pclass_changed(e);
+    requeue_all(e);
 }
 
 int tg_engine_pdb_set(struct tg_engine *e, const struct tg_pdb *pdb)

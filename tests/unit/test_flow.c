@@ -78,12 +78,18 @@ static void node(struct world *w, const char *name, const char *rack, int gpus)
     assert_int_equal(tg_engine_node_set(&w->e, n), 0);
 }
 
+/* A PodGroup whose priority is prio, from the PriorityClass "p<prio>" (as on
+ * a cluster: a PodGroup's own spec.priority counts only where the policy
+ * allows it). */
 static void podgroup(struct world *w, const char *name, int min, int prio, const char *required,
                      int timeout_s)
 {
+    char cls[32];
+    snprintf(cls, sizeof cls, "p%d", prio);
+    assert_int_equal(tg_engine_pclass_set(&w->e, tg_intern(cls), &(struct tg_pclass){.value = prio}), 0);
     cJSON *j = parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":%d,"
-                     "\"priority\":%d,\"scheduleTimeoutSeconds\":%d%s%s%s}}",
-                     name, min, prio, timeout_s, required ? ",\"topology\":{\"required\":\"" : "",
+                     "\"priorityClassName\":\"%s\",\"scheduleTimeoutSeconds\":%d%s%s%s}}",
+                     name, min, cls, timeout_s, required ? ",\"topology\":{\"required\":\"" : "",
                      required ? required : "", required ? "\"}" : "");
     struct tg_podgroup *pg;
     assert_int_equal(tg_podgroup_decode(j, NULL, &pg), 0);
@@ -212,6 +218,41 @@ static void podgroup_after_its_pods(void **state)
     podgroup(&w, "late", 2, 0, "rack", 0);
     assert_int_equal(next(&w, &d), TG_D_PLACE); /* at the same instant: no backoff ran */
     assert_int_equal(d.result.nplaced, 2);
+    tg_decision_free(&d);
+    world_free(&w);
+}
+
+/* A PodGroup naming a PriorityClass not seen (yet) waits, saying so; the
+ * class's arrival (on its own watch, in either order) tries it at once
+ * (issue 19). */
+static void class_after_its_podgroup(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NULL);
+    node(&w, "a0", "ra", 8);
+    cJSON *j = parse("{\"metadata\":{\"name\":\"g\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":1,"
+                     "\"priorityClassName\":\"later\",\"priority\":7}}");
+    struct tg_podgroup *pg;
+    assert_int_equal(tg_podgroup_decode(j, NULL, &pg), 0);
+    cJSON_Delete(j);
+    w.pgs[w.npgs++] = pg;
+    tg_engine_podgroup_set(&w.e, pg);
+    pending(&w, "g-0", "g", 8);
+    struct tg_decision d;
+    assert_int_equal(next(&w, &d), TG_D_WAITING);
+    assert_string_equal(d.reason, "PodGroup ml/g: spec.priorityClassName: PriorityClass \"later\" does not "
+                                  "exist (waiting for it; the apiserver refuses a pod that names a missing class)");
+    tg_decision_free(&d);
+    assert_int_equal(next(&w, &d), TG_D_NONE);
+    tg_decision_free(&d);
+    now_ms += 10;
+    assert_int_equal(tg_engine_pclass_set(&w.e, tg_intern("other"), &(struct tg_pclass){.value = 1}), 0);
+    assert_int_equal(next(&w, &d), TG_D_NONE); /* not the class it waits for */
+    tg_decision_free(&d);
+    assert_int_equal(tg_engine_pclass_set(&w.e, tg_intern("later"), &(struct tg_pclass){.value = 300}), 0);
+    assert_int_equal(next(&w, &d), TG_D_PLACE); /* at the same instant */
+    assert_int_equal(d.gang->priority, 300);
     tg_decision_free(&d);
     world_free(&w);
 }
@@ -533,6 +574,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(members_arrive),
         cmocka_unit_test(podgroup_after_its_pods),
+        cmocka_unit_test(class_after_its_podgroup),
         cmocka_unit_test(nomination_holds_room),
         cmocka_unit_test(higher_priority_takes_nominated_room),
         cmocka_unit_test(reservation_lets_the_head_in),
