@@ -295,13 +295,13 @@ static void user_max_update(struct tg_gangs *gs)
 {
     gs->user_max = TG_PRIO_USER_MAX;
     gs->user_max_name = 0;
-    for (uint32_t i = 0; i < gs->pclass.cap; i++) {
-        if (gs->pclass.state[i] != 1)
-            continue;
-        const struct tg_pclass *c = (const struct tg_pclass *)(uintptr_t)gs->pclass.slots[i].val;
+    uint32_t pos = 0;
+    const struct tg_islot *s;
+    while ((s = tg_imap_next(&gs->pclass, &pos))) {
+        const struct tg_pclass *c = (const struct tg_pclass *)(uintptr_t)s->val;
         if (!c->system && (!gs->user_max_name || c->value > gs->user_max)) {
             gs->user_max = c->value;
-            gs->user_max_name = (uint32_t)gs->pclass.slots[i].key;
+            gs->user_max_name = (uint32_t)s->key;
         }
     }
 }

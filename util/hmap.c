@@ -181,6 +181,16 @@ static int imap_grow(struct tg_imap *m)
     return 0;
 }
 
+const struct tg_islot *tg_imap_next(const struct tg_imap *m, uint32_t *pos)
+{
+    while (*pos < m->cap) {
+        uint32_t i = (*pos)++;
+        if (m->state[i] == 1)
+            return &m->slots[i];
+    }
+    return NULL;
+}
+
 int tg_imap_get(const struct tg_imap *m, uint64_t key, uint64_t *val)
 {
     int i = imap_find(m, key);

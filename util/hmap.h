@@ -54,6 +54,8 @@ struct tg_imap {
 int tg_imap_get(const struct tg_imap *m, uint64_t key, uint64_t *val);
 int tg_imap_put(struct tg_imap *m, uint64_t key, uint64_t val);
 int tg_imap_del(struct tg_imap *m, uint64_t key);
+/* Iteration as tg_hmap_next: start with *pos = 0; the next live slot or NULL. */
+const struct tg_islot *tg_imap_next(const struct tg_imap *m, uint32_t *pos);
 void tg_imap_free(struct tg_imap *m);
 
 #endif
