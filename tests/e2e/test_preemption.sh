@@ -346,9 +346,11 @@ case_tenant_priority_escalation() {
   check "dcgm-exporter admitted at system-node-critical" \
     is_eq "$(pod_field kube-system dcgm-exporter-1 '{.spec.priority}')" 2000001000
   start_sched s1 18206 || return
-  # a tenant asks for the highest priority there is, for one node's 8 GPUs
-  pending_gang team-a grab 1 8 "" "priority: 2147483647"
-  wait_for 15 "FailedScheduling on the tenant's gang" has_event team-a PodGroup/grab FailedScheduling || { tail -5 "$(logf s1)"; return; }
+  # a tenant asks for the highest priority there is, for a whole rack (4 x 8
+  # GPUs): only evicting dcgm-exporter pods could make room
+  pending_gang team-a grab 4 8 "{required: rack}" "priority: 2147483647"
+  grab_decided() { has_event team-a PodGroup/grab FailedScheduling || has_event team-a PodGroup/grab Preempting; }
+  wait_for 15 "a decision on the tenant's gang" grab_decided || { tail -5 "$(logf s1)"; return; }
   sleep 2
   for i in 1 2 3 4 5 6 7; do check "dcgm-exporter-$i not touched" untouched kube-system "dcgm-exporter-$i"; done
   check "lo-0 not touched (the gang's priority is its pods', 0)" untouched team-b lo-0
