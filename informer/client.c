@@ -212,7 +212,8 @@ static void on_poll(uv_poll_t *h, int status, int events)
     struct sock *k = h->data;
     struct tg_client *c = k->c;
     int flags = 0, running;
-    fence_check(c);
+    curl_socket_t fd = k->fd;
+    fence_check(c); /* may close k (a transfer removed): only fd is used after */
     if (status < 0)
         flags = CURL_CSELECT_ERR;
     else {
@@ -221,7 +222,7 @@ static void on_poll(uv_poll_t *h, int status, int events)
         if (events & UV_WRITABLE)
             flags |= CURL_CSELECT_OUT;
     }
-    curl_multi_socket_action(c->multi, k->fd, flags, &running);
+    curl_multi_socket_action(c->multi, fd, flags, &running);
     check_done(c);
 }
 

@@ -93,7 +93,7 @@ static void on_tick(uv_timer_t *t);
 
 static int scheduling(const struct tg_daemon *d)
 {
-    return d->synced && d->is_leader && !d->stopping && !tg_client_fenced(d->client);
+    return d->synced && d->is_leader && !d->stopping && d->client && !tg_client_fenced(d->client);
 }
 
 /* The engine may have work: tick soon. */

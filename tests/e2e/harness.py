@@ -188,6 +188,8 @@ class FaultProxy:
       hold_status(True)    PATCHes of PodGroup status wait in the proxy until
                            hold_status(False); one whose client has gone by
                            then is not passed up (noted "status dropped");
+      writes()             every write (not GET) relayed, with the time its
+                           answer came and its status (noted "answered N");
       stall_bound(True)    the watch of bound pods (fieldSelector
                            spec.nodeName!=) holds what it receives until
                            stall_bound(False): the scheduler is blind to binds.
@@ -249,6 +251,12 @@ class FaultProxy:
     def events(self, what):
         with self.lock:
             return [e for e in self.seen if e[3] == what]
+
+    def writes(self):
+        """(time, method, path, HTTP status) of every write relayed and answered."""
+        with self.lock:
+            return [(t, m, p, int(w.split()[1])) for t, m, p, w in self.seen
+                    if w.startswith("answered ")]
 
     def kubeconfig(self):
         path = os.path.join(self.work, f"proxy-{self.port}.kubeconfig")
@@ -325,6 +333,8 @@ current-context: proxy
                 return
             if not watch:
                 data = r.read()
+                if h.command != "GET":
+                    self._note(h, f"answered {r.status}")
                 if slow:
                     self._note(h, "answer delayed")
                     time.sleep(slow)
