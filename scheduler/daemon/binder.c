@@ -586,7 +586,10 @@ static void abandon(struct bindop *op)
     uint32_t unsent = 0;
     for (uint32_t i = 0; i < op->n; i++)
         if (op->p[i].state == B_WAIT) {
-            tg_engine_forget(b->e, op->p[i].key);
+            if (op->p[i].unanswered_ms) /* an earlier try may have landed: keep its room */
+                assumed_set(b, op->p[i].key, (int64_t)uv_now(b->loop) + ASSUME_TTL_MS);
+            else
+                tg_engine_forget(b->e, op->p[i].key);
             op->p[i].state = B_FAILED;
             op->failed++;
             unsent++;
