@@ -190,10 +190,6 @@ struct tg__leader_opts {
 int tg__leader_start(uv_loop_t *loop, struct tg_client *c, const struct tg__leader_opts *o,
                      void (*on_leader)(void *ud, int is_leader), void *ud,
                      struct tg__leader **out);
-/* Whether this process leads right now (the monotonic clock read now, not
- * the loop's cached time: a process resumed after a SIGSTOP past its renew
- * deadline sees 0 before any timer of its has run). */
-int tg__leader_leading(const struct tg__leader *l);
 /* Releases the Lease (if held), frees the election (*l NULL'ed), then calls
  * done(ud), possibly from a later loop callback. */
 void tg__leader_stop(struct tg__leader **l, void (*done)(void *ud), void *ud);

@@ -243,11 +243,6 @@ int tg__leader_start(uv_loop_t *loop, struct tg_client *c, const struct tg__lead
     return 0;
 }
 
-int tg__leader_leading(const struct tg__leader *l)
-{
-    return l && l->leader && tg_election_leading(&l->el, tg_clock_mono_ms());
-}
-
 void tg__leader_stop(struct tg__leader **pl, void (*done)(void *ud), void *ud)
 {
     struct tg__leader *l = *pl;
