@@ -396,7 +396,9 @@ static void usage(FILE *f)
         "                               (default 2/3 of --lease-duration; must be shorter).\n"
         "                               Expiry is judged on the monotonic clock: a standby\n"
         "                               takes over once it saw the Lease unchanged for the\n"
-        "                               lease duration, whatever the wall clocks say\n"
+        "                               lease duration, whatever the wall clocks say;\n"
+        "                               Lease requests take a lane of their own, ahead of\n"
+        "                               the writes queued behind api.qps/burst\n"
         "      --identity ID            leader identity (default $POD_NAME or hostname_pid)\n"
         "      --gang-sources LIST      gang definitions read besides topogang's PodGroups,\n"
         "                               when served: all (default), none, or a comma list of\n"
@@ -466,7 +468,7 @@ static int settle_opts(struct opts *o, const char *lease, const char *sched_name
         return bad("--renew-deadline must be more than 0 and less than --lease-duration (%d s)",
                    o->lease_s);
     if (lease_given && !o->leader_elect)
-        fprintf(stderr, "topogang scheduler: --lease/--lease-duration do nothing without --leader-elect\n");
+        fprintf(stderr, "topogang scheduler: --lease/--lease-duration/--renew-deadline do nothing without --leader-elect\n");
     tg_policy_default(&o->policy);
     struct tg_sb perr = {0};
     if (o->cfile && tg_policy_load_file(o->cfile, &o->policy, &perr)) {
