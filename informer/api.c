@@ -11,10 +11,14 @@
 #include <unistd.h>
 
 #include "model/objects.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/strbuf.h"
 
-enum { READ, WRITE, BACKGROUND }; /* how api_send's request goes (client.h) */
+/* How api_send's request goes (client.h): a read; a write; a background write
+ * (Events); a write only the lease holder may make (Bindings, deletes, status:
+ * fenced); the Lease's own requests (the urgent lane). */
+enum { READ, WRITE, BACKGROUND, LEADER, URGENT };
 
 static int api_send(struct tg_client *c, const char *method, struct tg_sb *path, struct tg_sb *body,
                 const char *ctype, int how, tg_done_fn cb, void *ud)
@@ -24,7 +28,9 @@ static int api_send(struct tg_client *c, const char *method, struct tg_sb *path,
         struct tg_req_opts o = {.method = method, .path = tg_sb_str(path),
                                 .body = body ? tg_sb_str(body) : NULL,
                                 .body_len = body ? body->len : 0, .content_type = ctype,
-                                .is_write = how != READ, .background = how == BACKGROUND,
+                                .is_write = how != READ && how != URGENT,
+                                .background = how == BACKGROUND, .leader_only = how == LEADER,
+                                .urgent = how == URGENT,
                                 .on_done = cb, .ud = ud};
         rc = tg_client_request(c, &o, NULL);
     }
@@ -58,7 +64,7 @@ int tg_api_bind(struct tg_client *c, const char *ns, const char *name, const cha
     tg_sb_puts(&b, "},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":");
     tg_sb_json_str(&b, node);
     tg_sb_puts(&b, "}}");
-    return api_send(c, "POST", &p, &b, NULL, WRITE, cb, ud);
+    return api_send(c, "POST", &p, &b, NULL, LEADER, cb, ud);
 }
 
 int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char *name,
@@ -69,7 +75,7 @@ int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char
     struct tg_sb p = {0}, b = {0};
     tg_sb_printf(&p, "/apis/topogang.io/v1alpha1/namespaces/%s/podgroups/%s/status", ns, name);
     tg_sb_printf(&b, "{\"status\":%s}", status_json);
-    return api_send(c, "PATCH", &p, &b, "application/merge-patch+json", WRITE, cb, ud);
+    return api_send(c, "PATCH", &p, &b, "application/merge-patch+json", LEADER, cb, ud);
 }
 
 int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const char *resource,
@@ -84,7 +90,7 @@ int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const
     tg_sb_printf(&b, "{\"status\":%s}", status_json);
     return api_send(c, "PATCH", &p, &b,
                     strategic ? "application/strategic-merge-patch+json" : "application/merge-patch+json",
-                    WRITE, cb, ud);
+                    LEADER, cb, ud);
 }
 
 int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *name,
@@ -95,7 +101,7 @@ int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *nam
     struct tg_sb p = {0}, b = {0};
     tg_sb_printf(&p, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
     tg_sb_printf(&b, "{\"status\":%s}", status_json);
-    return api_send(c, "PATCH", &p, &b, "application/strategic-merge-patch+json", WRITE, cb, ud);
+    return api_send(c, "PATCH", &p, &b, "application/strategic-merge-patch+json", LEADER, cb, ud);
 }
 
 void tg_format_microtime(int64_t ms, char *buf, size_t len)
@@ -108,13 +114,6 @@ void tg_format_microtime(int64_t ms, char *buf, size_t len)
     snprintf(buf, len, "%s.%06dZ", d, (int)(ms % 1000) * 1000);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_done_fn cb,
                         void *ud)
 {
@@ -122,7 +121,7 @@ int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_d
         return TG_EINVAL;
     char host[128] = "topogang", ts[40];
     gethostname(host, sizeof host - 1);
-    int64_t now = now_ms();
+    int64_t now = tg_clock_wall_ms();
     tg_format_microtime(now, ts, sizeof ts);
     static unsigned seq;
     struct tg_sb p = {0}, b = {0};
@@ -202,7 +201,7 @@ int tg_api_lease_get(struct tg_client *c, const char *ns, const char *name, tg_d
         return TG_EINVAL;
     struct tg_sb p = {0};
     tg_sb_printf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, name);
-    return api_send(c, "GET", &p, NULL, NULL, READ, cb, ud);
+    return api_send(c, "GET", &p, NULL, NULL, URGENT, cb, ud);
 }
 
 int tg_api_lease_create(struct tg_client *c, const char *ns, const char *name,
@@ -215,7 +214,7 @@ int tg_api_lease_create(struct tg_client *c, const char *ns, const char *name,
     nl.rv = NULL;
     tg_sb_printf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases", ns);
     lease_body(&b, ns, name, &nl);
-    return api_send(c, "POST", &p, &b, NULL, WRITE, cb, ud);
+    return api_send(c, "POST", &p, &b, NULL, URGENT, cb, ud);
 }
 
 int tg_api_lease_update(struct tg_client *c, const char *ns, const char *name,
@@ -226,7 +225,7 @@ int tg_api_lease_update(struct tg_client *c, const char *ns, const char *name,
     struct tg_sb p = {0}, b = {0};
     tg_sb_printf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, name);
     lease_body(&b, ns, name, l);
-    return api_send(c, "PUT", &p, &b, NULL, WRITE, cb, ud);
+    return api_send(c, "PUT", &p, &b, NULL, URGENT, cb, ud);
 }
 
 /* A number within int32, else 0: converting 1e300 to int32_t is undefined. */
@@ -294,5 +293,5 @@ int tg_api_delete_pod(struct tg_client *c, const char *ns, const char *name, int
         tg_sb_puts(&b, "}");
     }
     tg_sb_puts(&b, "}");
-    return api_send(c, "DELETE", &p, &b, NULL, WRITE, cb, ud);
+    return api_send(c, "DELETE", &p, &b, NULL, LEADER, cb, ud);
 }

@@ -2,8 +2,11 @@
  * Binding (pods/NAME/binding), PodGroup status merge patch, pod status
  * strategic merge patch (preemption: the DisruptionTarget condition, the
  * preemptor's nominatedNodeName), Event (events.k8s.io/v1), Lease
- * get/create/update (coordination.k8s.io/v1), pod delete. Each queues one request (writes go through the client's qps/burst
- * limiter) and reports through cb exactly once; see struct tg_resp for the
+ * get/create/update (coordination.k8s.io/v1), pod delete. Each queues one
+ * request (writes go through the client's qps/burst limiter; the Lease's
+ * requests take the client's urgent lane instead; Bindings, deletes and
+ * status patches are leader-only: past the client's fence they finish with
+ * TG_EFENCED, see client.h) and reports through cb exactly once; see struct tg_resp for the
  * error mapping (TG_ECONFLICT on a stale Lease resourceVersion, TG_EEXIST when
  * creating what exists, TG_ENOENT for a missing pod). They return 0, or
  * TG_ENOMEM/TG_EINVAL without calling cb. */

@@ -1,11 +1,13 @@
 /* Kubernetes API HTTP client on libcurl multi + libuv (see client.h).
  *
- * Request life: tg_client_request() queues it (q_reads, q_writes, or q_bg for
- * background writes) and arms the zero-delay `kick` timer; run_queue() builds
- * the easy handle (fresh token) and adds it to the multi handle, writes only
+ * Request life: tg_client_request() queues it (q_urgent for the Lease,
+ * q_reads, q_writes, or q_bg for background writes) and arms the zero-delay
+ * `kick` timer; run_queue() builds the easy handle (fresh token) and adds it
+ * to the multi handle, urgent ones first (URGENT_INFLIGHT at most), writes only
  * while the token bucket has tokens (else the `limiter` timer fires when one
  * is due), background writes only after every queued write and while fewer
- * of them run than bg_cap() allows. curl reports
+ * of them run than bg_cap() allows; leader-only writes past the fence are
+ * finished with TG_EFENCED instead (fence_check). curl reports
  * sockets and timeouts through on_socket/on_curl_timer; finished transfers
  * are reaped in check_done(), which calls on_done and frees the request.
  * Canceled running requests stay in the running list until run_queue() or
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -39,7 +42,7 @@ struct tg_req {
     void *ud;
     struct tg_sb resp;
     long status;
-    int state, canceled, is_write, background, abort_err;
+    int state, canceled, is_write, background, urgent, leader_only, abort_err;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -68,9 +71,12 @@ struct tg_client {
     double qps, tokens;
     int burst;
     uint64_t refill_ms;
-    struct rlist q_reads, q_writes, q_bg, running;
+    struct rlist q_urgent, q_reads, q_writes, q_bg, running;
     int bg_running;                 /* background writes running */
     int w_running;                  /* other writes running */
+    int u_running;                  /* urgent requests running */
+    uint32_t lo_queued, lo_running; /* leader-only writes queued, running */
+    int64_t fence_ms;               /* leader-only writes go while mono ms < this */
     uint32_t bg_queued;             /* in q_bg */
     struct sock *socks;
     curl_socket_t orphans[16];      /* sockets that could not be watched (out of memory): */
@@ -90,6 +96,9 @@ struct tg_client {
 #define BG_INFLIGHT 4
 #define BG_INFLIGHT_MAX 64
 #define BG_BACKLOG 10000
+/* Urgent requests (the Lease) running at once: the elector has one at a
+ * time; the bound keeps a misuse from opening connections without end. */
+#define URGENT_INFLIGHT 4
 
 static void check_done(struct tg_client *c);
 static void kick(struct tg_client *c);
@@ -132,7 +141,11 @@ static void running_remove(struct tg_client *c, struct tg_req *r)
 {
     rl_remove(&c->running, r);
     c->bg_running -= r->background;
-    c->w_running -= r->is_write && !r->background;
+    c->w_running -= r->is_write && !r->background && !r->urgent;
+    c->u_running -= r->urgent;
+    c->lo_running -= r->leader_only;
+    if (r->urgent && c->q_urgent.head && !c->closing)
+        kick(c);
     if (r->is_write && c->bg_running < bg_cap(c) && c->q_bg.head && !c->closing)
         kick(c);
 }
@@ -192,11 +205,15 @@ static void sock_close(struct tg_client *c, struct sock *k)
 
 /* ---- curl <-> uv glue -------------------------------------------------- */
 
+static void fence_check(struct tg_client *c);
+
 static void on_poll(uv_poll_t *h, int status, int events)
 {
     struct sock *k = h->data;
     struct tg_client *c = k->c;
     int flags = 0, running;
+    curl_socket_t fd = k->fd;
+    fence_check(c); /* may close k (a transfer removed): only fd is used after */
     if (status < 0)
         flags = CURL_CSELECT_ERR;
     else {
@@ -205,7 +222,7 @@ static void on_poll(uv_poll_t *h, int status, int events)
         if (events & UV_WRITABLE)
             flags |= CURL_CSELECT_OUT;
     }
-    curl_multi_socket_action(c->multi, k->fd, flags, &running);
+    curl_multi_socket_action(c->multi, fd, flags, &running);
     check_done(c);
 }
 
@@ -283,6 +300,7 @@ static void on_sweep(uv_timer_t *t)
     struct tg_client *c = t->data;
     curl_socket_t fds[64];
     int n = 0, running;
+    fence_check(c);
     if (!c->running.head)
         return;
     /* Acting as if each socket were readable runs every transfer on it; a
@@ -307,6 +325,7 @@ static void on_curl_timeout(uv_timer_t *t)
 {
     struct tg_client *c = t->data;
     int running;
+    fence_check(c);
     curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     check_done(c);
 }
@@ -406,7 +425,12 @@ static int req_setup(struct tg_client *c, struct tg_req *r)
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    /* urgent: a connection of its own, never a stream queued behind bulk ones */
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, r->urgent ? 0L : 1L);
+    if (r->urgent) {
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
@@ -616,7 +640,9 @@ static void start(struct tg_client *c, struct tg_req *r)
     r->state = RQ_RUNNING;
     rl_push(&c->running, r);
     c->bg_running += r->background;
-    c->w_running += r->is_write && !r->background;
+    c->w_running += r->is_write && !r->background && !r->urgent;
+    c->u_running += r->urgent;
+    c->lo_running += r->leader_only;
     c->stats.requests++;
 }
 
@@ -631,9 +657,43 @@ static void refill(struct tg_client *c)
     c->refill_ms = now;
 }
 
+int tg_client_fenced(const struct tg_client *c)
+{
+    return c->fence_ms != INT64_MAX && tg_clock_mono_ms() >= c->fence_ms;
+}
+
+/* Past the fence: every leader-only write queued or running finishes with
+ * TG_EFENCED (running ones leave libcurl first). Never from inside a curl
+ * callback: callers run it before they call into libcurl. */
+static void fence_check(struct tg_client *c)
+{
+    if ((!c->lo_queued && !c->lo_running) || !tg_client_fenced(c))
+        return;
+    for (struct tg_req *r = c->q_writes.head, *nx; r && c->lo_queued; r = nx) {
+        nx = r->next;
+        if (!r->leader_only)
+            continue;
+        rl_remove(&c->q_writes, r);
+        c->lo_queued--;
+        c->stats.fenced++;
+        finish(c, r, TG_EFENCED, "not sent: this replica's lease was not renewed in time");
+    }
+    for (struct tg_req *r = c->running.head, *nx; r && c->lo_running; r = nx) {
+        nx = r->next;
+        if (!r->leader_only || r->canceled)
+            continue;
+        curl_multi_remove_handle(c->multi, r->easy);
+        running_remove(c, r);
+        r->status = 0;
+        c->stats.fenced++;
+        finish(c, r, TG_EFENCED, "aborted: this replica's lease was not renewed in time");
+    }
+}
+
 static void run_queue(uv_timer_t *t)
 {
     struct tg_client *c = t->data;
+    fence_check(c);
     /* Drop canceled transfers first (never from inside a curl callback). */
     for (struct tg_req *r = c->running.head, *nx; r; r = nx) {
         nx = r->next;
@@ -644,6 +704,10 @@ static void run_queue(uv_timer_t *t)
         }
     }
     struct tg_req *r;
+    while ((r = c->q_urgent.head) && c->u_running < URGENT_INFLIGHT) {
+        rl_remove(&c->q_urgent, r);
+        start(c, r);
+    }
     while ((r = c->q_reads.head)) {
         rl_remove(&c->q_reads, r);
         start(c, r);
@@ -653,6 +717,7 @@ static void run_queue(uv_timer_t *t)
         if (c->qps > 0)
             c->tokens -= 1.0;
         rl_remove(&c->q_writes, r);
+        c->lo_queued -= r->leader_only;
         start(c, r);
     }
     while (!c->q_writes.head && (r = c->q_bg.head) && c->bg_running < bg_cap(c) &&
@@ -761,6 +826,7 @@ int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
     if (sweep_ms)
         uv_timer_start(&c->sweep, on_sweep, sweep_ms, sweep_ms);
     uv_unref((uv_handle_t *)&c->sweep);     /* never keeps the loop alive by itself */
+    c->fence_ms = INT64_MAX;
     tg_client_set_rate(c, opts ? opts->qps : 0, opts ? opts->burst : 0);
     c->tokens = c->burst;
     c->refill_ms = uv_now(loop);
@@ -789,6 +855,10 @@ void tg_client_free(struct tg_client **pc)
         return;
     *pc = NULL;
     struct tg_req *r;
+    while ((r = c->q_urgent.head)) {
+        rl_remove(&c->q_urgent, r);
+        req_free(r);
+    }
     while ((r = c->q_reads.head)) {
         rl_remove(&c->q_reads, r);
         req_free(r);
@@ -819,7 +889,8 @@ void tg_client_free(struct tg_client **pc)
 
 static struct rlist *queue_of(struct tg_client *c, const struct tg_req *r)
 {
-    return r->background ? &c->q_bg : r->is_write ? &c->q_writes : &c->q_reads;
+    return r->urgent ? &c->q_urgent : r->background ? &c->q_bg
+           : r->is_write ? &c->q_writes : &c->q_reads;
 }
 
 int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct tg_req **out)
@@ -848,16 +919,19 @@ int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct t
     r->on_chunk = o->on_chunk;
     r->on_done = o->on_done;
     r->ud = o->ud;
-    r->is_write = o->is_write || o->background;
-    r->background = o->background;
+    r->urgent = o->urgent;
+    r->is_write = o->is_write || o->background || (o->leader_only && !o->urgent);
+    r->background = o->background && !o->urgent;
+    r->leader_only = o->leader_only && r->is_write && !r->background && !r->urgent;
     r->state = RQ_QUEUED;
-    if (r->is_write && c->qps > 0) {
+    if (r->is_write && !r->urgent && c->qps > 0) {
         refill(c);
         if (c->q_writes.head || c->tokens < 1.0)
             c->stats.writes_delayed++;
     }
     rl_push(queue_of(c, r), r);
     c->bg_queued += r->background;
+    c->lo_queued += r->leader_only;
     kick(c);
     if (out)
         *out = r;
@@ -875,6 +949,7 @@ void tg_client_cancel(struct tg_req *r)
     if (r->state == RQ_QUEUED) {
         rl_remove(queue_of(c, r), r);
         c->bg_queued -= r->background;
+        c->lo_queued -= r->leader_only;
         req_free(r);
         return;
     }
@@ -928,6 +1003,14 @@ int tg_client_do(struct tg_client *c, const struct tg_req_opts *o, struct tg_res
     snprintf(msgbuf, sizeof msgbuf, "%s", d.msg);
     r->msg = msgbuf;
     return r->err;
+}
+
+void tg_client_fence(struct tg_client *c, int64_t until_ms)
+{
+    int64_t was = c->fence_ms;
+    c->fence_ms = until_ms;
+    if (until_ms < was && (c->lo_queued || c->lo_running) && !c->closing)
+        kick(c);
 }
 
 uint32_t tg_client_writes_pending(const struct tg_client *c)

@@ -12,6 +12,21 @@
  * and with a few in flight at most, so that they never hold back the writes
  * that decide placement (Bindings, status).
  *
+ * Two more lanes serve leader election (client-go's renewDeadline):
+ * - urgent requests (the Lease's GET and PUT) go ahead of every queue,
+ *   outside the token bucket, each on a connection of its own (never queued
+ *   behind bulk streams on a shared HTTP/2 connection), URGENT_INFLIGHT at
+ *   most at once: a renewal never waits behind a rollback or a preemption of
+ *   thousands of pods.
+ * - leader-only writes (Bindings, evictions and deletes, status patches) are
+ *   fenced by tg_client_fence: past the fence (the leader's renew deadline,
+ *   on the monotonic clock) a queued one is not sent and one started but not
+ *   yet finished is aborted (libcurl's transfer removed), both finishing with
+ *   TG_EFENCED and status 0. The fence is checked again before libcurl runs
+ *   at all (socket, timer and sweep callbacks), so a process resumed after a
+ *   SIGSTOP past its deadline sends none of them. What the server already
+ *   received cannot be recalled: renew deadline < lease duration covers it.
+ *
  * Single-threaded: every function must be called on the loop's thread. */
 #ifndef TG_INFORMER_CLIENT_H
 #define TG_INFORMER_CLIENT_H
@@ -58,6 +73,8 @@ struct tg_req_opts {
     int is_write;           /* goes through the qps/burst limiter */
     int background;         /* a write that may wait (Events): started after every
                              * queued write, a few in flight at most */
+    int urgent;             /* the Lease: ahead of everything, outside the limiter */
+    int leader_only;        /* a write only the lease holder may make (tg_client_fence) */
     long timeout_ms;        /* whole request; 0: 60 s, -1: none (watches) */
     tg_chunk_fn on_chunk;   /* NULL: buffer the body and hand it to on_done */
     tg_done_fn on_done;     /* called exactly once unless canceled; may be NULL */
@@ -78,6 +95,7 @@ struct tg_client_stats {
     uint64_t connects;       /* new connections opened (the rest were reused) */
     uint64_t completed;      /* requests finished (any outcome) */
     uint64_t unstalled;      /* of those, finished by the once-a-second sweep */
+    uint64_t fenced;         /* leader-only writes not sent or aborted past the fence */
 };
 
 /* Creates a client on loop for conf (copied). opts may be NULL. *out is freed
@@ -104,6 +122,14 @@ void tg_client_cancel(struct tg_req *r);
  * caller frees) into *body when body is not NULL. Returns r->err. */
 int tg_client_do(struct tg_client *c, const struct tg_req_opts *o, struct tg_resp *r,
                  char **body);
+
+/* Leader-only writes may go out while tg_clock_mono_ms() < until_ms (see the
+ * top); INT64_MAX (the default) never fences, 0 fences at once. Lowering the
+ * fence finishes the queued and running leader-only writes past it on the
+ * next loop iteration. */
+void tg_client_fence(struct tg_client *c, int64_t until_ms);
+/* Whether leader-only writes are fenced now. */
+int tg_client_fenced(const struct tg_client *c);
 
 /* Changes the write limiter at run time (policy reload). */
 void tg_client_set_rate(struct tg_client *c, double qps, int burst);

@@ -22,7 +22,8 @@
     X(TIMEOUT,  "timed out")                                     \
     X(AGAIN,    "temporarily unavailable, try again")            \
     X(CANCELED, "canceled")                                      \
-    X(NOTSUP,   "not supported")
+    X(NOTSUP,   "not supported")                                 \
+    X(FENCED,   "not sent: this replica does not hold the lease")
 
 enum tg_err {
     TG__EBASE = -1000,

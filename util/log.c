@@ -1,5 +1,6 @@
 /* logfmt records on stderr; see log.h. */
 #include "util/log.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 #include <stdio.h>
@@ -31,16 +32,16 @@ void tg_logv(enum tg_log_level lvl, const char *component, const char *fmt, va_l
     char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);
 
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = tg_clock_wall_ms();
+    time_t sec = (time_t)(now / 1000);
     struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&sec, &tm);
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
 
     char line[4608];
     size_t n = (size_t)snprintf(line, sizeof line, "ts=%s.%03ldZ level=%s component=%s msg=\"",
-                                when, ts.tv_nsec / 1000000, level_names[lvl], component);
+                                when, (long)(now % 1000), level_names[lvl], component);
     for (const char *p = msg; *p && n + 4 < sizeof line; p++) {
         if (*p == '"' || *p == '\\') {
             line[n++] = '\\';

@@ -22,6 +22,11 @@
  * the informer sees it bound, or a minute passes without that (deleted right
  * after binding): then it is forgotten (tg__binder_tick).
  *
+ * Only the lease holder binds: nothing is sent while the client's fence is
+ * down (tg_client_fenced), and on standing down (tg__binder_standdown, or a
+ * bind answered TG_EFENCED) an op is abandoned: no retry, no rollback (see
+ * abandon()).
+ *
  * Ops waiting for a slot sit on an intrusive list, so queueing one cannot
  * fail; every op is also on a list of all ops, freed with the binder. */
 #include "scheduler/daemon/internal.h"
@@ -65,7 +70,7 @@ struct bindop {
     uint32_t nretry;                    /* of p[0..fresh): B_WAIT for a retry */
     int64_t first_seen_ms;              /* the gang's, for the e2e metrics */
     int64_t start_ms;                   /* loop ms of its first bind sent, 0 before */
-    uint8_t queued, slow_noted;
+    uint8_t queued, slow_noted, abandoned;
 };
 
 struct tg__binder {
@@ -230,7 +235,7 @@ static void succeeded(struct bindop *op)
     for (uint32_t i = 0; i < op->n; i++)
         if (op->p[i].state == B_FAILED)
             tg_engine_forget(b->e, op->p[i].key);
-    double e2e = (double)(tg__wall_ms() - op->first_seen_ms) / 1e3;
+    double e2e = (double)(tg__now_ms() - op->first_seen_ms) / 1e3;
     tg_metrics_observe(TG_H_GANG_E2E, e2e);
     for (uint32_t i = 0; i < op->ok; i++)
         tg_metrics_observe(TG_H_POD_E2E, e2e);
@@ -295,6 +300,8 @@ static int unanswered(const struct tg_resp *r)
     return r->status == 0 && (r->err == TG_EIO || r->err == TG_ETIMEOUT);
 }
 
+static void abandoned_bound(struct bindpod *p, const struct tg_resp *r);
+
 static void on_bound(void *ud, const struct tg_resp *r)
 {
     struct bindpod *p = ud;
@@ -304,6 +311,10 @@ static void on_bound(void *ud, const struct tg_resp *r)
     b->inflight--;
     tg_metrics_set(TG_G_INFLIGHT_BINDS, b->inflight);
     tg_metrics_observe(TG_H_BIND, (double)(uv_hrtime() - p->t0) / 1e9);
+    if (op->abandoned || r->err == TG_EFENCED) {
+        abandoned_bound(p, r); /* stood down: no retry, no rollback */
+        return;
+    }
     if (!r->err || already_ours(p, r)) {
         p->state = B_OK;
         op->ok++;
@@ -358,6 +369,8 @@ static struct bindpod *next_waiting(struct bindop *op, int64_t now, int *later)
 void tg__binder_pump(struct tg__binder *b)
 {
     uint32_t limit = (uint32_t)b->e->sched.policy.bind_concurrency;
+    if (tg_client_fenced(b->c))
+        return; /* not the lease holder (any more): tg__binder_standdown abandons the ops */
     struct bindop *op = b->queue.qnext;
     while (op != &b->queue && b->inflight < limit) {
         int later;
@@ -540,4 +553,83 @@ uint32_t tg__binder_assumed(const struct tg__binder *b)
     for (const struct bindop *op = b->all.next; op != &b->all; op = op->next)
         n += op->n - op->ok - op->failed;
     return n;
+}
+
+/* ---- standing down ------------------------------------------------------------------------ */
+
+/* The op ends without completing: the engine hears the binds are over, the
+ * reporter that they stopped; no member is deleted, nothing is retried. */
+static void abandon_end(struct bindop *op)
+{
+    struct tg__binder *b = op->b;
+    all_del(op);
+    note(op, TG__BIND_ABANDONED, 0);
+    struct tg_grec *g = tg_gangs_get(&b->e->gangs, op->gang);
+    if (g)
+        tg_engine_bind_done(b->e, g, op->ok >= op->must && op->ok > 0, 1);
+    op_free(op);
+}
+
+/* This process stopped leading while op bound: its binds not sent are
+ * forgotten (their pods are pending again in the model), those in flight end
+ * as they come back (abandoned_bound), and then op ends. Members bound stay
+ * bound: the next leader finds the gang half-bound and completes it or rolls
+ * it back by its own rules (main.c rolled_back_half_bound); the old leader
+ * deletes nothing, as it may not write any more. */
+static void abandon(struct bindop *op)
+{
+    struct tg__binder *b = op->b;
+    if (op->abandoned)
+        return;
+    op->abandoned = 1;
+    dequeue(op);
+    uint32_t unsent = 0;
+    for (uint32_t i = 0; i < op->n; i++)
+        if (op->p[i].state == B_WAIT) {
+            if (op->p[i].unanswered_ms) /* an earlier try may have landed: keep its room */
+                assumed_set(b, op->p[i].key, (int64_t)uv_now(b->loop) + ASSUME_TTL_MS);
+            else
+                tg_engine_forget(b->e, op->p[i].key);
+            op->p[i].state = B_FAILED;
+            op->failed++;
+            unsent++;
+        }
+    tg_warn(C, "gang %s: stood down mid-bind: %u of %u pod(s) bound, %u in flight, %u not "
+            "sent; the leader completes or rolls back the gang", op->gang, op->ok, op->n,
+            op->n - op->ok - op->failed, unsent);
+}
+
+/* A bind of an abandoned op came back. One that got no answer (or was
+ * aborted at the fence) may have landed: its pod keeps its room until seen
+ * bound or the assumption expires, as for any unanswered bind. */
+static void abandoned_bound(struct bindpod *p, const struct tg_resp *r)
+{
+    struct bindop *op = p->op;
+    struct tg__binder *b = op->b;
+    abandon(op);
+    if (!r->err || already_ours(p, r)) {
+        p->state = B_OK;
+        op->ok++;
+        tg_metrics_inc(TG_M_BINDS_OK, 1);
+        assumed_set(b, p->key, (int64_t)uv_now(b->loop) + ASSUME_TTL_MS);
+    } else {
+        p->state = B_FAILED;
+        op->failed++;
+        if (r->status == 0)
+            assumed_set(b, p->key, (int64_t)uv_now(b->loop) + ASSUME_TTL_MS);
+        else
+            tg_engine_forget(b->e, p->key);
+    }
+    if (op->ok + op->failed == op->n)
+        abandon_end(op);
+}
+
+void tg__binder_standdown(struct tg__binder *b)
+{
+    for (struct bindop *op = b->all.next, *nx; op != &b->all; op = nx) {
+        nx = op->next;
+        abandon(op);
+        if (op->ok + op->failed == op->n)
+            abandon_end(op);
+    }
 }

@@ -97,8 +97,8 @@ static void on_deleted(void *ud, const struct tg_resp *r)
 static void on_condition(void *ud, const struct tg_resp *r)
 {
     struct victim *v = ud;
-    if (r->status == 404) {
-        victim_free(v); /* gone already */
+    if (r->status == 404 || r->err == TG_EFENCED) {
+        victim_free(v); /* gone already, or this process stood down: no delete */
         return;
     }
     if (r->err)

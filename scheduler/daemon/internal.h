@@ -24,8 +24,12 @@
 #include "informer/informer.h"
 #include "scheduler/engine.h"
 
-/* Wall-clock milliseconds since the epoch: the engine's clock. */
+/* Wall-clock milliseconds since the epoch (with the test offset): for
+ * timestamps written to the API, never to judge a duration. */
 int64_t tg__wall_ms(void);
+/* The engine's clock: the wall clock at start advanced by the monotonic
+ * clock (tg_clock_steady_wall_ms): timeouts, backoffs, durations. */
+int64_t tg__now_ms(void);
 
 /* ---- handlers.c: informer events -> engine events ----------------------------------- */
 
@@ -72,6 +76,8 @@ enum tg__bind_what {
     TG__BIND_SLOW,                      /* still binding a second after the first was sent */
     TG__BIND_DONE,                      /* minMember reached (failed members retry later) */
     TG__BIND_ROLLED_BACK,               /* could not reach minMember: bound members deleted */
+    TG__BIND_ABANDONED,                 /* stood down mid-bind: binds stopped, nothing deleted;
+                                         * the next leader decides (tg__binder_standdown) */
 };
 
 /* What the binder tells the reporter about one gang. Strings are valid
@@ -115,6 +121,10 @@ void tg__binder_pump(struct tg__binder *b);
 /* Housekeeping: drops assumptions seen bound or expired (a minute after the
  * bind without being seen), notes slow binds. */
 void tg__binder_tick(struct tg__binder *b);
+/* This process stopped leading: every op is abandoned (binds not sent are
+ * forgotten, none retried, nothing rolled back; the ops end as their binds in
+ * flight come back). Nothing is sent while the client is fenced. */
+void tg__binder_standdown(struct tg__binder *b);
 /* Shutting down: failed binds are not retried. */
 void tg__binder_stopping(struct tg__binder *b);
 uint32_t tg__binder_inflight(const struct tg__binder *b);
@@ -166,12 +176,20 @@ int tg__report_seen(const struct tg_grec *g);
 
 struct tg__leader;
 
-/* Campaigns for the Lease ns/name as identity; on_leader(ud, 1) when this
- * process becomes the leader, (ud, 0) when it stops being one. Returns 0 or
- * TG_ENOMEM. */
-int tg__leader_start(uv_loop_t *loop, struct tg_client *c, const char *identity, const char *ns,
-                     const char *name, int duration_s, void (*on_leader)(void *ud, int is_leader),
-                     void *ud, struct tg__leader **out);
+struct tg__leader_opts {
+    const char *identity, *ns, *name;   /* who campaigns, for which Lease (copied) */
+    int duration_s;                     /* leaseDurationSeconds */
+    int64_t renew_deadline_ms;          /* 0: 2/3 of the duration; else < the duration */
+};
+
+/* Campaigns for the Lease o->ns/o->name as o->identity; on_leader(ud, 1) when
+ * this process becomes the leader, (ud, 0) when it stops being one (lost, or
+ * not renewed within the renew deadline). Fences c's leader-only writes to
+ * the times it leads. Returns 0, TG_EINVAL (renew deadline not below the
+ * duration) or TG_ENOMEM. */
+int tg__leader_start(uv_loop_t *loop, struct tg_client *c, const struct tg__leader_opts *o,
+                     void (*on_leader)(void *ud, int is_leader), void *ud,
+                     struct tg__leader **out);
 /* Releases the Lease (if held), frees the election (*l NULL'ed), then calls
  * done(ud), possibly from a later loop callback. */
 void tg__leader_stop(struct tg__leader **l, void (*done)(void *ud), void *ud);

@@ -7,8 +7,11 @@
  * next due time (a backoff ending, a deadline) or the next housekeeping
  * (metrics, expired assumptions, slow binds), whichever comes first; an
  * informer event that may give the engine work wakes it within a few ms.
- * Only the leader (--leader-elect) asks for decisions; every replica keeps
- * its model and queue current.
+ * Only the leader (--leader-elect) asks for decisions, and only while its
+ * lease is renewed within the renew deadline (leader.c; the client fences
+ * leader-only writes at that deadline); every replica keeps its model and
+ * queue current. The engine runs on tg_clock_steady_wall_ms: a step of the
+ * wall clock moves no timeout or backoff.
  *
  * Config: the policy ConfigMap (--config-map NS/NAME, key config.yaml,
  * reloaded live) or --config FILE; every policy key applies live through
@@ -21,6 +24,7 @@
 #include "plugins/numa.h"
 #include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -44,6 +48,7 @@ struct opts {
     char scheduler_name[128], identity[256];
     char config_ns[128], config_name[128], lease_ns[128], lease_name[128];
     int leader_elect, lease_s;
+    int64_t renew_deadline_ms;          /* --renew-deadline; 0: 2/3 of the lease */
     unsigned gang_sources;              /* --gang-sources (TG_INF_BIT each) */
     struct tg_policy policy;            /* --config, else the defaults */
 };
@@ -68,15 +73,18 @@ struct tg_daemon {
 
 int64_t tg__wall_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+    return tg_clock_wall_ms();
+}
+
+int64_t tg__now_ms(void)
+{
+    return tg_clock_steady_wall_ms();
 }
 
 static int64_t engine_clock(void *ud)
 {
     (void)ud;
-    return tg__wall_ms();
+    return tg__now_ms();
 }
 
 /* ---- the tick --------------------------------------------------------------------------- */
@@ -85,7 +93,7 @@ static void on_tick(uv_timer_t *t);
 
 static int scheduling(const struct tg_daemon *d)
 {
-    return d->synced && d->is_leader && !d->stopping;
+    return d->synced && d->is_leader && !d->stopping && d->client && !tg_client_fenced(d->client);
 }
 
 /* The engine may have work: tick soon. */
@@ -217,8 +225,9 @@ static void arm(struct tg_daemon *d, int more)
     int64_t delay = d->housekept_ms + HOUSEKEEPING_MS - (int64_t)uv_now(&d->loop);
     if (scheduling(d) && !d->handlers.lost) { /* lost: nothing is decided before the resync */
         int64_t due = tg_engine_next_due(&d->engine);
-        if (due != INT64_MAX && due - tg__wall_ms() < delay)
-            delay = due - tg__wall_ms();
+        int64_t now = tg__now_ms();
+        if (due != INT64_MAX && due - now < delay)
+            delay = due - now;
     }
     if (delay < 1)
         delay = 1;
@@ -260,6 +269,8 @@ static void on_leader(void *ud, int is_leader)
 {
     struct tg_daemon *d = ud;
     d->is_leader = (uint8_t)is_leader;
+    if (!is_leader)
+        tg__binder_standdown(d->binder); /* nothing more is sent; the next leader decides */
     kick(d);
 }
 
@@ -380,6 +391,14 @@ static void usage(FILE *f)
         "      --lease NS/NAME          the Lease (default <config-map namespace or\n"
         "                               topogang-system>/topogang-scheduler)\n"
         "      --lease-duration SEC     2..3600, default 15 (with --leader-elect)\n"
+        "      --renew-deadline SEC     the leader stops binding, evicting and writing status\n"
+        "                               when it could not renew the Lease for this long\n"
+        "                               (default 2/3 of --lease-duration; must be shorter).\n"
+        "                               Expiry is judged on the monotonic clock: a standby\n"
+        "                               takes over once it saw the Lease unchanged for the\n"
+        "                               lease duration, whatever the wall clocks say;\n"
+        "                               Lease requests take a lane of their own, ahead of\n"
+        "                               the writes queued behind api.qps/burst\n"
         "      --identity ID            leader identity (default $POD_NAME or hostname_pid)\n"
         "      --gang-sources LIST      gang definitions read besides topogang's PodGroups,\n"
         "                               when served: all (default), none, or a comma list of\n"
@@ -421,6 +440,15 @@ static int seconds(const char *s)
     return errno || end == s || *end || v < 2 || v > 3600 ? -1 : (int)v;
 }
 
+/* The value of --renew-deadline (seconds, fractions allowed) in ms, or -1. */
+static int64_t millis(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    return errno || end == s || *end || !(v >= 0.001 && v <= 3600) ? -1 : (int64_t)(v * 1000 + 0.5);
+}
+
 /* Checks what getopt gathered and fills in the defaults; 0 or an exit code. */
 static int settle_opts(struct opts *o, const char *lease, const char *sched_name, int lease_given)
 {
@@ -436,8 +464,11 @@ static int settle_opts(struct opts *o, const char *lease, const char *sched_name
         return bad("--lease must be NAMESPACE/NAME, not '%s'", lease);
     if (o->lease_s < 0)
         return bad("%s", "--lease-duration must be a whole number of seconds, 2..3600");
+    if (o->renew_deadline_ms < 0 || o->renew_deadline_ms >= o->lease_s * 1000LL)
+        return bad("--renew-deadline must be more than 0 and less than --lease-duration (%d s)",
+                   o->lease_s);
     if (lease_given && !o->leader_elect)
-        fprintf(stderr, "topogang scheduler: --lease/--lease-duration do nothing without --leader-elect\n");
+        fprintf(stderr, "topogang scheduler: --lease/--lease-duration/--renew-deadline do nothing without --leader-elect\n");
     tg_policy_default(&o->policy);
     struct tg_sb perr = {0};
     if (o->cfile && tg_policy_load_file(o->cfile, &o->policy, &perr)) {
@@ -471,6 +502,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"scheduler-name", required_argument, NULL, 's'}, {"listen", required_argument, NULL, 'l'},
         {"leader-elect", no_argument, NULL, 'e'},      {"lease", required_argument, NULL, 'L'},
         {"lease-duration", required_argument, NULL, 'D'},
+        {"renew-deadline", required_argument, NULL, 'R'},
         {"identity", required_argument, NULL, 'i'},     {"v", required_argument, NULL, 'v'},
         {"gang-sources", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},               {NULL, 0, NULL, 0},
@@ -495,6 +527,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'e': o->leader_elect = 1; break;
         case 'L': lease = optarg; lease_given = 1; break;
         case 'D': o->lease_s = seconds(optarg); lease_given = 1; break;
+        case 'R': o->renew_deadline_ms = millis(optarg); lease_given = 1; break;
         case 'i': snprintf(o->identity, sizeof o->identity, "%s", optarg); break;
         case 'v':
             if (tg_log_parse_level(optarg, &lvl))
@@ -613,8 +646,10 @@ static int start(struct tg_daemon *d)
         return 1;
     }
     if (o->leader_elect) {
-        if (tg__leader_start(&d->loop, d->client, o->identity, o->lease_ns, o->lease_name,
-                             o->lease_s, on_leader, d, &d->leader)) {
+        struct tg__leader_opts lo = {.identity = o->identity, .ns = o->lease_ns,
+                                     .name = o->lease_name, .duration_s = o->lease_s,
+                                     .renew_deadline_ms = o->renew_deadline_ms};
+        if (tg__leader_start(&d->loop, d->client, &lo, on_leader, d, &d->leader)) {
             fprintf(stderr, "topogang scheduler: cannot start leader election\n");
             return 1;
         }

@@ -187,6 +187,10 @@ static void send_status(struct tg__report *r, struct tg_grec *g)
     struct rgang *rg = g->user;
     if (rg->patch_inflight || !rg->want || !status_ours(g))
         return;
+    if (tg_client_fenced(r->client)) {
+        status_lost(r, rg); /* not the leader: written again if it leads again */
+        return;
+    }
     size_t kl = strlen(g->key);
     struct tg__rpatch *p = malloc(sizeof *p + kl + 1);
     if (!p) {
@@ -329,7 +333,7 @@ static void write_status(struct tg__report *r, struct tg_grec *g, int rewrite)
 
 void tg__report_tick(struct tg__report *r)
 {
-    if (!r->lost)
+    if (!r->lost || tg_client_fenced(r->client))
         return;
     r->lost = 0;
     uint32_t pos = 0;
@@ -417,7 +421,7 @@ static void event_of(struct tg__report *r, struct tg_grec *g, const struct tg__b
     /* "Waiting" counts members as they arrive: one per minute is enough */
     snprintf(sig, sizeof sig, "%s:%016llx", reason,
              !strcmp(reason, "Waiting") ? 0ull : (unsigned long long)tg_hash(note, strlen(note)));
-    int64_t now = tg__wall_ms();
+    int64_t now = tg__now_ms(); /* a duration: not the wall clock */
     if (!strcmp(sig, rg->event_sig) && now - rg->event_ms < EVENT_REPEAT_MS)
         return;
     struct tg_event_spec e = {.type = type, .reason = reason, .note = note,
@@ -639,6 +643,9 @@ void tg__report_bind(struct tg__report *r, const char *gang_key, const struct tg
     case TG__BIND_ROLLED_BACK:
         rg->binding = 0;
         rolled_back(r, g, gang_key, n);
+        break;
+    case TG__BIND_ABANDONED:
+        rg->binding = 0; /* stood down: the leader writes the status now */
         break;
     }
 }

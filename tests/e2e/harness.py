@@ -13,6 +13,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -188,6 +189,8 @@ class FaultProxy:
       hold_status(True)    PATCHes of PodGroup status wait in the proxy until
                            hold_status(False); one whose client has gone by
                            then is not passed up (noted "status dropped");
+      writes()             every write (not GET) relayed, with the time its
+                           answer came and its status (noted "answered N");
       stall_bound(True)    the watch of bound pods (fieldSelector
                            spec.nodeName!=) holds what it receives until
                            stall_bound(False): the scheduler is blind to binds.
@@ -217,7 +220,12 @@ class FaultProxy:
                 proxy.relay(self)
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_any
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -249,6 +257,12 @@ class FaultProxy:
     def events(self, what):
         with self.lock:
             return [e for e in self.seen if e[3] == what]
+
+    def writes(self):
+        """(time, method, path, HTTP status) of every write relayed and answered."""
+        with self.lock:
+            return [(t, m, p, int(w.split()[1])) for t, m, p, w in self.seen
+                    if w.startswith("answered ")]
 
     def kubeconfig(self):
         path = os.path.join(self.work, f"proxy-{self.port}.kubeconfig")
@@ -325,6 +339,8 @@ current-context: proxy
                 return
             if not watch:
                 data = r.read()
+                if h.command != "GET":
+                    self._note(h, f"answered {r.status}")
                 if slow:
                     self._note(h, "answer delayed")
                     time.sleep(slow)

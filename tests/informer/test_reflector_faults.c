@@ -4,7 +4,9 @@
  * on LIST, a LIST split in pages. Asserts the cache, the handlers and the
  * resourceVersions each request resumed from. Also checks the client's write
  * rate limiter (qps/burst) against the same server, and its background
- * writes (Events) against a server that holds every request a while. */
+ * writes (Events) against a server that holds every request a while, the
+ * Lease's urgent lane past a full write queue, and the fence that stops
+ * leader-only writes (queued: never sent; running: aborted). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +25,7 @@
 #include "informer/kinds.h"
 #include "informer/reflector.h"
 #include "model/objects.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 /* ---- scripted server ---------------------------------------------------- */
@@ -421,12 +424,152 @@ static void background_writes_wait(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- the Lease's lane and the leader-only fence ---------------------------- */
+
+struct lane {
+    int n, err[16];
+    long status[16];
+    const char *what[16];
+    uint64_t at[16];
+    uv_loop_t *loop;
+};
+
+struct lane_req {
+    struct lane *l;
+    const char *what;
+};
+
+static void on_lane_done(void *ud, const struct tg_resp *r)
+{
+    struct lane_req *q = ud;
+    struct lane *l = q->l;
+    uv_update_time(l->loop);
+    l->what[l->n] = q->what;
+    l->err[l->n] = r->err;
+    l->status[l->n] = r->status;
+    l->at[l->n++] = uv_now(l->loop);
+}
+
+static void lane_queue(struct tg_client *c, struct lane_req *q, const char *method, const char *path,
+                       int urgent, int leader_only)
+{
+    struct tg_req_opts o = {.method = method, .path = path, .body = "{}", .is_write = 1,
+                            .urgent = urgent, .leader_only = leader_only, .on_done = on_lane_done,
+                            .ud = q};
+    assert_int_equal(tg_client_request(c, &o, NULL), 0);
+}
+
+static const struct step lane_steps[] = {
+    {"POST /", OK201}, {"POST /", OK201}, {"POST /", OK201}, {"POST /", OK201},
+    {"POST /", OK201}, {"POST /", OK201}, {"POST /", OK201},
+};
+
+/* The Lease's requests (urgent) do not wait behind queued writes and the
+ * token bucket: with 6 writes queued at qps 2 (2.5 s of queue), the renewal
+ * is answered at once. */
+static void lease_lane_skips_the_queue(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, lane_steps, 7);
+    uv_loop_t loop;
+    struct tg_client_opts co = {.qps = 2, .burst = 1};
+    struct tg_client *c = client_on(&loop, &sv, &co, 1);
+    struct lane l = {.loop = &loop};
+    struct lane_req w = {&l, "write"}, u = {&l, "lease"};
+    uv_update_time(&loop);
+    uint64_t t0 = uv_now(&loop);
+    for (int i = 0; i < 6; i++)
+        lane_queue(c, &w, "POST", "/w", 0, 0);
+    lane_queue(c, &u, "POST", "/lease", 1, 0);
+    while (l.n < 7)
+        uv_run(&loop, UV_RUN_ONCE);
+    int at = -1;
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(l.err[i], 0);
+        if (!strcmp(l.what[i], "lease"))
+            at = i;
+    }
+    printf("# the renewal was answered after %llu ms, %d write(s) before it; the writes took %llu ms\n",
+           (unsigned long long)(l.at[at] - t0), at, (unsigned long long)(l.at[6] - t0));
+    assert_true(at >= 0 && at <= 1);          /* at most the one write of the burst first */
+    assert_true(l.at[at] - t0 < 400);
+    assert_true(l.at[6] - t0 >= 2000);        /* the writes still paced by the bucket */
+    server_stop(&sv);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static const struct step fence_steps[] = {
+    {"POST /plain", OK201}, {"POST /lease", OK201}, {"POST /bind", NULL},
+};
+
+/* Past the fence, leader-only writes queued are never sent and one running is
+ * aborted; both finish TG_EFENCED with status 0. Other writes and the Lease's
+ * requests go on. */
+static void fence_drops_leader_writes(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, fence_steps, 3);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct lane l = {.loop = &loop};
+    struct lane_req b = {&l, "bind"}, w = {&l, "plain"}, u = {&l, "lease"};
+    assert_false(tg_client_fenced(c));
+    tg_client_fence(c, 0);
+    assert_true(tg_client_fenced(c));
+    for (int i = 0; i < 3; i++)
+        lane_queue(c, &b, "POST", "/bind", 0, 1);
+    lane_queue(c, &w, "POST", "/plain", 0, 0);
+    while (l.n < 4)
+        uv_run(&loop, UV_RUN_ONCE);
+    lane_queue(c, &u, "POST", "/lease", 1, 0);
+    while (l.n < 5)
+        uv_run(&loop, UV_RUN_ONCE);
+    int fenced = 0;
+    for (int i = 0; i < 5; i++) {
+        if (!strcmp(l.what[i], "bind")) {
+            assert_int_equal(l.err[i], TG_EFENCED);
+            assert_int_equal(l.status[i], 0);
+            fenced++;
+        } else {
+            assert_int_equal(l.err[i], 0);
+        }
+    }
+    assert_int_equal(fenced, 3);
+    assert_int_equal(sv.at, 2); /* no Binding reached the server */
+    /* the fence lifted, a bind runs (the server holds it); lowered again: aborted */
+    tg_client_fence(c, tg_clock_mono_ms() + 3600000);
+    assert_false(tg_client_fenced(c));
+    lane_queue(c, &b, "POST", "/bind", 0, 1);
+    while (sv.at < 3)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(l.n, 5);
+    assert_int_equal(tg_client_writes_pending(c), 1);
+    tg_client_fence(c, tg_clock_mono_ms());
+    while (l.n < 6)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(l.err[5], TG_EFENCED);
+    assert_int_equal(l.status[5], 0);
+    assert_int_equal(tg_client_writes_pending(c), 0);
+    assert_true(tg_client_stats(c)->fenced == 4);
+    assert_int_equal(sv.mismatch, 0);
+    server_stop(&sv);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(faults_restart_and_relist),
         cmocka_unit_test(write_rate_limit),
         cmocka_unit_test(background_writes_wait),
+        cmocka_unit_test(lease_lane_skips_the_queue),
+        cmocka_unit_test(fence_drops_leader_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
