@@ -726,8 +726,12 @@ void tg__report_loss(struct tg__report *r, struct tg_grec *g, int state, int64_t
     rg->loss_ms = since_ms;
     if (msg)
         set_str(&rg->loss_msg, msg);
-    if (rg->phase == PH_NONE)
-        rg->phase = PH_PENDING;
+    if (rg->phase == PH_NONE) { /* nothing decided here yet: it ran, and is short */
+        rg->phase = PH_SCHEDULED;
+        rg->cond = "Scheduled";
+        if (msg && !rg->msg)
+            set_str(&rg->msg, msg);
+    }
     if (!rg->binding)
         write_status(r, g, 0);
     if (reason)
