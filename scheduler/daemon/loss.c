@@ -190,8 +190,9 @@ static void watch(struct tg__loss *l, struct tg_grec *g, const struct tg_store *
     const struct tg_podgroup *pg = tg__report_status_ours(g) ? g->pg : NULL;
     x->state = pg && pg->loss ? pg->loss : TG_PGLOSS_WAITING;
     x->since_ms = pg && pg->loss && pg->loss_since_ms ? pg->loss_since_ms : now / 1000 * 1000;
-    if (x->state != TG_PGLOSS_WAITING) {
-        /* decided by an earlier leader: the same decision, no new Event */
+    if (pg && pg->loss) {
+        /* recorded by an earlier leader: on from there (the same grace, the
+         * same decision), no new Event */
         tg__report_loss(l->r, g, x->state, x->since_ms, NULL, NULL, NULL);
         x->deleted_ms = now - REDELETE_MS;
         act(l, g, x, bound, now);
