@@ -160,11 +160,14 @@ def running_gang(ctx, s, ns, name, timeout_s=None):
     return nodes, free[0]
 
 
-def lose_member(ctx, ns, name, free):
-    """The free node of the rack taken, member 1 lost, its replacement created."""
+def lose_member(ctx, ns, name, nodes, free):
+    """The free node of the rack taken, member 1 lost with its node (the
+    node taken too), its replacement created."""
     api = ctx["api"]
     blk = blocker(api, ns, free)
     api.delete_pod(ns, f"{name}-1")  # its node failed: gone
+    wait(lambda: pod(api, ns, f"{name}-1") is None, 10, f"{name}-1 gone")
+    blocker(api, ns, nodes[f"{name}-1"])
     api.create_pod(ns, member(ns, f"{name}-3", name))
     return blk
 
@@ -179,7 +182,7 @@ def case_restart_keeps_running_members(ctx):
     s1 = sched(ctx, "keep-a1")
     nodes, free = running_gang(ctx, s1, ns, g)
     s1.kill()
-    blk = lose_member(ctx, ns, g, free)
+    blk = lose_member(ctx, ns, g, nodes, free)
     s2 = sched(ctx, "keep-a2")
     wait(lambda: events(api, ns, g, "MemberLoss"), 20, "a MemberLoss Event on PodGroup run")
     time.sleep(3)  # decisions for the replacement come and go
@@ -207,7 +210,7 @@ def case_keep_after_grace_across_restart(ctx):
     pol = policy_file(ctx, "keep.yaml", "reserveAfterSeconds: 0, memberLossGraceSeconds: 6, onMemberLoss: keep")
     s1 = sched(ctx, "keep-b1", pol)
     nodes, free = running_gang(ctx, s1, ns, g, timeout_s=2)
-    lose_member(ctx, ns, g, free)
+    lose_member(ctx, ns, g, nodes, free)
     wait(lambda: (condition(api, ns, g, "MemberLoss") or {}).get("reason") == "WaitingForReplacements", 20,
          "condition MemberLoss WaitingForReplacements")
     since = parse_time((condition(api, ns, g, "MemberLoss") or {}).get("lastTransitionTime", "1970-01-01T00:00:00Z"))
@@ -240,7 +243,7 @@ def case_evict_after_grace_is_graceful(ctx):
     pol = policy_file(ctx, "evict.yaml", "reserveAfterSeconds: 0, memberLossGraceSeconds: 4, onMemberLoss: evict")
     s = sched(ctx, "evict-b", pol)
     nodes, free = running_gang(ctx, s, ns, g, timeout_s=2)
-    lose_member(ctx, ns, g, free)
+    lose_member(ctx, ns, g, nodes, free)
     t0 = time.time()
     wait(lambda: not alive_members(api, ns, [f"{g}-0", f"{g}-2"]), 30, "the members evicted after the grace")
     if time.time() - t0 < 3:
@@ -338,7 +341,7 @@ def main():
     src = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
     binary = os.environ.get("TOPOGANG_BIN") or os.path.join(src, "build/topogang")
     work = tempfile.mkdtemp(prefix="tg-e2e-running.")
-    reuse = sys.argv[1] if len(sys.argv) > 1 else None
+    reuse = (sys.argv[1] if len(sys.argv) > 1 else None) or None  # "": a new one
     only = sys.argv[2:]  # case names to run (all when none)
     try:
         cluster = Cluster(src, work, reuse)
