@@ -96,7 +96,8 @@ int tg__loss_life(const struct tg_grec *g, const struct tg_store *bound)
     struct tg_life_facts f = {.bound = g->nmembers, .min = tg_grec_min(g),
                               .status_ours = (uint8_t)tg__report_status_ours(g),
                               .complete = (uint8_t)tg__report_complete(g)};
-    for (uint32_t i = 0; !f.status_ours && i < g->nmembers; i++) {
+    /* one that ran is enough: on a cluster with kubelets the first one is */
+    for (uint32_t i = 0; !f.status_ours && !f.started && i < g->nmembers; i++) {
         const struct tg_pod *p = bound ? tg_store_get(bound, g->members[i]->key) : NULL;
         f.started += p && p->started;
     }
