@@ -5,8 +5,10 @@
  *
  *   a member goes (on_members), a decision for the gang's replacements, the
  *   first tick as leader -> tg__loss_check: half-bound (the caller rolls it
- *   back), or short: watched from now on; Event MemberLoss (Warning) and
- *   condition MemberLoss True, reason WaitingForReplacements
+ *   back), or short: watched from now on; still short 2 s later (a gang
+ *   preempted or deleted whole loses its members in a burst): Event
+ *   MemberLoss (Warning), condition MemberLoss True, reason
+ *   WaitingForReplacements
  *   each housekeeping tick -> tg__loss_tick, over the watched gangs only:
  *     replacements bound (minMember again)  Event MembersReplaced, condition gone
  *     no member left                        watch ends, condition gone
@@ -32,14 +34,16 @@
 
 #define C "loss"
 
-enum { REDELETE_MS = 30000 };
+enum { REDELETE_MS = 30000, SETTLE_MS = 2000 };
 
 /* A short gang being watched. */
 struct lost {
     char *key;                          /* owned; the hmap's key */
     int64_t since_ms;                   /* wall ms its loss began */
     int64_t deleted_ms;                 /* EVICTED: wall ms of the last deletes sent */
+    int64_t seen_ms;                    /* wall ms this process saw it */
     uint8_t state;                      /* enum tg_pg_loss */
+    uint8_t announced;                  /* its MemberLoss Event and condition went */
 };
 
 struct tg__loss {
@@ -150,6 +154,15 @@ static void act(struct tg__loss *l, struct tg_grec *g, struct lost *x, const str
     const struct tg_policy *p = &l->e->sched.policy;
     char what[256];
     int64_t due;
+    if (x->state == TG_PGLOSS_WAITING && !x->announced) {
+        if (now - x->seen_ms < SETTLE_MS)
+            return;
+        x->announced = 1;
+        snprintf(what, sizeof what, "waiting up to %lld s for replacements, then "
+                 "gang.onMemberLoss %s", (long long)p->member_loss_grace_s,
+                 p->on_member_loss == TG_LOSS_EVICT ? "evict" : "keep");
+        tell(l, g, x, "Warning", "MemberLoss", what);
+    }
     if (x->state == TG_PGLOSS_WAITING) {
         enum tg_loss_step st = tg_loss_step(p, x->since_ms, now, &due);
         if (st == TG_LOSS_STEP_WAIT)
@@ -189,6 +202,8 @@ static void watch(struct tg__loss *l, struct tg_grec *g, const struct tg_store *
         return; /* out of memory: the next check tries again; nothing is deleted meanwhile */
     }
     const struct tg_podgroup *pg = tg__report_status_ours(g) ? g->pg : NULL;
+    x->seen_ms = now;
+    x->announced = pg && pg->loss;
     x->state = pg && pg->loss ? pg->loss : TG_PGLOSS_WAITING;
     x->since_ms = pg && pg->loss && pg->loss_since_ms ? pg->loss_since_ms : now / 1000 * 1000;
     if (pg && pg->loss) {
@@ -199,12 +214,8 @@ static void watch(struct tg__loss *l, struct tg_grec *g, const struct tg_store *
         act(l, g, x, bound, now);
         return;
     }
-    char what[256];
-    snprintf(what, sizeof what, "waiting up to %lld s for replacements, then "
-             "gang.onMemberLoss %s", (long long)l->e->sched.policy.member_loss_grace_s,
-             l->e->sched.policy.on_member_loss == TG_LOSS_EVICT ? "evict" : "keep");
-    tell(l, g, x, "Warning", "MemberLoss", what);
-    act(l, g, x, bound, now);
+    /* announced by act() once it has stayed short SETTLE_MS: a gang going
+     * whole (preempted, deleted by its owner) loses its members in a burst */
 }
 
 int tg__loss_check(struct tg__loss *l, struct tg_grec *g, const struct tg_store *bound)
@@ -221,7 +232,7 @@ int tg__loss_check(struct tg__loss *l, struct tg_grec *g, const struct tg_store 
  * placement starts a new life). */
 static void resolved(struct tg__loss *l, struct tg_grec *g, struct lost *x)
 {
-    if (g && g->nmembers)
+    if (g && g->nmembers && x->announced)
         tell(l, g, NULL, "Normal", "MembersReplaced", "replacements bound: whole again");
     lost_drop(l, x);
 }
