@@ -9,6 +9,9 @@
  *       PREEMPT  -> evict.c: DisruptionTarget condition, delete with grace,
  *                   Events on both sides, nominatedNodeName
  *       each     -> report.c: PodGroup status and Events
+ *       UNSCHEDULABLE/WAITING of a gang short of minMember -> loss.c: half-bound
+ *                   (rolled back by the binder) or ran complete (never rolled
+ *                   back: grace, then gang.onMemberLoss); housekeeping too
  *   leader.c -> on_leader(ud, is_leader) -> main.c
  *
  * Each piece is one struct with an init that takes what it reads and the
