@@ -3,7 +3,8 @@
  * Keys (see policy.h and README "Policy"):
  *   schedulerName, topology.levels[].{name,nodeLabel},
  *   placement.{strategy,defaultPreferred}, scoring.{topology,binpack,numa},
- *   gang.{scheduleTimeoutSeconds,bindRetries,reserveAfterSeconds},
+ *   gang.{scheduleTimeoutSeconds,bindRetries,reserveAfterSeconds,memberLossGraceSeconds,
+ *   onMemberLoss},
  *   api.{qps,burst,bindConcurrency}, numa.{defaultPolicy,policyLabel},
  *   preemption.{enabled,evictBarePods}, priority.allowPodGroupPriority. */
 #include "config/policy.h"
@@ -36,6 +37,8 @@ struct opt {
 static const char *const strategy_names[] = {"pack", "spread", NULL};
 static const int strategy_values[] = {TG_STRATEGY_PACK, TG_STRATEGY_SPREAD};
 static const char *const numa_names[] = {"none", "best-effort", "restricted", "single-numa-node", NULL};
+static const char *const loss_names[] = {"keep", "evict", NULL};
+static const int loss_values[] = {TG_LOSS_KEEP, TG_LOSS_EVICT};
 static const int numa_values[] = {TG_NUMA_NONE, TG_NUMA_BEST_EFFORT, TG_NUMA_RESTRICTED,
                                   TG_NUMA_SINGLE_NUMA_NODE};
 
@@ -51,6 +54,8 @@ static const struct opt opts[] = {
     {"gang.scheduleTimeoutSeconds", T_INT, F(gang_timeout_s), 0, 1, 31536000, NULL, NULL, "300"},
     {"gang.bindRetries", T_INT, F(bind_retries), 0, 0, 20, NULL, NULL, "3"},
     {"gang.reserveAfterSeconds", T_INT, F(reserve_after_s), 0, 0, 31536000, NULL, NULL, "300"},
+    {"gang.memberLossGraceSeconds", T_INT, F(member_loss_grace_s), 0, 0, 31536000, NULL, NULL, "300"},
+    {"gang.onMemberLoss", T_ENUM, F(on_member_loss), 0, 0, 0, loss_names, loss_values, "keep"},
     {"api.qps", T_INT, F(api_qps), 0, 1, 100000, NULL, NULL, "200"},
     {"api.burst", T_INT, F(api_burst), 0, 1, 100000, NULL, NULL, "400"},
     {"api.bindConcurrency", T_INT, F(bind_concurrency), 0, 1, 4096, NULL, NULL, "64"},

@@ -16,6 +16,10 @@
 #include "model/tree.h"
 #include "util/strbuf.h"
 
+/* gang.onMemberLoss: what a gang that ran complete and lost members becomes
+ * once gang.memberLossGraceSeconds pass without its replacements bound. */
+enum tg_loss_policy { TG_LOSS_KEEP, TG_LOSS_EVICT };
+
 enum tg_numa_policy { TG_NUMA_NONE, TG_NUMA_BEST_EFFORT, TG_NUMA_RESTRICTED,
                       TG_NUMA_SINGLE_NUMA_NODE };
 
@@ -34,6 +38,9 @@ struct tg_policy {
     int64_t score_topology, score_binpack, score_numa;
     int64_t gang_timeout_s, bind_retries;
     int64_t reserve_after_s;            /* head gang waits this long, then reserves a domain; 0 off */
+    int64_t member_loss_grace_s;        /* a running gang short of members waits this long for
+                                           replacements before on_member_loss acts */
+    int on_member_loss;                 /* enum tg_loss_policy */
     int preemption;                     /* a gang may evict lower-priority gangs */
     int evict_bare_pods;                /* ... and pods with no controller */
     int allow_pg_priority;              /* a PodGroup's numeric spec.priority counts (capped

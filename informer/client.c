@@ -42,6 +42,7 @@ struct tg_req {
     void *ud;
     struct tg_sb resp;
     long status;
+    long retry_after_s;     /* the answer's Retry-After, 0 none */
     int state, canceled, is_write, background, urgent, leader_only, abort_err;
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -524,7 +525,7 @@ static void finish(struct tg_client *c, struct tg_req *r, int err, const char *m
                 err ? tg_err_name(err) : "none");
     if (!r->canceled && r->on_done) {
         struct tg_resp resp = {.err = err, .status = r->status, .body = tg_sb_str(&r->resp),
-                               .len = r->resp.len, .msg = msg};
+                               .len = r->resp.len, .msg = msg, .retry_after_s = r->retry_after_s};
         r->on_done(r->ud, &resp);
     }
     req_free(r);
@@ -555,6 +556,9 @@ static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
     if (!r->status)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
     long ver = 0, nconn = 0;
+    curl_off_t retry_after = 0;
+    if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0)
+        r->retry_after_s = retry_after > 3600 ? 3600 : (long)retry_after;
     curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &ver);
     curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &nconn);
     c->stats.http2 += ver == CURL_HTTP_VERSION_2_0;

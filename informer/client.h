@@ -56,6 +56,7 @@ struct tg_resp {
     size_t len;
     const char *msg;
     int curl_code;          /* CURLcode, 0 when the transfer itself worked */
+    long retry_after_s;     /* the answer's Retry-After in seconds (a date: until then), 0 none */
 };
 
 typedef void (*tg_done_fn)(void *ud, const struct tg_resp *r);

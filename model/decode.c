@@ -1220,6 +1220,7 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
                : !strcmp(phase, "Succeeded")       ? TG_PHASE_SUCCEEDED
                : !strcmp(phase, "Failed")          ? TG_PHASE_FAILED
                                                    : TG_PHASE_UNKNOWN;
+    p->started = p->phase != TG_PHASE_PENDING || cJSON_IsString(get(status, "startTime"));
     if ((rc = pod_requests(&x, spec, p)) == TG_ENOMEM)
         goto fail;
     tg_pod_qos(spec, &p->guaranteed, &p->excl_cpus);
@@ -1651,6 +1652,38 @@ struct tg_node_obj *tg_node_clone(const struct tg_node_obj *n)
 
 /* ---- PodGroup ----------------------------------------------------------- */
 
+const char *const tg_pg_loss_reason[TG_PGLOSS_N] = {"", "WaitingForReplacements", "KeptRunning",
+                                                    "Evicted"};
+
+/* The scheduler's own conditions in status.conditions: Complete (True) and
+ * MemberLoss (True: its reason and lastTransitionTime). What does not parse
+ * is taken as absent: the status is ours, not the user's input. */
+static void podgroup_life(const cJSON *obj, struct tg_podgroup *g)
+{
+    const cJSON *c, *conds = get(get(obj, "status"), "conditions");
+    if (!cJSON_IsArray(conds))
+        return;
+    cJSON_ArrayForEach(c, conds)
+    {
+        const cJSON *t = get(c, "type"), *st = get(c, "status"), *r = get(c, "reason");
+        const cJSON *when = get(c, "lastTransitionTime");
+        if (!cJSON_IsString(t) || !cJSON_IsString(st) || strcmp(st->valuestring, "True"))
+            continue;
+        if (!strcmp(t->valuestring, "Complete")) {
+            g->complete = 1;
+            if (!cJSON_IsString(when) || tg_parse_time(when->valuestring, &g->complete_since_ms))
+                g->complete_since_ms = 0;
+        }
+        if (strcmp(t->valuestring, "MemberLoss") || !cJSON_IsString(r))
+            continue;
+        for (int k = TG_PGLOSS_WAITING; k < TG_PGLOSS_N; k++)
+            if (!strcmp(r->valuestring, tg_pg_loss_reason[k]))
+                g->loss = (uint8_t)k;
+        if (!cJSON_IsString(when) || tg_parse_time(when->valuestring, &g->loss_since_ms))
+            g->loss_since_ms = 0;
+    }
+}
+
 int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup **out)
 {
     struct dec x = {.d = d};
@@ -1699,6 +1732,7 @@ int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup *
     else
         err(&x, get(topo, "strategy"), "spec.topology.strategy",
             "must be pack or spread, not \"%s\"", strat);
+    podgroup_life(obj, g);
     if (x.bad) {
         rc = TG_EPARSE;
         goto fail;

@@ -204,6 +204,8 @@ struct tg_pod {
     uint8_t has_priority;
     uint8_t phase;                      /* enum tg_phase */
     uint8_t deleting;                   /* metadata.deletionTimestamp set */
+    uint8_t started;                    /* it ran: status.startTime set (a kubelet took it),
+                                           or phase Running/Succeeded/Failed */
     uint8_t nreq;
     uint8_t preempt_never;              /* spec.preemptionPolicy: Never */
     uint8_t has_grace;                  /* spec.terminationGracePeriodSeconds given */
@@ -301,7 +303,21 @@ struct tg_podgroup {
     const char *topo_req_field, *topo_pref_field; /* static: where they were read */
     char *problem;                      /* owned: "field: why" when the spec is unusable */
     int64_t generation;                 /* metadata.generation */
+    /* What the scheduler recorded in a topogang.io PodGroup's status about
+     * the gang's life (scheduler/loss.h): its condition Complete is True
+     * (the gang reached minMember bound), and its condition MemberLoss (a
+     * gang that ran complete and lost members) with its reason and
+     * lastTransitionTime. */
+    uint8_t complete;
+    uint8_t loss;                       /* enum tg_pg_loss */
+    int64_t complete_since_ms, loss_since_ms;
 };
+
+/* The MemberLoss condition of a PodGroup's status: its reasons, indexed by
+ * enum tg_pg_loss (TG_PGLOSS_NONE: no such condition, or not True). */
+enum tg_pg_loss { TG_PGLOSS_NONE, TG_PGLOSS_WAITING, TG_PGLOSS_KEPT, TG_PGLOSS_EVICTED,
+                  TG_PGLOSS_N };
+extern const char *const tg_pg_loss_reason[TG_PGLOSS_N];
 
 /* Decodes a PodGroup (topogang.io/v1alpha1; scheduling.x-k8s.io too). Level
  * names are checked against the policy later, by the scheduler. */

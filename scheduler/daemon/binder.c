@@ -14,7 +14,17 @@
  * have landed is handed out again meanwhile. When the gang reaches minMember the failed
  * members are forgotten and tried again after a backoff; when it cannot, the
  * members bound in this attempt are deleted (their controller recreates
- * them) and the gang backs off. The engine hears how it ended
+ * them; grace 0 for a pod that never ran, else its own grace period) and
+ * the gang backs off.
+ *
+ * Throttled (429, API Priority and Fairness) or failing server-side (5xx):
+ * not a verdict on the pod. Every bind holds back: nothing is sent until the
+ * answer's Retry-After, else an exponential step (250 ms doubling to 32 s,
+ * 0-20% jitter) that grows only while answers keep throttling after a hold
+ * ended and resets on a success; the member keeps its room meanwhile (it
+ * stays assumed), and its bind fails only once the gang's timeout
+ * (scheduleTimeoutSeconds, else gang.scheduleTimeoutSeconds) has passed
+ * since the binds began. gang.bindRetries does not count these. The engine hears how it ended
  * (tg_engine_forget, tg_engine_bind_done), the reporter through on_note.
  *
  * Assumptions, as kube-scheduler's cache: a placed pod is assumed in the
@@ -43,7 +53,8 @@
 
 enum { B_WAIT, B_INFLIGHT, B_OK, B_FAILED };
 enum { ASSUME_TTL_MS = 60000, SLOW_MS = 1000, UNANSWERED_RETRY_MS = 1000,
-       UNANSWERED_MAX_MS = 60000 };
+       UNANSWERED_MAX_MS = 60000, THROTTLE_MIN_MS = 250, THROTTLE_MAX_STEP = 7,
+       RETRY_AFTER_MAX_MS = 60000 };
 
 struct bindop;
 
@@ -70,6 +81,7 @@ struct bindop {
     uint32_t nretry;                    /* of p[0..fresh): B_WAIT for a retry */
     int64_t first_seen_ms;              /* the gang's, for the e2e metrics */
     int64_t start_ms;                   /* loop ms of its first bind sent, 0 before */
+    int64_t giveup_ms;                  /* loop ms: throttled binds fail after this */
     uint8_t queued, slow_noted, abandoned;
 };
 
@@ -81,6 +93,8 @@ struct tg__binder {
     struct bindop all, queue;           /* sentinels */
     uint32_t inflight, stopping;
     struct tg_hmap assumed;             /* pod key (owned) -> expiry, loop ms */
+    int64_t hold_ms;                    /* throttled: no bind is sent before this loop ms */
+    uint32_t throttle_step;             /* throttled answers after holds, since a success */
 };
 
 /* ---- lists ------------------------------------------------------------------------------- */
@@ -228,6 +242,17 @@ static void on_deleted(void *ud, const struct tg_resp *r)
                 r->msg ? r->msg : tg_strerror(r->err), r->status);
 }
 
+/* The grace of a rollback delete: 0 for a pod that never ran (bound by this
+ * scheduler a moment ago, no kubelet has started it), else -1: its own
+ * terminationGracePeriodSeconds. Unknown (not in the cache yet): 0, it was
+ * bound too recently to be seen running. */
+static int64_t rollback_grace(const struct tg__binder *b, const char *key)
+{
+    const struct tg_store *bound = b->h.bound ? b->h.bound(b->h.ud) : NULL;
+    const struct tg_pod *p = bound ? tg_store_get(bound, key) : NULL;
+    return p && p->started ? -1 : 0;
+}
+
 /* minMember reached: failed members are forgotten and tried again later. */
 static void succeeded(struct bindop *op)
 {
@@ -257,7 +282,8 @@ static void rolled_back(struct bindop *op)
             tg_engine_forget(b->e, p->key);
             continue;
         }
-        if (!tg_api_delete_pod(b->c, p->ns, p->name, 0, p->uid, on_deleted, "rollback delete"))
+        if (!tg_api_delete_pod(b->c, p->ns, p->name, rollback_grace(b, p->key), p->uid,
+                               on_deleted, "rollback delete"))
             deleted++;
         else
             tg_warn(C, "gang %s: rollback delete of %s could not be sent (out of memory); the "
@@ -294,6 +320,30 @@ static int already_ours(const struct bindpod *p, const struct tg_resp *r)
     return r->status == 409 && r->msg && strstr(r->msg, want);
 }
 
+/* Throttled (429) or failing on the server's side (5xx). */
+static int throttled(const struct tg_resp *r)
+{
+    return r->status == 429 || (r->status >= 500 && r->status < 600);
+}
+
+/* A throttled answer at now: every bind holds back until the answer's
+ * Retry-After, else an exponential step with jitter. Returns the hold's end. */
+static int64_t hold_back(struct tg__binder *b, const struct tg_resp *r, int64_t now)
+{
+    int64_t delay;
+    if (now >= b->hold_ms && b->throttle_step < THROTTLE_MAX_STEP)
+        b->throttle_step++; /* throttled again after a hold ended */
+    if (r->retry_after_s > 0)
+        delay = r->retry_after_s * 1000 < RETRY_AFTER_MAX_MS ? r->retry_after_s * 1000
+                                                              : RETRY_AFTER_MAX_MS;
+    else
+        delay = (int64_t)THROTTLE_MIN_MS << (b->throttle_step - 1);
+    delay += delay * (rand() % 21) / 100; /* jitter, never earlier than asked */
+    if (now + delay > b->hold_ms)
+        b->hold_ms = now + delay;
+    return b->hold_ms;
+}
+
 /* No HTTP answer (TG_EIO, TG_ETIMEOUT; not a local failure to even start). */
 static int unanswered(const struct tg_resp *r)
 {
@@ -316,6 +366,7 @@ static void on_bound(void *ud, const struct tg_resp *r)
         return;
     }
     if (!r->err || already_ours(p, r)) {
+        b->throttle_step = 0;
         p->state = B_OK;
         op->ok++;
         tg_metrics_inc(TG_M_BINDS_OK, 1);
@@ -327,7 +378,13 @@ static void on_bound(void *ud, const struct tg_resp *r)
         int final = r->status == 404 || r->status == 409 || r->status == 422 || r->status == 403;
         if (unanswered(r) && !p->unanswered_ms)
             p->unanswered_ms = now;
-        if (!final && !b->stopping && p->unanswered_ms && now - p->unanswered_ms < UNANSWERED_MAX_MS) {
+        if (throttled(r) && !b->stopping && now < op->giveup_ms) {
+            p->state = B_WAIT; /* keeps its room; the whole binder holds back */
+            p->retry_ms = hold_back(b, r, now);
+            op->nretry++;
+            tg_metrics_inc(TG_M_BIND_RETRIES, 1);
+            enqueue(b, op);
+        } else if (!final && !b->stopping && p->unanswered_ms && now - p->unanswered_ms < UNANSWERED_MAX_MS) {
             p->state = B_WAIT; /* it may have landed: keep its room, ask again in a second */
             p->retry_ms = now + UNANSWERED_RETRY_MS;
             op->nretry++;
@@ -372,6 +429,8 @@ void tg__binder_pump(struct tg__binder *b)
     if (tg_client_fenced(b->c))
         return; /* not the lease holder (any more): tg__binder_standdown abandons the ops */
     struct bindop *op = b->queue.qnext;
+    if ((int64_t)uv_now(b->loop) < b->hold_ms)
+        op = &b->queue; /* throttled: nothing goes out before the hold ends */
     while (op != &b->queue && b->inflight < limit) {
         int later;
         struct bindpod *p = next_waiting(op, (int64_t)uv_now(b->loop), &later);
@@ -456,6 +515,9 @@ int tg__binder_bind(struct tg__binder *b, const struct tg_decision *d)
     }
     op->b = b;
     op->must = d->must;
+    const struct tg_podgroup *pg = d->gang->pg;
+    int64_t timeout_s = pg && pg->timeout_s ? pg->timeout_s : b->e->sched.policy.gang_timeout_s;
+    op->giveup_ms = (int64_t)uv_now(b->loop) + timeout_s * 1000;
     op->first_seen_ms = d->gang->first_seen_ms;
     if (op->n == 0) { /* cannot happen: a PLACE places someone */
         op_free(op);
@@ -490,8 +552,8 @@ void tg__binder_rollback(struct tg__binder *b, const struct tg_grec *g,
         const struct tg_pod *p = bound ? tg_store_get(bound, u->key) : NULL;
         if (u->kind != TG_USAGE_BOUND || !p)
             continue;
-        if (!tg_api_delete_pod(b->c, tg_str(p->ns), tg_pod_name(p), 0, p->uid, on_deleted,
-                               "rollback delete"))
+        if (!tg_api_delete_pod(b->c, tg_str(p->ns), tg_pod_name(p), p->started ? -1 : 0, p->uid,
+                               on_deleted, "rollback delete"))
             deleted++;
     }
     tg_metrics_inc(TG_M_ROLLBACKS, 1);

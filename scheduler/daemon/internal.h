@@ -9,6 +9,9 @@
  *       PREEMPT  -> evict.c: DisruptionTarget condition, delete with grace,
  *                   Events on both sides, nominatedNodeName
  *       each     -> report.c: PodGroup status and Events
+ *       UNSCHEDULABLE/WAITING of a gang short of minMember -> loss.c: half-bound
+ *                   (rolled back by the binder) or ran complete (never rolled
+ *                   back: grace, then gang.onMemberLoss); housekeeping too
  *   leader.c -> on_leader(ud, is_leader) -> main.c
  *
  * Each piece is one struct with an init that takes what it reads and the
@@ -97,6 +100,8 @@ struct tg__bind_note {
 
 struct tg__binder_hooks {
     void (*on_note)(void *ud, const char *gang_key, const struct tg__bind_note *n);
+    /* The bound pods' cache (NULL: none yet): whether a pod to roll back ran. */
+    const struct tg_store *(*bound)(void *ud);
     void *ud;
 };
 
@@ -171,6 +176,37 @@ void tg__report_refresh(struct tg__report *r, const char *gang_key, int rewrite)
 void tg__report_tick(struct tg__report *r);
 /* Whether this process has reported a decision for g yet. */
 int tg__report_seen(const struct tg_grec *g);
+/* Whether this scheduler writes g's status (topogang.io and upstream PodGroups). */
+int tg__report_status_ours(const struct tg_grec *g);
+/* Whether g's status says it was complete (reached minMember bound): as set
+ * here, else as its PodGroup's status says (Complete; upstream
+ * PodGroupScheduled True). 0 for a gang whose status is not ours. */
+int tg__report_complete(const struct tg_grec *g);
+/* g's MemberLoss condition: state (enum tg_pg_loss; NONE: none) since
+ * since_ms with msg (NULL: the last one), written with the status; an
+ * Event reason (type Normal/Warning, note msg) too unless reason is NULL. */
+void tg__report_loss(struct tg__report *r, struct tg_grec *g, int state, int64_t since_ms,
+                     const char *msg, const char *type, const char *reason);
+
+/* ---- loss.c: gangs that ran complete and lost members (scheduler/loss.h) ------------------ */
+
+struct tg__loss;
+
+/* Over engine e; its conditions and Events through r. 0 or TG_ENOMEM. */
+int tg__loss_new(struct tg_engine *e, struct tg_client *c, struct tg__report *r,
+                 struct tg__loss **out);
+void tg__loss_free(struct tg__loss **l);
+/* g's life from the API's record (enum tg_life; bound: the bound pods'
+ * cache, for what members ran). */
+int tg__loss_life(const struct tg_grec *g, const struct tg_store *bound);
+/* The same, and a short gang is watched from now on (Event MemberLoss,
+ * condition MemberLoss; its grace from the condition's time when the
+ * PodGroup records one). The leader only. */
+int tg__loss_check(struct tg__loss *l, struct tg_grec *g, const struct tg_store *bound);
+/* Housekeeping: leading != 0 on the leader (the first such tick checks
+ * every gang); watched gangs made whole or gone are let go, those past
+ * gang.memberLossGraceSeconds get gang.onMemberLoss. A standby forgets all. */
+void tg__loss_tick(struct tg__loss *l, const struct tg_store *bound, int leading);
 
 /* ---- leader.c: Lease election -------------------------------------------------------------- */
 

@@ -25,6 +25,7 @@
 #include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
 #include "util/clock.h"
+#include "scheduler/loss.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -63,6 +64,7 @@ struct tg_daemon {
     struct tg__report report;
     struct tg__binder *binder;
     struct tg__evictor *evictor;
+    struct tg__loss *loss;
     struct tg__leader *leader;
     uv_timer_t tick;
     uv_signal_t sigterm, sigint;
@@ -105,9 +107,12 @@ static void kick(void *ud)
 }
 
 /* A gang with some members bound but fewer than minMember that cannot get
- * the rest: its bound members are deleted when this is the first decision
- * this process makes for it and its rest does not fit next to them (a
- * scheduler died mid-bind), or once it has waited past its timeout (an
+ * the rest. A gang that ran complete and lost members since (its PodGroup's
+ * status or its members say so: scheduler/loss.h) is never rolled back: the
+ * loss module watches it (grace, then gang.onMemberLoss). A half-bound gang
+ * (never complete) has its bound members deleted when this is the first
+ * decision this process makes for it and its rest does not fit next to them
+ * (a scheduler died mid-bind), or once it has waited past its timeout (an
  * UNSCHEDULABLE or WAITING decision: e.g. a rollback whose deletes failed
  * while the API server was down, or members gone for good). */
 static int rolled_back_half_bound(struct tg_daemon *d, const struct tg_decision *dc)
@@ -115,6 +120,8 @@ static int rolled_back_half_bound(struct tg_daemon *d, const struct tg_decision 
     struct tg_grec *g = dc->gang;
     char why[sizeof dc->reason + 64];
     if (!g->nmembers || g->nmembers >= tg_grec_min(g))
+        return 0;
+    if (tg__loss_check(d->loss, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND)) != TG_LIFE_HALF_BOUND)
         return 0;
     if (!g->timed_out && (tg__report_seen(g) || dc->kind != TG_D_UNSCHEDULABLE))
         return 0;
@@ -214,6 +221,8 @@ static void housekeeping(struct tg_daemon *d)
     tg_metrics_set(TG_G_DECODE_ERRORS, (int64_t)decode);
     tg_metrics_set(TG_G_BAD_TOPOLOGY, (int64_t)tg_numa_bad_annotations());
     tg__binder_tick(d->binder);
+    if (d->synced)
+        tg__loss_tick(d->loss, tg_informer_store(d->inf, TG_INF_PODS_BOUND), scheduling(d));
     tg__report_tick(&d->report);
     d->housekept_ms = (int64_t)uv_now(&d->loop);
 }
@@ -289,6 +298,9 @@ static void on_podgroup(void *ud, const char *key)
 static void on_members(void *ud, const char *gang_key)
 {
     struct tg_daemon *d = ud;
+    struct tg_grec *g = scheduling(d) ? tg_gangs_get(&d->engine.gangs, gang_key) : NULL;
+    if (g && g->nmembers && g->nmembers < tg_grec_min(g)) /* a member went */
+        tg__loss_check(d->loss, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND));
     tg__report_refresh(&d->report, gang_key, 0); /* the scheduled count may have changed */
 }
 
@@ -298,6 +310,12 @@ static void on_note(void *ud, const char *gang_key, const struct tg__bind_note *
     tg__report_bind(&d->report, gang_key, n);
     if (n->what == TG__BIND_DONE || n->what == TG__BIND_ROLLED_BACK)
         kick(d);
+}
+
+static const struct tg_store *bound_store(void *ud)
+{
+    struct tg_daemon *d = ud;
+    return d->inf ? tg_informer_store(d->inf, TG_INF_PODS_BOUND) : NULL;
 }
 
 static void on_gang_freed(void *ud, struct tg_grec *g)
@@ -587,7 +605,9 @@ static int make_core(struct tg_daemon *d)
     d->engine.gang_freed = on_gang_freed;
     d->engine.ud = d;
     tg__report_init(&d->report, &d->engine, d->client);
-    struct tg__binder_hooks bh = {on_note, d};
+    if (tg__loss_new(&d->engine, d->client, &d->report, &d->loss))
+        return TG_ENOMEM;
+    struct tg__binder_hooks bh = {on_note, bound_store, d};
     return tg__binder_new(&d->engine, d->client, &d->loop, &bh, &d->binder);
 }
 
@@ -668,6 +688,7 @@ static void teardown(struct tg_daemon *d)
 {
     tg__binder_free(&d->binder);
     tg__evict_free(&d->evictor);
+    tg__loss_free(&d->loss);
     if (d->engine_up)
         tg_engine_free(&d->engine); /* its gang_freed hook frees the report's state */
     tg__report_free(&d->report);

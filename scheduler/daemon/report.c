@@ -68,6 +68,12 @@ struct rgang {
     int64_t event_ms;
     uint8_t up_status;                  /* upstream condition written: 0 none, 1 False, 2 True */
     int64_t up_since_ms;                /* ... since (its lastTransitionTime) */
+    /* The gang's life (scheduler/loss.h), as conditions Complete and
+     * MemberLoss; until set here, what the PodGroup's status says is
+     * written back as it is. */
+    uint8_t complete_set, complete, loss_set, loss;  /* loss: enum tg_pg_loss */
+    int64_t complete_ms, loss_ms;
+    char *loss_msg;
 };
 
 /* A status patch in flight; found again by gang key (the record may go). */
@@ -95,6 +101,7 @@ static void rgang_free(struct rgang *rg)
     free(rg->resv_domain);
     free(rg->sig);
     free(rg->want);
+    free(rg->loss_msg);
     free(rg);
 }
 
@@ -181,6 +188,19 @@ static int status_ours(const struct tg_grec *g)
     return g->pg && !g->derived && (g->pg->api == TG_PG_TOPOGANG || g->pg->api == TG_PG_UPSTREAM);
 }
 
+int tg__report_status_ours(const struct tg_grec *g)
+{
+    return status_ours(g);
+}
+
+int tg__report_complete(const struct tg_grec *g)
+{
+    const struct rgang *rg = g->user;
+    if (rg && rg->complete_set)
+        return rg->complete;
+    return g->pg && (g->pg->api == TG_PG_UPSTREAM ? g->pg->sched_true : g->pg->complete);
+}
+
 /* Sends the wanted status unless a patch of this gang is in flight. */
 static void send_status(struct tg__report *r, struct tg_grec *g)
 {
@@ -238,8 +258,39 @@ static void json_domain(struct tg_sb *b, const char *field, const char *domain)
     tg_sb_json_str(b, domain);
 }
 
-/* The status without its times: compared to decide whether to write. */
-static void status_sig(const struct tg_grec *g, const struct rgang *rg, struct tg_sb *b)
+static void condition(struct tg_sb *b, const char *type, const char *reason, int64_t since_ms,
+                      const char *msg)
+{
+    char when[40];
+    tg_format_microtime(since_ms / 1000 * 1000, when, sizeof when);
+    strcpy(strchr(when, '.'), "Z");
+    tg_sb_printf(b, ",{\"type\":\"%s\",\"status\":\"True\",\"reason\":\"%s\","
+                    "\"lastTransitionTime\":\"%s\",\"message\":", type, reason, when);
+    tg_sb_json_str(b, msg);
+    tg_sb_putc(b, '}');
+}
+
+/* Complete and MemberLoss, when True (scheduler/loss.h): set here, else as
+ * the PodGroup's status has them (a merge patch replaces the whole list). */
+static void life_conditions(const struct tg_grec *g, const struct rgang *rg, struct tg_sb *b)
+{
+    int complete = rg->complete_set ? rg->complete : g->pg->complete;
+    int64_t since = rg->complete_set ? rg->complete_ms : g->pg->complete_since_ms;
+    if (complete)
+        condition(b, "Complete", "MinMemberBound", since,
+                  "the gang reached minMember bound: its members are running work, never "
+                  "rolled back");
+    int loss = rg->loss_set ? rg->loss : g->pg->loss;
+    since = rg->loss_set ? rg->loss_ms : g->pg->loss_since_ms;
+    if (loss > TG_PGLOSS_NONE && loss < TG_PGLOSS_N)
+        condition(b, "MemberLoss", tg_pg_loss_reason[loss], since,
+                  rg->loss_set && rg->loss_msg ? rg->loss_msg : "recorded by an earlier leader");
+}
+
+/* The status, with the Scheduled condition's time when `when` is given
+ * (without it: the signature compared to decide whether to write). */
+static void status_sig(const struct tg_grec *g, const struct rgang *rg, struct tg_sb *b,
+                       const char *when)
 {
     int ok = rg->phase == PH_SCHEDULED;
     tg_sb_printf(b, "{\"phase\":\"%s\",\"scheduled\":%u", phase_name[rg->phase], scheduled(g, rg));
@@ -268,6 +319,11 @@ static void status_sig(const struct tg_grec *g, const struct rgang *rg, struct t
     tg_sb_printf(b, ",\"conditions\":[{\"type\":\"Scheduled\",\"status\":\"%s\",\"reason\":\"%s\","
                     "\"message\":", ok ? "True" : "False", rg->cond ? rg->cond : "Unschedulable");
     tg_sb_json_str(b, rg->msg && rg->msg[0] ? rg->msg : ok ? "all members bound" : "waiting");
+    if (when)
+        tg_sb_printf(b, ",\"lastTransitionTime\":\"%s\"", when);
+    tg_sb_putc(b, '}');
+    life_conditions(g, rg, b);
+    tg_sb_puts(b, "]}");
 }
 
 /* The upstream PodGroup's status: its PodGroupScheduled condition. 0, or
@@ -311,8 +367,8 @@ static void write_status(struct tg__report *r, struct tg_grec *g, int rewrite)
             send_status(r, g);
         return;
     }
-    struct tg_sb b = {0};
-    status_sig(g, rg, &b);
+    struct tg_sb b = {0}, body = {0};
+    status_sig(g, rg, &b, NULL);
     if (b.oom) {
         status_lost(r, rg);
     } else if (rewrite || !rg->sig || strcmp(rg->sig, tg_sb_str(&b))) {
@@ -320,15 +376,16 @@ static void write_status(struct tg__report *r, struct tg_grec *g, int rewrite)
         char when[40];
         tg_format_microtime(tg__wall_ms() / 1000 * 1000, when, sizeof when);
         strcpy(strchr(when, '.'), "Z");
-        tg_sb_printf(&b, ",\"lastTransitionTime\":\"%s\"}]}", when);
-        if (!b.oom)
-            set_str(&rg->want, tg_sb_str(&b));
-        if (b.oom || !rg->want || strcmp(rg->want, tg_sb_str(&b)))
+        status_sig(g, rg, &body, when);
+        if (!body.oom)
+            set_str(&rg->want, tg_sb_str(&body));
+        if (body.oom || !rg->want || strcmp(rg->want, tg_sb_str(&body)))
             status_lost(r, rg); /* not kept: made again at the next tick */
         else
             send_status(r, g);
     }
     tg_sb_free(&b);
+    tg_sb_free(&body);
 }
 
 void tg__report_tick(struct tg__report *r)
@@ -480,6 +537,17 @@ static void placed(struct tg__report *r, struct tg_grec *g, const struct tg_deci
                                       sizeof path));
     set_str(&rg->nom_domain, NULL);
     set_str(&rg->resv_domain, NULL);
+    if (!d->view.nbound && status_ours(g) && g->pg->api == TG_PG_TOPOGANG &&
+        (tg__report_complete(g) || g->pg->loss)) {
+        /* a new life: what the last one recorded goes before its binds, so
+         * that binds cut short now read as half-bound (scheduler/loss.h) */
+        rg->complete_set = rg->loss_set = 1;
+        rg->complete = rg->loss = 0;
+        rg->phase = PH_SCHEDULING;
+        rg->cond = "Binding";
+        write_status(r, g, 0);
+        return;
+    }
     /* no write now: the binder's notes say how the binds go */
 }
 
@@ -579,6 +647,10 @@ static void bind_done(struct tg__report *r, struct tg_grec *g, const char *key,
     }
     struct rgang *rg = g->user;
     set_str(&rg->msg, msg);
+    if (!tg__report_complete(g)) { /* minMember bound: running work from now on */
+        rg->complete_set = rg->complete = 1;
+        rg->complete_ms = tg__wall_ms();
+    }
     rg->phase = n->failed ? PH_PENDING : PH_SCHEDULED;
     rg->cond = n->failed ? "Unschedulable" : "Scheduled";
     write_status(r, g, 0);
@@ -648,4 +720,27 @@ void tg__report_bind(struct tg__report *r, const char *gang_key, const struct tg
         rg->binding = 0; /* stood down: the leader writes the status now */
         break;
     }
+}
+
+void tg__report_loss(struct tg__report *r, struct tg_grec *g, int state, int64_t since_ms,
+                     const char *msg, const char *type, const char *reason)
+{
+    struct rgang *rg = state_of(g);
+    if (!rg)
+        return;
+    rg->loss_set = 1;
+    rg->loss = (uint8_t)state;
+    rg->loss_ms = since_ms;
+    if (msg)
+        set_str(&rg->loss_msg, msg);
+    if (rg->phase == PH_NONE) { /* nothing decided here yet: it ran, and is short */
+        rg->phase = PH_SCHEDULED;
+        rg->cond = "Scheduled";
+        if (msg && !rg->msg)
+            set_str(&rg->msg, msg);
+    }
+    if (!rg->binding)
+        write_status(r, g, 0);
+    if (reason)
+        event(r, g, type, reason, msg);
 }

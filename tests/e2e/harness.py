@@ -194,6 +194,12 @@ class FaultProxy:
       stall_bound(True)    the watch of bound pods (fieldSelector
                            spec.nodeName!=) holds what it receives until
                            stall_bound(False): the scheduler is blind to binds.
+      throttle_binds(s, retry_after, after=n)
+                           after n more Bindings are passed up, every Binding
+                           is answered 429 TooManyRequests with Retry-After
+                           (what API Priority and Fairness answers when the
+                           scheduler's priority level is full) for s seconds,
+                           not passed up (noted "throttled").
     kubeconfig() writes a kubeconfig pointing at it. Watches are relayed as
     they arrive (chunked); everything else is buffered."""
 
@@ -203,6 +209,7 @@ class FaultProxy:
         self.work = work
         self.lock = threading.Lock()
         self.drop, self.refuse, self.twice, self.slow = {}, {}, set(), {}
+        self.storm = None               # throttle_binds: dict(after, seconds, retry_after, until)
         self.unstalled = threading.Event()
         self.unstalled.set()
         self.status_free = threading.Event()
@@ -241,6 +248,16 @@ class FaultProxy:
     def answer_twice(self, pod):
         with self.lock:
             self.twice.add(pod)
+
+    def throttle_binds(self, seconds, retry_after, after=0):
+        with self.lock:
+            self.storm = {"after": after, "seconds": seconds, "retry_after": retry_after, "until": None}
+
+    def storm_window(self):
+        """(start, end) of the 429 storm, None before it began."""
+        with self.lock:
+            st = self.storm
+            return (st["until"] - st["seconds"], st["until"]) if st and st["until"] else None
 
     def hold_status(self, on):
         if on:
@@ -291,6 +308,19 @@ current-context: proxy
         with self.lock:
             self.seen.append((time.time(), h.command, h.path, what))
 
+    def _throttled(self):
+        """Whether a Binding arriving now is answered 429 (throttle_binds)."""
+        with self.lock:
+            st = self.storm
+            if not st:
+                return False
+            if st["until"] is None:
+                if st["after"] > 0:
+                    st["after"] -= 1
+                    return False
+                st["until"] = time.time() + st["seconds"]
+            return time.time() < st["until"]
+
     def relay(self, h):
         n = int(h.headers.get("Content-Length") or 0)
         body = h.rfile.read(n) if n else None
@@ -307,6 +337,18 @@ current-context: proxy
         if refused:
             self._note(h, "refused")
             h.close_connection = True
+            return
+        if pod is not None and self._throttled():
+            self._note(h, "throttled")
+            data = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                               "reason": "TooManyRequests", "code": 429,
+                               "message": "Too many requests, please try again later."}).encode()
+            h.send_response(429)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Retry-After", str(self.storm["retry_after"]))
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
             return
         if h.command == "PATCH" and "/podgroups/" in h.path and h.path.split("?")[0].endswith("/status"):
             if not self.status_free.is_set():
