@@ -91,6 +91,8 @@ int tg_exec_capture(char *const argv[], unsigned timeout_ms, char *buf, size_t c
     struct run r = {.buf = buf, .cap = cap};
     int rc = 0;
     *n = 0;
+    if (err && err_len)
+        err[0] = 0;
     if (uv_loop_init(&loop))
         return TG_ENOMEM;
     uv_pipe_init(&loop, &r.out, 0);
