@@ -8,10 +8,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -188,6 +190,74 @@ static void bad_addresses(void **state)
     tg_http_stop();
 }
 
+/* A port free on 127.0.0.1 now. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void write_kubeconfig(const char *path, const char *server)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: x\nclusters: [{name: c, cluster: "
+               "{server: \"%s\"}}]\nusers: [{name: u, user: {token: t}}]\n"
+               "contexts: [{name: x, context: {cluster: c, user: u}}]\n", server);
+    fclose(f);
+}
+
+/* `topogang scheduler` itself: an http:// API server refused unless
+ * --allow-insecure-http; --metrics-bind-address and --health-bind-address
+ * (one of them IPv6) serve their paths while the API server is unreachable. */
+static void scheduler_flags(void **state)
+{
+    (void)state;
+    const char *bin = getenv("TOPOGANG_BIN");
+    char dir[] = "/tmp/tg-http-XXXXXX", kc[128], cmd[2048], out[4096] = "", resp[65536];
+    assert_non_null(bin);
+    assert_non_null(mkdtemp(dir));
+    snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+    write_kubeconfig(kc, "http://127.0.0.1:1");
+    snprintf(cmd, sizeof cmd, "'%s' scheduler --kubeconfig '%s' --listen '' 2>&1", bin, kc);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    assert_int_equal(WEXITSTATUS(pclose(p)), 1);
+    assert_non_null(strstr(out, "plain http://"));
+    assert_non_null(strstr(out, "--allow-insecure-http"));
+
+    int mport = free_port(), hport = free_port();
+    int v6 = have_ipv6();
+    write_kubeconfig(kc, "https://127.0.0.1:1");
+    snprintf(cmd, sizeof cmd, "'%s' scheduler --kubeconfig '%s' --metrics-bind-address 127.0.0.1:%d "
+             "--health-bind-address %s:%d > '%s/log' 2>&1 & echo $!", bin, kc, mport,
+             v6 ? "[::1]" : "127.0.0.1", hport, dir);
+    p = popen(cmd, "r");
+    int pid = 0;
+    assert_int_equal(fscanf(p, "%d", &pid), 1);
+    pclose(p);
+    int code = -1;
+    for (int i = 0; i < 100 && code != 200; i++) {
+        usleep(100000);
+        code = get(v6 ? AF_INET6 : AF_INET, NULL, v6 ? "::1" : "127.0.0.1", hport, "/healthz",
+                   resp, sizeof resp);
+    }
+    assert_int_equal(code, 200);
+    assert_int_equal(get(AF_INET, NULL, "127.0.0.1", mport, "/metrics", resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "topogang_leader"));
+    assert_int_equal(get(AF_INET, NULL, "127.0.0.1", mport, "/healthz", resp, sizeof resp), 404);
+    kill(pid, SIGTERM);
+    snprintf(cmd, sizeof cmd, "for i in $(seq 100); do kill -0 %d 2>/dev/null || break; sleep 0.1; done; "
+             "kill -9 %d 2>/dev/null; rm -rf '%s'", pid, pid, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static int stop(void **state)
 {
     (void)state;
@@ -202,6 +272,7 @@ int main(void)
         cmocka_unit_test_teardown(one_listener, stop),
         cmocka_unit_test_teardown(ipv6_and_dual_stack, stop),
         cmocka_unit_test_teardown(bad_addresses, stop),
+        cmocka_unit_test(scheduler_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
