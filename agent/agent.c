@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/exec.h"
 #include "agent/podres.h"
 #include "agent/publish.h"
 #include "util/err.h"
@@ -39,21 +40,18 @@ static int on_path(const char *prog)
     return 0;
 }
 
-/* Runs `nvidia-smi topo -m`; 0 and *m filled, or an error (logged). */
-static int run_nvsmi(struct tg_nvsmi *m)
+/* Runs `nvidia-smi topo -m`, killed after timeout_s; 0 and *m filled, or an
+ * error with why[] saying what happened. */
+static int run_nvsmi(unsigned timeout_s, struct tg_nvsmi *m, char *why, size_t why_len)
 {
-    FILE *p = popen("nvidia-smi topo -m 2>/dev/null", "r");
+    static char *const argv[] = {"nvidia-smi", "topo", "-m", NULL};
     char *buf = malloc(NVSMI_MAX);
     size_t n = 0;
-    int err = TG_EIO;
-
-    if (!p || !buf)
-        goto fail;
-    n = fread(buf, 1, NVSMI_MAX, p);
-    err = tg_nvsmi_parse(buf, n, m);
-fail:
-    if (p && pclose(p) != 0 && !err)
-        err = TG_EIO;
+    if (!buf)
+        return TG_ENOMEM;
+    int err = tg_exec_capture(argv, timeout_s * 1000u, buf, NVSMI_MAX, &n, why, why_len);
+    if (!err && (err = tg_nvsmi_parse(buf, n, m)))
+        snprintf(why, why_len, "%s", tg_strerror(err));
     free(buf);
     return err;
 }
@@ -80,7 +78,10 @@ int tg_agent_collect(const struct tg_agent_opts *o, struct tg_hw *hw, struct tg_
             snprintf(err, errlen, "out of memory");
             return TG_ENOMEM;
         }
-        rc = o->nvsmi_file ? tg_nvsmi_load(o->nvsmi_file, m) : run_nvsmi(m);
+        char why[256] = "";
+        rc = o->nvsmi_file ? tg_nvsmi_load(o->nvsmi_file, m)
+                           : run_nvsmi(o->nvsmi_timeout_s ? o->nvsmi_timeout_s : TG_NVSMI_TIMEOUT_S,
+                                       m, why, sizeof why);
         if (rc && o->nvsmi_file) {
             snprintf(err, errlen, "%s: not a readable `nvidia-smi topo -m` output (%s)",
                      o->nvsmi_file, tg_strerror(rc));
@@ -88,7 +89,8 @@ int tg_agent_collect(const struct tg_agent_opts *o, struct tg_hw *hw, struct tg_
             return TG_EIO;
         }
         if (rc)
-            tg_warn("agent", "nvidia-smi topo -m unusable (%s); no NVLink groups", tg_strerror(rc));
+            tg_warn("agent", "nvidia-smi topo -m unusable (%s); no NVLink groups",
+                    why[0] ? why : tg_strerror(rc));
         else if (tg_hw_merge_nvsmi(hw, m))
             tg_warn("agent", "nvidia-smi shows %u GPUs, hwloc %d NVIDIA GPUs; NVLink groups ignored",
                     m->ngpus, nvidia_gpus(hw));
@@ -134,6 +136,7 @@ static void usage(FILE *f)
         "  --print                  print the topology and annotation; do not publish\n"
         "  --topology-xml FILE      read an hwloc XML export instead of this machine\n"
         "  --nvidia-smi-topo FILE   read `nvidia-smi topo -m` output from FILE\n"
+        "  --nvidia-smi-timeout S   kill nvidia-smi after S seconds (1..300, default 10)\n"
         "  --topology-policy P      kubelet Topology Manager policy of this node:\n"
         "                           none | single-numa-node | restricted (default none)\n"
         "  --pod-resources SOCKET   the kubelet's pod-resources socket, to publish what it\n"
@@ -144,6 +147,11 @@ static void usage(FILE *f)
         "  --node-name NAME         Node to patch (default $NODE_NAME)\n"
         "  --kubeconfig FILE        API access outside a cluster (default in-cluster)\n"
         "  --interval SECONDS       refresh period when not --once (default 300)\n"
+        "  --health-file FILE       written after every round with the time the next\n"
+        "                           one is due by (the DaemonSet's liveness probe)\n"
+        "  --check-health FILE      exit 0 when FILE says a round is not overdue, else 1\n"
+        "                           (the liveness probe's command)\n"
+        "  --allow-insecure-http    accept an http:// API server (tests)\n"
         "  --v LEVEL                log level: debug, info, warn, error (default info)\n"
         "  -h, --help               this text\n");
 }
@@ -181,6 +189,10 @@ int tg_cmd_agent(int argc, char **argv)
         {"interval", required_argument, NULL, 'i'},
         {"pod-resources", required_argument, NULL, 'r'},
         {"kubelet-interval", required_argument, NULL, 'K'},
+        {"nvidia-smi-timeout", required_argument, NULL, 'T'},
+        {"health-file", required_argument, NULL, 'F'},
+        {"check-health", required_argument, NULL, 'C'},
+        {"allow-insecure-http", no_argument, NULL, 'A'},
         {"v", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -228,6 +240,19 @@ int tg_cmd_agent(int argc, char **argv)
             break;
         }
         case 'r': podres = optarg; break;
+        case 'T': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 300) {
+                fprintf(stderr, "topogang agent: --nvidia-smi-timeout: want 1..300 seconds\n");
+                return 2;
+            }
+            o.nvsmi_timeout_s = (unsigned)v;
+            break;
+        }
+        case 'F': po.health_file = optarg; break;
+        case 'C': return tg_agent_health_check(optarg, stdout) ? 1 : 0;
+        case 'A': po.allow_http = 1; break;
         case 'v': {
             enum tg_log_level l;
             if (tg_log_parse_level(optarg, &l)) {

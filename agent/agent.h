@@ -21,7 +21,10 @@ struct tg_agent_opts {
     const char *nvsmi_file;             /* NULL: run nvidia-smi when present and useful */
     const char *podres_socket;          /* the kubelet's pod-resources socket, NULL: not read */
     uint8_t policy;                     /* enum tg_topo_policy */
+    unsigned nvsmi_timeout_s;           /* nvidia-smi is killed after this; 0: the default */
 };
+
+#define TG_NVSMI_TIMEOUT_S 10
 
 /* Discovers hardware into *hw and builds *t from it (tg_agent_build). NVLink
  * groups come from hwloc distances, else from o->nvsmi_file, else from

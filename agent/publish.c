@@ -6,9 +6,11 @@
 #include "agent/publish.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -77,6 +79,11 @@ static int connect_api(const struct tg_publish_opts *po, uv_loop_t *loop, struct
         }
     } else if ((rc = tg_kubeconfig_load(po->kubeconfig, NULL, &conf, err, sizeof err))) {
         tg_error("agent", "no API access: %s", err[0] ? err : tg_strerror(rc));
+        return rc;
+    }
+    if ((rc = tg_kconf_check(&conf, po->allow_http, err, sizeof err))) {
+        tg_error("agent", "no API access: %s", err);
+        tg_kconf_free(&conf);
         return rc;
     }
     rc = tg_client_new(loop, &conf, NULL, out);
@@ -165,6 +172,62 @@ out:
     return rc < 0 ? rc : 0;
 }
 
+int tg_agent_health_write(const char *path, long due_unix_s)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return TG_EIO;
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return TG_EIO;
+    int bad = fprintf(f, "due %ld\n", due_unix_s) < 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path)) {
+        unlink(tmp);
+        return TG_EIO;
+    }
+    return 0;
+}
+
+int tg_agent_health_check(const char *path, FILE *out)
+{
+    FILE *f = fopen(path, "r");
+    long due;
+    if (!f) {
+        fprintf(out, "%s: %s (no round written yet, or --health-file differs)\n", path,
+                strerror(errno));
+        return TG_EIO;
+    }
+    int ok = fscanf(f, "due %ld", &due) == 1;
+    fclose(f);
+    if (!ok) {
+        fprintf(out, "%s: not a health file (want \"due <unix seconds>\")\n", path);
+        return TG_EPARSE;
+    }
+    long now = (long)time(NULL);
+    if (now > due) {
+        fprintf(out, "the agent's round is overdue by %ld s (due at %ld): stuck\n", now - due, due);
+        return TG_ETIMEOUT;
+    }
+    fprintf(out, "ok: next round due within %ld s\n", due - now);
+    return 0;
+}
+
+/* Writes the liveness file, when there is one: the next round is due in
+ * wait_s seconds and takes at most TG_AGENT_ROUND_MAX_S. */
+static void health(const struct tg_publish_opts *po, unsigned wait_s)
+{
+    static int warned;
+    if (!po->health_file)
+        return;
+    if (tg_agent_health_write(po->health_file, (long)time(NULL) + wait_s + TG_AGENT_ROUND_MAX_S) &&
+        !warned) {
+        warned = 1;
+        tg_warn("agent", "cannot write the health file %s: %s (the liveness probe will fail)",
+                po->health_file, strerror(errno));
+    }
+}
+
 int tg_agent_publish(const struct tg_agent_opts *o, const struct tg_publish_opts *po)
 {
     uv_loop_t loop;
@@ -179,6 +242,7 @@ int tg_agent_publish(const struct tg_agent_opts *o, const struct tg_publish_opts
     if ((rc = connect_api(po, &loop, &cl)))
         goto out;
     uv_update_time(&loop);
+    health(po, 0);
     uint64_t last_full = 0;
     char *last = NULL;
     for (int first = 1;; first = 0) {
@@ -195,6 +259,7 @@ int tg_agent_publish(const struct tg_agent_opts *o, const struct tg_publish_opts
                             ? po->kubelet_interval_s : po->interval_s;
         if (rc && wait > 30)
             wait = 30;
+        health(po, wait);
         sleep(wait);
     }
     free(last);

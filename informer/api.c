@@ -144,8 +144,10 @@ int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_d
     tg_sb_json_str(&b, e->reason);
     tg_sb_puts(&b, ",\"type\":");
     tg_sb_json_str(&b, e->type);
+    char note[TG_EVENT_NOTE_MAX + 1];
+    tg_utf8_clip(e->note ? e->note : "", note, sizeof note, "...");
     tg_sb_puts(&b, ",\"note\":");
-    tg_sb_json_str(&b, e->note ? e->note : "");
+    tg_sb_json_str(&b, note);
     tg_sb_puts(&b, ",\"regarding\":{\"kind\":");
     tg_sb_json_str(&b, e->kind);
     tg_sb_puts(&b, ",\"apiVersion\":");

@@ -50,7 +50,7 @@ struct tg_event_spec {
     const char *type;                    /* "Normal" or "Warning" */
     const char *reason;                  /* CamelCase: "FailedScheduling" */
     const char *action;                  /* "Scheduling", "Binding" */
-    const char *note;                    /* human text, <= 1 KiB */
+    const char *note;                    /* human text; cut to TG_EVENT_NOTE_MAX bytes */
     const char *controller;              /* default "topogang.io/scheduler" */
     const char *instance;                /* default the host name */
     int background;                      /* a background write (client.h), behind Bindings
@@ -59,6 +59,13 @@ struct tg_event_spec {
                                           * must not lose (RolledBack, Preempted) */
 };
 
+/* The API server refuses an Event whose note is longer (events.k8s.io/v1
+ * validation: "note: Too long: may not be more than 1024 bytes"). */
+#define TG_EVENT_NOTE_MAX 1024
+
+/* Creates an events.k8s.io/v1 Event. A note over TG_EVENT_NOTE_MAX bytes is
+ * cut on a UTF-8 boundary and ends with "..." (callers that list things
+ * shorten their lists first: "and N more"). */
 int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_done_fn cb,
                         void *ud);
 

@@ -13,6 +13,7 @@
  * Canceled running requests stay in the running list until run_queue() or
  * check_done() removes them, so no curl call happens inside a curl callback. */
 #include "informer/client.h"
+#include "informer/trace.h"
 
 #include <cJSON.h>
 #include <curl/curl.h>
@@ -439,8 +440,10 @@ static int req_setup(struct tg_client *c, struct tg_req *r)
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->ua);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    if (c->verbose)
+    if (c->verbose) {               /* the trace without the bearer token */
+        curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, tg_trace_curl);
         curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
+    }
     if (r->timeout_ms > 0) {
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
         /* A request (not a watch, which may idle) that receives nothing for

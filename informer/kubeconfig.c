@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <yaml.h>
 
 #include "util/err.h"
+#include "util/log.h"
 
 #define SA_ROOT "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -350,6 +352,31 @@ int tg_kubeconfig_incluster(const char *root, struct tg_kconf *out, char *err, s
 fail:
     tg_kconf_free(out);
     return TG_ENOMEM;
+}
+
+int tg_kconf_check(const struct tg_kconf *c, int allow_http, char *err, size_t err_len)
+{
+    const char *where = c->context ? c->context : "in-cluster";
+    if (!strncasecmp(c->server, "http://", 7)) {
+        if (!allow_http) {
+            seterr(err, err_len, "API server %s (context %s) is plain http://: no TLS, the "
+                   "credentials would travel in clear; use https://, or --allow-insecure-http "
+                   "for a test server", c->server, where);
+            return TG_EINVAL;
+        }
+        tg_warn("kubeconfig", "API server %s is plain http:// (--allow-insecure-http): no TLS, "
+                "credentials are sent in clear", c->server);
+        return 0;
+    }
+    if (strncasecmp(c->server, "https://", 8)) {
+        seterr(err, err_len, "API server %s (context %s): want an https:// URL", c->server, where);
+        return TG_EINVAL;
+    }
+    if (c->insecure)
+        tg_warn("kubeconfig", "context %s: insecure-skip-tls-verify is set: the certificate of "
+                "%s is not verified, so anyone on the path can impersonate the API server",
+                where, c->server);
+    return 0;
 }
 
 void tg_kconf_free(struct tg_kconf *c)

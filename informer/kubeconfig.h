@@ -45,6 +45,15 @@ int tg_kubeconfig_incluster(const char *root, struct tg_kconf *out, char *err, s
 
 void tg_kconf_free(struct tg_kconf *c);
 
+/* What a command checks before it talks to c->server, once at start:
+ * refuses an http:// server (no TLS: the bearer token would travel in
+ * clear) unless allow_http (--allow-insecure-http: tests, a local proxy),
+ * with err naming the server and the flag: TG_EINVAL; refuses a scheme other
+ * than https:// and http:// (TG_EINVAL). Logs a warning for
+ * insecure-skip-tls-verify (the server's certificate is not checked) and for
+ * an allowed http:// server. Returns 0 when the command may go on. */
+int tg_kconf_check(const struct tg_kconf *c, int allow_http, char *err, size_t err_len);
+
 /* Decodes standard base64 (whitespace ignored) into a new NUL-terminated
  * buffer the caller frees; *n gets its length. Returns 0, TG_EPARSE, TG_ENOMEM. */
 int tg_base64_decode(const char *s, char **out, size_t *n);

@@ -34,6 +34,7 @@ static const char usage[] =
     "  --page-size N        LIST page size (default 500)\n"
     "  --once               exit once synced (prints SYNCED and statistics)\n"
     "  --quiet              do not print individual changes\n"
+    "  --allow-insecure-http  accept an http:// API server (tests)\n"
     "  --v LEVEL            log level: debug, info, warn, error (default warn)\n"
     "  -h, --help           this text\n"
     "\n"
@@ -194,9 +195,10 @@ int tg_cmd_watch(int argc, char **argv)
         {"scheduler-name", required_argument, 0, 's'}, {"config", required_argument, 0, 'C'},
         {"no-podgroups", no_argument, 0, 'P'}, {"page-size", required_argument, 0, 'p'},
         {"once", no_argument, 0, 'o'}, {"quiet", no_argument, 0, 'q'},
-        {"v", required_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"v", required_argument, 0, 'v'}, {"help", no_argument, 0, 'h'},
+        {"allow-insecure-http", no_argument, 0, 'A'}, {0, 0, 0, 0}};
     const char *kc = NULL, *ctx = NULL, *sched = "topogang", *cfg = NULL;
-    int no_pg = 0, page = 0, ch;
+    int no_pg = 0, page = 0, allow_http = 0, ch;
     struct wctx w = {0};
     tg_log_set_level(TG_LOG_WARN);
     optind = 1;
@@ -209,6 +211,7 @@ int tg_cmd_watch(int argc, char **argv)
         case 'P': no_pg = 1; break;
         case 'p': page = atoi(optarg); break;
         case 'o': w.once = 1; break;
+        case 'A': allow_http = 1; break;
         case 'q': w.quiet = 1; break;
         case 'v': {
             enum tg_log_level l;
@@ -237,6 +240,11 @@ int tg_cmd_watch(int argc, char **argv)
         }
     } else if ((rc = tg_kubeconfig_load(kc, ctx, &conf, err, sizeof err))) {
         fprintf(stderr, "topogang watch: %s\n", err[0] ? err : tg_strerror(rc));
+        return 1;
+    }
+    if (tg_kconf_check(&conf, allow_http, err, sizeof err)) {
+        fprintf(stderr, "topogang watch: %s\n", err);
+        tg_kconf_free(&conf);
         return 1;
     }
     char cfg_ns[254] = "", *cfg_name = NULL;

@@ -655,14 +655,27 @@ void tg_preemption_free(struct tg_preemption *p)
 void tg_preemption_describe(const struct tg_preemption *p, char *buf, size_t n)
 {
     struct tg_sb b = {0};
-    for (uint32_t i = 0; i < p->nvictims && b.len < n; i++) {
+    char more[32] = "";
+    for (uint32_t i = 0; i < p->nvictims; i++) {
         const struct tg_victim *v = &p->victims[i];
+        size_t before = b.len;
         if (v->gang)
             tg_sb_printf(&b, "%s%s (%u pod%s)", i ? ", " : "", v->gang->key, v->npods,
                          v->npods == 1 ? "" : "s");
         else
             tg_sb_printf(&b, "%s%s", i ? ", " : "", v->pod->key);
+        /* whole victims only; the last needs no room for the count */
+        snprintf(more, sizeof more, " and %u more", p->nvictims - i - 1);
+        if (b.len + (i + 1 < p->nvictims ? strlen(more) : 0) >= n) {
+            b.len = before;
+            snprintf(more, sizeof more, " and %u more", p->nvictims - i);
+            tg_sb_puts(&b, more);
+            break;
+        }
     }
-    snprintf(buf, n, "%s", b.len ? tg_sb_str(&b) : "");
+    if (b.len >= n || b.oom)    /* not even one victim and the count fit */
+        snprintf(buf, n, "%u victims", p->nvictims);
+    else
+        snprintf(buf, n, "%s", tg_sb_str(&b));
     tg_sb_free(&b);
 }

@@ -84,7 +84,9 @@ struct tg_preemption {
 int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_preempt_in *in,
                     struct tg_preemption *out);
 void tg_preemption_free(struct tg_preemption *p);
-/* Pods a victim set evicts, for messages: "ml/a (8 pods), ml/b-0". */
+/* Pods a victim set evicts, for messages: "ml/a (8 pods), ml/b-0", in at
+ * most n - 1 bytes: whole victims, then " and 12 more" when they do not all
+ * fit. */
 void tg_preemption_describe(const struct tg_preemption *p, char *buf, size_t n);
 
 #endif

@@ -93,3 +93,33 @@ void tg_sb_free(struct tg_sb *b)
     free(b->s);
     memset(b, 0, sizeof *b);
 }
+
+size_t tg_utf8_prefix(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    size_t n = max;
+    /* back over continuation bytes (10xxxxxx) to the start of the character
+     * that does not fit; at most 3 of them belong to one character */
+    size_t back = 0;
+    while (n > 0 && back < 3 && ((unsigned char)s[n] & 0xc0) == 0x80) {
+        n--;
+        back++;
+    }
+    if (((unsigned char)s[n] & 0xc0) == 0x80)
+        return max;                 /* not UTF-8 there: bytes are characters */
+    return n;
+}
+
+int tg_utf8_clip(const char *s, char *out, size_t cap, const char *tail)
+{
+    size_t len = strlen(s), tl = strlen(tail);
+    if (len < cap) {
+        memcpy(out, s, len + 1);
+        return 0;
+    }
+    size_t k = tg_utf8_prefix(s, len, cap - 1 - tl);
+    memcpy(out, s, k);
+    memcpy(out + k, tail, tl + 1);
+    return 1;
+}

@@ -22,4 +22,13 @@ const char *tg_sb_str(const struct tg_sb *b);   /* "" when empty */
 void tg_sb_reset(struct tg_sb *b);              /* len = 0, keeps memory */
 void tg_sb_free(struct tg_sb *b);
 
+/* The length of the longest prefix of s[0..len) of at most max bytes that
+ * ends on a UTF-8 character boundary (a multi-byte character is never
+ * split; bytes that are not UTF-8 count as one character each). */
+size_t tg_utf8_prefix(const char *s, size_t len, size_t max);
+/* Copies s into out[cap] whole when it fits, else its UTF-8 prefix and then
+ * tail ("...", " and 3 more") so that the result has at most cap - 1 bytes;
+ * returns 1 when cut. tail must be shorter than cap. */
+int tg_utf8_clip(const char *s, char *out, size_t cap, const char *tail);
+
 #endif

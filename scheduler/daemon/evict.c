@@ -209,13 +209,23 @@ static void nominate(struct tg__evictor *ev, const struct tg_decision *d)
     }
 }
 
+void tg__preempting_note(const struct tg_preemption *p, char *note, size_t cap)
+{
+    char reason[TG_EVENT_NOTE_MAX / 2], victims[TG_EVENT_NOTE_MAX];
+    const char *head = "preempting ", *sep = "; ";
+    size_t room = cap < sizeof victims ? cap : sizeof victims;
+    tg_utf8_clip(p->reason, reason, room / 2 < sizeof reason ? room / 2 : sizeof reason, "...");
+    room -= strlen(head) + strlen(sep) + strlen(reason);
+    tg_preemption_describe(p, victims, room);
+    snprintf(note, cap, "%s%s%s%s", head, victims, sep, reason);
+}
+
 /* Preempting on the preemptor: the victims and the domain. */
 static void tell_preemptor(struct tg__evictor *ev, const struct tg_decision *d)
 {
     const struct tg_grec *g = d->gang;
-    char victims[1024], note[2200];
-    tg_preemption_describe(&d->preemption, victims, sizeof victims);
-    snprintf(note, sizeof note, "preempting %s; %s", victims, d->preemption.reason);
+    char note[TG_EVENT_NOTE_MAX + 1];
+    tg__preempting_note(&d->preemption, note, sizeof note);
     struct tg_event_spec e = {.ns = tg_str(g->ns), .type = "Normal", .reason = "Preempting",
                               .note = note};
     if (g->pg) {

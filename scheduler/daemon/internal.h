@@ -148,6 +148,11 @@ void tg__evict_free(struct tg__evictor **ev);
  * makes it only once discovery is done). Returns 0 or TG_ENOMEM (what was
  * sent stays sent; the nomination holds either way). */
 int tg__evict(struct tg__evictor *ev, const struct tg_store *bound, const struct tg_decision *d);
+/* The Preempting Event's note, "preempting VICTIMS; REASON", in at most
+ * cap - 1 bytes (cap >= 64): the reason cut at half the API's note limit
+ * (on a UTF-8 boundary, "..."), the victims listed whole until they no
+ * longer fit, then " and N more". */
+void tg__preempting_note(const struct tg_preemption *p, char *note, size_t cap);
 
 /* ---- report.c: PodGroup status and Events ------------------------------------------------ */
 

@@ -46,6 +46,8 @@ enum { BUDGET_MS = 100, HOUSEKEEPING_MS = 200, KICK_MS = 5, SHUTDOWN_MS = 10000 
 
 struct opts {
     const char *kubeconfig, *context, *cmap, *cfile, *listen;
+    const char *metrics_addr, *health_addr;     /* --metrics/--health-bind-address */
+    int allow_http;                             /* --allow-insecure-http */
     char scheduler_name[128], identity[256];
     char config_ns[128], config_name[128], lease_ns[128], lease_name[128];
     int leader_elect, lease_s;
@@ -404,7 +406,14 @@ static void usage(FILE *f)
         "      --config FILE            policy file instead (read once; not with --config-map)\n"
         "      --scheduler-name NAME    pods to schedule (default: the --config file's\n"
         "                               schedulerName, else topogang)\n"
-        "      --listen ADDR:PORT       /healthz /readyz /metrics (default :8080; '' disables)\n"
+        "      --metrics-bind-address ADDR:PORT\n"
+        "                               /metrics (default :8080, IPv4 and IPv6; [::1]:8080,\n"
+        "                               127.0.0.1:8080 for one address; '' disables)\n"
+        "      --health-bind-address ADDR:PORT\n"
+        "                               /healthz /readyz, their own connections (default :8081)\n"
+        "      --listen ADDR:PORT       both on one address (older form of the two above)\n"
+        "      --allow-insecure-http    accept an http:// API server (tests; no TLS, the token\n"
+        "                               travels in clear)\n"
         "      --leader-elect           elect a leader with a coordination.k8s.io Lease\n"
         "      --lease NS/NAME          the Lease (default <config-map namespace or\n"
         "                               topogang-system>/topogang-scheduler)\n"
@@ -523,13 +532,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"renew-deadline", required_argument, NULL, 'R'},
         {"identity", required_argument, NULL, 'i'},     {"v", required_argument, NULL, 'v'},
         {"gang-sources", required_argument, NULL, 'g'},
+        {"metrics-bind-address", required_argument, NULL, 'M'},
+        {"health-bind-address", required_argument, NULL, 'H'},
+        {"allow-insecure-http", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},               {NULL, 0, NULL, 0},
     };
     const char *lease = NULL, *sched_name = NULL;
     int opt, lease_given = 0;
     enum tg_log_level lvl;
     o->kubeconfig = getenv("KUBECONFIG");
-    o->listen = ":8080";
+    o->metrics_addr = ":8080";
+    o->health_addr = ":8081";
     o->lease_s = 15;
     o->gang_sources = TG_INF_GANG_SOURCES_ALL;
     char gerr[512];
@@ -542,6 +555,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'c': o->cfile = optarg; break;
         case 's': sched_name = optarg; break;
         case 'l': o->listen = optarg; break;
+        case 'M': o->metrics_addr = optarg; break;
+        case 'H': o->health_addr = optarg; break;
+        case 'A': o->allow_http = 1; break;
         case 'e': o->leader_elect = 1; break;
         case 'L': lease = optarg; lease_given = 1; break;
         case 'D': o->lease_s = seconds(optarg); lease_given = 1; break;
@@ -562,6 +578,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     }
     if (optind < argc)
         return bad("unexpected argument '%s'", argv[optind]);
+    if (o->listen)
+        o->metrics_addr = o->health_addr = o->listen;
     int rc = settle_opts(o, lease, sched_name, lease_given);
     return rc ? rc : -1;
 }
@@ -585,6 +603,11 @@ static int connect_api(struct tg_daemon *d)
         if (!o->kubeconfig)
             fprintf(stderr, "  (no --kubeconfig, no KUBECONFIG, and not running in a cluster: "
                             "give one of them; see --help)\n");
+        return 1;
+    }
+    if (tg_kconf_check(&conf, o->allow_http, err, sizeof err)) {
+        fprintf(stderr, "topogang scheduler: %s\n", err);
+        tg_kconf_free(&conf);
         return 1;
     }
     struct tg_client_opts copts = {.qps = (double)o->policy.api_qps, .burst = (int)o->policy.api_burst};
@@ -643,23 +666,46 @@ static void start_handles(struct tg_daemon *d)
     d->handles_up = 1;
 }
 
+/* The /metrics and health listeners (one when their addresses are equal);
+ * 0, or 1 after saying why. */
+static int serve_http(const struct opts *o)
+{
+    static const char *const what_name[] = {"", "/metrics", "/healthz /readyz",
+                                             "/healthz /readyz /metrics"};
+    struct { const char *addr; unsigned what; } l[2] = {
+        {o->metrics_addr, TG_HTTP_METRICS}, {o->health_addr, TG_HTTP_HEALTH}};
+    if (!strcmp(l[0].addr, l[1].addr)) {
+        l[0].what |= TG_HTTP_HEALTH;
+        l[1].addr = "";
+    }
+    for (int i = 0; i < 2; i++) {
+        int rc, port = 0;
+        if (!l[i].addr[0])
+            continue;
+        if ((rc = tg_http_listen(l[i].addr, l[i].what, &port))) {
+            fprintf(stderr, "topogang scheduler: cannot serve %s on %s: %s%s\n", what_name[l[i].what],
+                    l[i].addr, tg_strerror(rc),
+                    rc == TG_EINVAL ? " (want IP:PORT, [IPv6]:PORT or :PORT)" : "");
+            return 1;
+        }
+        tg_info(C, "serving %s on %s (port %d)", what_name[l[i].what], l[i].addr, port);
+    }
+    return 0;
+}
+
 /* Everything up and running; 0, or 1 after saying why. */
 static int start(struct tg_daemon *d)
 {
     const struct opts *o = &d->o;
-    int rc, port = 0;
+    int rc;
     if (connect_api(d))
         return 1;
     if (make_core(d)) {
         fprintf(stderr, "topogang scheduler: out of memory\n");
         return 1;
     }
-    if (o->listen[0] && (rc = tg_http_start(o->listen, &port))) {
-        fprintf(stderr, "topogang scheduler: cannot serve on %s: %s\n", o->listen, tg_strerror(rc));
+    if (serve_http(o))
         return 1;
-    }
-    if (o->listen[0])
-        tg_info(C, "serving /healthz /readyz /metrics on port %d", port);
     start_handles(d);
     if ((rc = start_informer(d))) {
         fprintf(stderr, "topogang scheduler: cannot start the informer: %s\n", tg_strerror(rc));

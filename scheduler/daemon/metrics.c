@@ -1,8 +1,10 @@
 /* Metrics registry and HTTP endpoints; see metrics.h. */
 #include "scheduler/daemon/metrics.h"
 #include "util/err.h"
+#include "util/log.h"
 #include "util/strbuf.h"
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,10 +137,17 @@ char *tg_metrics_render(void)
 
 #ifdef TG_HAVE_MHD
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
-static struct MHD_Daemon *mhd;
+/* What one listener serves (TG_HTTP_METRICS | TG_HTTP_HEALTH) and its server. */
+struct listener {
+    struct MHD_Daemon *mhd;
+    unsigned what;
+};
+static struct listener listeners[2];
 
 static int64_t mono_ms(void)
 {
@@ -160,19 +169,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, char *body
     return ret;
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
-                              const char *method, const char *version, const char *upload,
-                              size_t *upload_len, void **con_cls)
+static enum MHD_Result health(struct MHD_Connection *c, const char *url)
 {
-    (void)cls;
-    (void)version;
-    (void)upload;
-    (void)upload_len;
-    (void)con_cls;
-    if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-        return reply(c, 405, "method not allowed\n", 0, "text/plain");
-    if (!strcmp(url, "/metrics"))
-        return reply(c, 200, tg_metrics_render(), 1, "text/plain; version=0.0.4");
     if (!strcmp(url, "/healthz")) {
         /* alive while the event loop keeps ticking */
         int64_t beat = tg_metrics_get(TG_G_LOOP_HEARTBEAT_MS);
@@ -180,53 +178,147 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             return reply(c, 500, "event loop stalled\n", 0, "text/plain");
         return reply(c, 200, "ok\n", 0, "text/plain");
     }
-    if (!strcmp(url, "/readyz")) {
-        if (!tg_metrics_get(TG_G_SYNCED))
-            return reply(c, 503, "caches not synced\n", 0, "text/plain");
-        return reply(c, 200, tg_metrics_get(TG_G_LEADER) ? "ok: leader\n" : "ok: standby\n", 0,
-                     "text/plain");
-    }
-    return reply(c, 404, "not found: /healthz /readyz /metrics\n", 0, "text/plain");
+    if (!tg_metrics_get(TG_G_SYNCED))
+        return reply(c, 503, "caches not synced\n", 0, "text/plain");
+    return reply(c, 200, tg_metrics_get(TG_G_LEADER) ? "ok: leader\n" : "ok: standby\n", 0,
+                 "text/plain");
 }
 
-int tg_http_start(const char *addr, int *port)
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_len, void **con_cls)
 {
-    const char *colon = strrchr(addr, ':');
-    if (!colon)
-        return TG_EINVAL;
+    const struct listener *l = cls;
+    (void)version;
+    (void)upload;
+    (void)upload_len;
+    (void)con_cls;
+    if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+        return reply(c, 405, "method not allowed\n", 0, "text/plain");
+    if ((l->what & TG_HTTP_METRICS) && !strcmp(url, "/metrics"))
+        return reply(c, 200, tg_metrics_render(), 1, "text/plain; version=0.0.4");
+    if ((l->what & TG_HTTP_HEALTH) && (!strcmp(url, "/healthz") || !strcmp(url, "/readyz")))
+        return health(c, url);
+    switch (l->what) {
+    case TG_HTTP_METRICS: return reply(c, 404, "not found: /metrics\n", 0, "text/plain");
+    case TG_HTTP_HEALTH: return reply(c, 404, "not found: /healthz /readyz\n", 0, "text/plain");
+    default: return reply(c, 404, "not found: /healthz /readyz /metrics\n", 0, "text/plain");
+    }
+}
+
+/* "[v6]:port", "v4:port", ":port" (every address, IPv4 and IPv6, as "[::]:port")
+ * into *ss; *dual when the socket takes IPv4 too. 0 or TG_EINVAL. */
+static int parse_addr(const char *addr, struct sockaddr_storage *ss, int *dual)
+{
+    char host[INET6_ADDRSTRLEN + 2];
+    const char *port;
+    *dual = 0;
+    if (addr[0] == '[') {                       /* [v6]:port */
+        const char *close = strchr(addr, ']');
+        if (!close || close[1] != ':' || (size_t)(close - addr - 1) >= sizeof host)
+            return TG_EINVAL;
+        snprintf(host, sizeof host, "%.*s", (int)(close - addr - 1), addr + 1);
+        port = close + 2;
+    } else {                                    /* v4:port, :port */
+        const char *colon = strchr(addr, ':');
+        if (!colon || strchr(colon + 1, ':') || (size_t)(colon - addr) >= sizeof host)
+            return TG_EINVAL;               /* a bare IPv6 address needs brackets */
+        snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
+        port = colon + 1;
+    }
     char *end;
-    long p = strtol(colon + 1, &end, 10);
-    if (*end || p < 0 || p > 65535)
+    errno = 0;
+    long p = strtol(port, &end, 10);
+    if (!*port || *end || errno || p < 0 || p > 65535)
         return TG_EINVAL;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
-    char host[64];
-    snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
-    if (!*host || !strcmp(host, "0.0.0.0"))
-        sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+    memset(ss, 0, sizeof *ss);
+    if (!host[0] || !strcmp(host, "::")) {      /* every address, IPv4 and IPv6 */
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_addr = in6addr_any;
+        s6->sin6_port = htons((uint16_t)p);
+        *dual = 1;
+        return 0;
+    }
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+    if (addr[0] == '[' && inet_pton(AF_INET6, host, &s6->sin6_addr) == 1)
+        s6->sin6_family = AF_INET6;
+    else if (addr[0] != '[' && inet_pton(AF_INET, host, &s4->sin_addr) == 1)
+        s4->sin_family = AF_INET;
+    else
         return TG_EINVAL;
-    mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)p, NULL,
-                           NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, &sa,
-                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-    if (!mhd)
+    if (ss->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)p);
+    else
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)p);
+    return 0;
+}
+
+/* libmicrohttpd's messages (a connection turned away at a limit, one per
+ * connection: a client could fill the log) at debug level. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    if (tg_log_enabled(TG_LOG_DEBUG))
+        tg_logv(TG_LOG_DEBUG, "http", fmt, ap);
+}
+
+static struct MHD_Daemon *serve(struct listener *l, struct sockaddr_storage *ss, int dual)
+{
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (ss->ss_family == AF_INET6)
+        flags |= dual ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+    unsigned total = l->what & TG_HTTP_METRICS ? TG_HTTP_MAX_CONNS : TG_HTTP_MAX_CONNS / 2;
+    return MHD_start_daemon(flags, 0, NULL, NULL, handle, l, MHD_OPTION_SOCK_ADDR, ss,
+                            MHD_OPTION_CONNECTION_LIMIT, total,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)TG_HTTP_MAX_PER_CLIENT,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+}
+
+int tg_http_listen(const char *addr, unsigned what, int *port)
+{
+    struct sockaddr_storage ss;
+    int dual;
+    struct listener *l = !listeners[0].mhd ? &listeners[0] : !listeners[1].mhd ? &listeners[1] : NULL;
+    if (!what || (what & ~(unsigned)(TG_HTTP_METRICS | TG_HTTP_HEALTH)) ||
+        parse_addr(addr, &ss, &dual))
+        return TG_EINVAL;
+    if (!l)
+        return TG_EEXIST;
+    l->what = what;
+    l->mhd = serve(l, &ss, dual);
+    if (!l->mhd && dual) {                      /* no IPv6 on this host: IPv4 only */
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        uint16_t p = ((struct sockaddr_in6 *)&ss)->sin6_port;
+        memset(&ss, 0, sizeof ss);
+        s4->sin_family = AF_INET;
+        s4->sin_addr.s_addr = htonl(INADDR_ANY);
+        s4->sin_port = p;
+        l->mhd = serve(l, &ss, 0);
+    }
+    if (!l->mhd)
         return TG_EIO;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->mhd, MHD_DAEMON_INFO_BIND_PORT);
     if (port)
-        *port = info ? info->port : (int)p;
+        *port = info ? info->port : 0;
     return 0;
 }
 
 void tg_http_stop(void)
 {
-    if (mhd)
-        MHD_stop_daemon(mhd);
-    mhd = NULL;
+    for (int i = 0; i < 2; i++) {
+        if (listeners[i].mhd)
+            MHD_stop_daemon(listeners[i].mhd);
+        listeners[i].mhd = NULL;
+    }
 }
 #else
-int tg_http_start(const char *addr, int *port)
+int tg_http_listen(const char *addr, unsigned what, int *port)
 {
     (void)addr;
+    (void)what;
     (void)port;
     return TG_ENOTSUP;
 }

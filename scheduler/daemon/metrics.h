@@ -4,7 +4,14 @@
  * functions; libmicrohttpd serves them from its own thread, so every value is
  * an atomic and text is rendered from a snapshot. The HTTP server comes from
  * libmicrohttpd rather than hand-written socket code: request parsing, keep-
- * alive and limits are its job. Config: --listen ADDR:PORT. */
+ * alive and limits are its job. Config: --metrics-bind-address and
+ * --health-bind-address (or --listen for both on one address).
+ *
+ * Up to two listeners: /metrics on one, /healthz and /readyz on the other,
+ * so that clients scraping (or holding connections to) /metrics never take
+ * the connections the kubelet's probes need; each listener caps its
+ * connections in total and per client address (TG_HTTP_MAX_PER_CLIENT), and
+ * drops a connection idle for 10 s. */
 #ifndef TG_DAEMON_METRICS_H
 #define TG_DAEMON_METRICS_H
 
@@ -41,10 +48,20 @@ void tg_metrics_observe(enum tg_histo h, double seconds);
  * string the caller frees. */
 char *tg_metrics_render(void);
 
-/* Starts the HTTP server on addr ("127.0.0.1:8080", ":8080"). Returns 0, or
- * TG_EINVAL (bad address), TG_EIO (cannot listen), TG_ENOTSUP (built without
+enum { TG_HTTP_METRICS = 1, TG_HTTP_HEALTH = 2 };
+enum { TG_HTTP_MAX_CONNS = 64, TG_HTTP_MAX_PER_CLIENT = 8 };
+
+/* Starts a listener on addr serving what (TG_HTTP_METRICS: /metrics,
+ * TG_HTTP_HEALTH: /healthz /readyz, or both): "127.0.0.1:8080", "[::1]:8080",
+ * "[::]:8080" (IPv4 and IPv6), ":8080" (the same; IPv4 only on a host
+ * without IPv6). /metrics listeners take TG_HTTP_MAX_CONNS connections,
+ * health-only ones half that; any listener at most TG_HTTP_MAX_PER_CLIENT
+ * from one client address (more are closed at once). Returns 0, or
+ * TG_EINVAL (bad address: an IPv6 address needs brackets), TG_EIO (cannot
+ * listen), TG_EEXIST (two listeners already), TG_ENOTSUP (built without
  * libmicrohttpd). The port actually bound is stored in *port (for port 0). */
-int tg_http_start(const char *addr, int *port);
+int tg_http_listen(const char *addr, unsigned what, int *port);
+/* Stops every listener. */
 void tg_http_stop(void);
 
 #endif

@@ -106,16 +106,24 @@ static void test_patch_and_no_change(void **state)
     tg_sb_free(&rv);
 }
 
-/* With the service account and RBAC of manifests/agent only. */
+/* With the service account, RBAC and admission policy of manifests/agent
+ * only, and a token bound to a pod on gpu-a, as the kubelet gives the
+ * DaemonSet's pod: it publishes gpu-a and nothing else. */
 static void test_least_privilege(void **state)
 {
     (void)state;
     const char *src = getenv("TOPOGANG_SRC");
     struct tg_sb tok = {0};
-    char kc[600];
+    char kc[600], kc2[1024];
     assert_int_equal(tgc_kubectl(&C, "apply -k '%s/manifests/agent' >/dev/null", src), 0);
-    capture(&tok, "'%s/kubectl' --kubeconfig '%s' -n topogang-system create token topogang-agent",
-            C.bin, C.kubeconfig);
+    assert_int_equal(tgc_sh("printf '%%s' '{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+                            "{\"name\":\"agent-on-gpu-a\",\"namespace\":\"topogang-agent\"},\"spec\":"
+                            "{\"serviceAccountName\":\"topogang-agent\",\"nodeName\":\"gpu-a\","
+                            "\"containers\":[{\"name\":\"a\",\"image\":\"x\"}]}}' > '%s/pod.json'",
+                            C.dir), 0);
+    assert_int_equal(tgc_kubectl(&C, "create -f '%s/pod.json' >/dev/null", C.dir), 0);
+    capture(&tok, "'%s/kubectl' --kubeconfig '%s' -n topogang-agent create token topogang-agent "
+            "--bound-object-kind Pod --bound-object-name agent-on-gpu-a", C.bin, C.kubeconfig);
     assert_true(tok.len > 20);
     snprintf(kc, sizeof kc, "%s/agent.kubeconfig", C.dir);
     assert_int_equal(tgc_sh("printf 'apiVersion: v1\\nkind: Config\\nclusters: [{name: c, cluster: "
@@ -129,11 +137,21 @@ static void test_least_privilege(void **state)
     assert_string_equal(out.s, "1");
     /* and nothing more than get/patch nodes */
     assert_int_not_equal(tgc_kubectl(&C, "auth can-i list nodes --as "
-                                     "system:serviceaccount:topogang-system:topogang-agent "
+                                     "system:serviceaccount:topogang-agent:topogang-agent "
                                      ">/dev/null 2>&1"), 0);
     assert_int_not_equal(tgc_kubectl(&C, "auth can-i get pods -A --as "
-                                     "system:serviceaccount:topogang-system:topogang-agent "
+                                     "system:serviceaccount:topogang-agent:topogang-agent "
                                      ">/dev/null 2>&1"), 0);
+    /* another Node: refused by the admission policy (it exists, RBAC allows) */
+    assert_int_equal(tgc_sh("sed 's/gpu-a/gpu-b/g' '%s/node.json' > '%s/node-b.json'", C.dir, C.dir), 0);
+    assert_int_equal(tgc_kubectl(&C, "create -f '%s/node-b.json' >/dev/null", C.dir), 0);
+    assert_int_not_equal(tgc_sh("ASAN_OPTIONS=detect_leaks=0 '%s' agent --once --node-name gpu-b "
+                                "--kubeconfig '%s' --topology-xml '%s' 2>/dev/null",
+                                getenv("TOPOGANG_BIN"), kc, td_path("hwloc/llnl-pascal_2s-broadwell_2xP100_1xmlx5-asymmetric.xml",
+                                                                   kc2, sizeof kc2)), 0);
+    capture(&out, "'%s/kubectl' --kubeconfig '%s' get node gpu-b -o jsonpath='{.metadata.labels}'",
+            C.bin, C.kubeconfig);
+    assert_null(strstr(out.s, "topogang.io/gpu-domains"));
     /* a Node the agent may not find: a clear failure */
     assert_int_not_equal(tgc_sh("ASAN_OPTIONS=detect_leaks=0 '%s' agent --once --node-name "
                                 "no-such-node --kubeconfig '%s' 2>/dev/null",

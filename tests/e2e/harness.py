@@ -442,6 +442,8 @@ class Scheduler:
         self.log = os.path.join(work, f"{name}.log")
         args = [binary, "scheduler", "--kubeconfig", kubeconfig or cluster.kubeconfig, "--listen",
                 f"127.0.0.1:{self.port}", "--identity", identity or name, "--config", policy]
+        if kubeconfig and 'server: "http://' in open(kubeconfig).read():
+            args.append("--allow-insecure-http")  # the fault proxy speaks plain http
         if leader_elect:
             args += ["--leader-elect", "--lease", "topogang-system/crash-lease", "--lease-duration", "2"]
         args += list(extra) + os.environ.get("TOPOGANG_SCHED_ARGS", "").split()  # e.g. --v debug

@@ -44,7 +44,10 @@ def values(helm):
     docs = load(helm)
     kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
     errs = []
-    if ("DaemonSet", "topogang-agent") in kinds or ("ClusterRole", "topogang-agent") in kinds:
+    if kinds & {("DaemonSet", "topogang-agent"), ("ClusterRole", "topogang-agent"),
+                 ("Namespace", "topogang-agent"),
+                 ("ValidatingAdmissionPolicy", "topogang-agent-own-node"),
+                 ("ValidatingAdmissionPolicyBinding", "topogang-agent-own-node")}:
         errs.append("agent.enabled=false still renders the agent")
     dep = next(d for d in docs if d["kind"] == "Deployment")
     c = dep["spec"]["template"]["spec"]["containers"][0]

@@ -81,10 +81,15 @@ ClusterRoleBinding  topogang-scheduler
 ConfigMap topogang-system topogang-config
 CustomResourceDefinition  podgroups.topogang.io
 Deployment topogang-system topogang-scheduler
+Namespace  topogang-agent
 Namespace  topogang-system
 Role topogang-system topogang-scheduler
 RoleBinding topogang-system topogang-scheduler
-ServiceAccount topogang-system topogang"
+ServiceAccount topogang-system topogang
+ServiceAccount topogang-agent topogang-agent
+DaemonSet topogang-agent topogang-agent
+ValidatingAdmissionPolicy  topogang-agent-own-node
+ValidatingAdmissionPolicyBinding  topogang-agent-own-node"
   missing=$(comm -23 <(echo "$want" | sort) <(ids "$work/all.yaml"))
   [ -z "$missing" ] && pass "manifests/ has the scheduler's resources" \
     || fail "manifests/ has the scheduler's resources" "missing: $missing"
@@ -150,8 +155,14 @@ else
 fi
 for r in namespace/topogang-system serviceaccount/topogang clusterrole/topogang-scheduler \
          clusterrolebinding/topogang-scheduler role/topogang-scheduler rolebinding/topogang-scheduler \
-         configmap/topogang-config deployment/topogang-scheduler daemonset/topogang-agent; do
+         configmap/topogang-config deployment/topogang-scheduler; do
   check "exists: $r" k get -n topogang-system "$r" -o name
+done
+for r in namespace/topogang-agent serviceaccount/topogang-agent daemonset/topogang-agent; do
+  check "exists: $r -n topogang-agent" k get -n topogang-agent "$r" -o name
+done
+for r in validatingadmissionpolicy/topogang-agent-own-node validatingadmissionpolicybinding/topogang-agent-own-node; do
+  check "exists: $r" k get "$r" -o name
 done
 
 # ---------------------------------------------------------------- CRD shape
@@ -280,17 +291,25 @@ can yes create pods --subresource=binding -A
 can yes delete pods -n e2e
 can yes list pods -A
 can yes watch pods -A
-can yes get pods -n e2e
 can yes list nodes
 can yes watch nodes
 can yes list podgroups.topogang.io -A
 can yes watch podgroups.topogang.io -A
 can yes patch podgroups.topogang.io --subresource=status -n e2e
-can yes get podgroups.topogang.io --subresource=status -n e2e
-can yes update podgroups.topogang.io --subresource=status -n e2e
-can yes create events -n e2e
-can yes patch events -n e2e
 can yes create events.events.k8s.io -n e2e
+# verbs the daemon never calls (it lists and watches, never GETs one object;
+# patches status, never reads or replaces it; creates Events, never updates
+# them; writes only events.k8s.io Events): not granted
+can no get pods -n e2e
+can no get nodes
+can no get podgroups.topogang.io -n e2e
+can no get podgroups.topogang.io --subresource=status -n e2e
+can no update podgroups.topogang.io --subresource=status -n e2e
+can no patch events.events.k8s.io -n e2e
+can no create events -n e2e
+can no patch events -n e2e
+can no get priorityclasses.scheduling.k8s.io
+can no get configmaps -n topogang-system
 can yes list priorityclasses.scheduling.k8s.io
 can yes watch priorityclasses.scheduling.k8s.io
 can yes list poddisruptionbudgets.policy -A
@@ -330,6 +349,7 @@ for gr in scheduling.k8s.io/podgroups scheduling.x-k8s.io/podgroups scheduling.v
           trainer.kubeflow.org/trainjobs; do
   sar yes list "${gr%%/*}" "${gr#*/}"
   sar yes watch "${gr%%/*}" "${gr#*/}"
+  sar no get "${gr%%/*}" "${gr#*/}"
   sar no create "${gr%%/*}" "${gr#*/}"
   sar no delete "${gr%%/*}" "${gr#*/}"
   sar no patch "${gr%%/*}" "${gr#*/}"
@@ -396,7 +416,7 @@ spec:
   schedulerName: topogang
   containers: [{name: main, image: registry.example/x:1}]
 EOF
-  check "SA lists nodes" ksa get nodes gpu-node-1 -o name
+  check "SA lists nodes" ksa get nodes --field-selector metadata.name=gpu-node-1 -o name
   check "SA lists podgroups" ksa get pg -A -o name
   code=$(curl -sS -o "$work/bind.json" -w '%{http_code}' --cacert "$TG_CLUSTER_DIR/ca.crt" \
          -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -X POST \
@@ -405,8 +425,12 @@ EOF
   [ "$code" = 201 ] && [ "$(kjp pod -n e2e member-0 -o jsonpath='{.spec.nodeName}')" = gpu-node-1 ] \
     && pass "SA binds a pod (POST pods/binding -> 201, spec.nodeName set)" \
     || fail "SA binds a pod" "HTTP $code $(cat "$work/bind.json")"
-  check "SA patches podgroups/status" \
-    ksa patch pg -n e2e minimal --subresource=status --type=merge -p '{"status":{"phase":"Scheduling","scheduled":0}}'
+  code=$(curl -sS -o "$work/pgpatch.json" -w '%{http_code}' --cacert "$TG_CLUSTER_DIR/ca.crt" \
+         -H "Authorization: Bearer $tok" -H 'Content-Type: application/merge-patch+json' -X PATCH \
+         -d '{"status":{"phase":"Scheduling","scheduled":0}}' \
+         "$TG_SERVER/apis/topogang.io/v1alpha1/namespaces/e2e/podgroups/minimal/status")
+  [ "$code" = 200 ] && pass "SA patches podgroups/status (PATCH, no GET)" \
+    || fail "SA patches podgroups/status" "HTTP $code $(cat "$work/pgpatch.json")"
   [ "$(kjp pg -n e2e minimal -o jsonpath='{.status.phase}')" = Scheduling ] && pass "SA's status patch stored" || fail "SA's status patch stored"
   check "SA creates an Event (events.k8s.io/v1)" ksa create -f - -o name <<EOF
 apiVersion: events.k8s.io/v1
@@ -427,7 +451,7 @@ kind: Lease
 metadata: {name: topogang-scheduler, namespace: topogang-system}
 spec: {holderIdentity: topogang-scheduler-0, leaseDurationSeconds: 15}
 EOF
-  check "SA reads its ConfigMap" ksa get configmap -n topogang-system topogang-config -o name
+  check "SA lists its ConfigMap" ksa get configmap -n topogang-system --field-selector metadata.name=topogang-config -o name
   # as the daemon sends it: a PATCH with no GET first (kubectl would GET pods/status)
   code=$(curl -sS -o "$work/patch.json" -w '%{http_code}' --cacert "$TG_CLUSTER_DIR/ca.crt" \
          -H "Authorization: Bearer $tok" -H 'Content-Type: application/strategic-merge-patch+json' -X PATCH \
@@ -454,7 +478,7 @@ expect() {  # expect NAME GOT WANT
 expect "deployment: 2 replicas" "$(dj '{.spec.replicas}')" 2
 expect "deployment: serviceAccountName" "$(dj '{.spec.template.spec.serviceAccountName}')" topogang
 expect "deployment: args" "$(dj '{.spec.template.spec.containers[0].args[*]}')" \
-  "scheduler --config-map=topogang-system/topogang-config --leader-elect --listen=:8080"
+  "scheduler --config-map=topogang-system/topogang-config --leader-elect --metrics-bind-address=:8080 --health-bind-address=:8081"
 expect "deployment: image" "$(dj '{.spec.template.spec.containers[0].image}')" "ghcr.io/topogang/topogang:0.1.0"
 expect "deployment: pod runAsNonRoot" "$(dj '{.spec.template.spec.securityContext.runAsNonRoot}')" true
 expect "deployment: seccomp RuntimeDefault" "$(dj '{.spec.template.spec.containers[0].securityContext.seccompProfile.type}')" RuntimeDefault
@@ -462,8 +486,9 @@ expect "deployment: runAsNonRoot" "$(dj '{.spec.template.spec.containers[0].secu
 expect "deployment: readOnlyRootFilesystem" "$(dj '{.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem}')" true
 expect "deployment: allowPrivilegeEscalation false" "$(dj '{.spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation}')" false
 expect "deployment: drop ALL" "$(dj '{.spec.template.spec.containers[0].securityContext.capabilities.drop[*]}')" ALL
-expect "deployment: liveness /healthz :8080" "$(dj '{.spec.template.spec.containers[0].livenessProbe.httpGet.path} {.spec.template.spec.containers[0].ports[?(@.name=="http")].containerPort}')" "/healthz 8080"
-expect "deployment: readiness /readyz" "$(dj '{.spec.template.spec.containers[0].readinessProbe.httpGet.path} {.spec.template.spec.containers[0].readinessProbe.httpGet.port}')" "/readyz http"
+expect "deployment: liveness /healthz on the health port 8081" "$(dj '{.spec.template.spec.containers[0].livenessProbe.httpGet.path} {.spec.template.spec.containers[0].livenessProbe.httpGet.port} {.spec.template.spec.containers[0].ports[?(@.name=="health")].containerPort}')" "/healthz health 8081"
+expect "deployment: readiness /readyz on the health port" "$(dj '{.spec.template.spec.containers[0].readinessProbe.httpGet.path} {.spec.template.spec.containers[0].readinessProbe.httpGet.port}')" "/readyz health"
+expect "deployment: metrics port 8080" "$(dj '{.spec.template.spec.containers[0].ports[?(@.name=="metrics")].containerPort}')" 8080
 res=$(dj '{.spec.template.spec.containers[0].resources.requests.cpu}/{.spec.template.spec.containers[0].resources.requests.memory}/{.spec.template.spec.containers[0].resources.limits.memory}')
 [[ "$res" =~ ^[^/]+/[^/]+/[^/]+$ ]] && pass "deployment: cpu/memory requests, memory limit ($res)" || fail "deployment: requests/limits" "$res"
 expect "deployment: POD_NAME, POD_NAMESPACE from the downward API" \
@@ -480,6 +505,128 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": t["metadata"], 
 ' > "$work/pod.json"
 out=$(k create --dry-run=server -f "$work/pod.json" -o jsonpath='{.spec.priority}' 2>&1) && [ "$out" -gt 1000000000 ] \
   && pass "scheduler pod template admitted (priority $out)" || fail "scheduler pod template admitted" "$out"
+
+# ---------------------------------------------------------------- Pod Security
+# The scheduler's namespace enforces `restricted` (the template above passed
+# it: admission ran); the agent's, which needs host paths, `privileged`.
+expect "namespace topogang-system: Pod Security enforce restricted" \
+  "$(kjp ns topogang-system -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" restricted
+expect "namespace topogang-agent: Pod Security enforce privileged" \
+  "$(kjp ns topogang-agent -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" privileged
+out=$(k create -o name -f - 2>&1 <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: privileged-intruder, namespace: topogang-system}
+spec:
+  containers: [{name: c, image: registry.example/x:1, securityContext: {privileged: true}}]
+EOF
+)
+if ! k get pod -n topogang-system privileged-intruder >/dev/null 2>&1 \
+   && grep -q 'violates PodSecurity "restricted:latest"' <<< "$out"; then
+  pass "a privileged pod in topogang-system is refused by Pod Security admission"
+else
+  fail "a privileged pod in topogang-system is refused" "$out"
+  k delete pod -n topogang-system privileged-intruder --wait=false >/dev/null 2>&1
+fi
+# The agent's pod template: admitted in its own namespace, refused in the scheduler's.
+k get daemonset -n topogang-agent topogang-agent -o json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+t = d["spec"]["template"]
+t["metadata"]["name"] = "topogang-agent-template"
+t["spec"]["nodeName"] = "no-such-node"
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": t["metadata"], "spec": t["spec"]}))
+' > "$work/agentpod.json"
+out=$(k create --dry-run=server -n topogang-agent -f "$work/agentpod.json" -o name 2>&1) \
+  && pass "agent pod template admitted in topogang-agent" || fail "agent pod template admitted in topogang-agent" "$out"
+out=$(k create --dry-run=server -n topogang-system -f "$work/agentpod.json" -o name 2>&1)
+grep -q 'violates PodSecurity "restricted:latest"' <<< "$out" \
+  && pass "agent pod template refused in topogang-system (host paths)" \
+  || fail "agent pod template refused in topogang-system" "$out"
+expect "agent: liveness probe runs --check-health on its health file" \
+  "$(kjp daemonset -n topogang-agent topogang-agent -o jsonpath='{.spec.template.spec.containers[0].livenessProbe.exec.command[*]}')" \
+  "/usr/local/bin/topogang agent --check-health /run/topogang/health"
+grep -q -- '--health-file=/run/topogang/health' <<< "$(kjp daemonset -n topogang-agent topogang-agent -o jsonpath='{.spec.template.spec.containers[0].args[*]}')" \
+  && pass "agent: --health-file where the probe reads it" || fail "agent: --health-file where the probe reads it"
+
+# ---------------------------------------------------------------- the agent: its own Node only
+# ValidatingAdmissionPolicy topogang-agent-own-node: with a token bound to a
+# pod on node-a (the kubelet's projected token is so bound) the agent may
+# patch topogang's annotation and labels of node-a, nothing else.
+k create -f - >/dev/null 2>"$work/err" <<'EOF' || fail "create node-a, node-b and a pod on node-a" "$(cat "$work/err")"
+apiVersion: v1
+kind: Node
+metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a, topogang.io/rack: r1}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-b, labels: {kubernetes.io/hostname: node-b}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: agent-on-a, namespace: topogang-agent}
+spec:
+  serviceAccountName: topogang-agent
+  nodeName: node-a
+  containers: [{name: agent, image: registry.example/x:1}]
+EOF
+bound=$(k create token topogang-agent -n topogang-agent --bound-object-kind Pod \
+        --bound-object-name agent-on-a --duration=10m 2>"$work/err") || fail "bound token for the agent" "$(cat "$work/err")"
+unbound=$(k create token topogang-agent -n topogang-agent --duration=10m 2>"$work/err") || fail "token for the agent" "$(cat "$work/err")"
+kas() { local t=$1; shift; "$k8sbin/kubectl" --request-timeout=30s --kubeconfig=/dev/null --server="$TG_SERVER" \
+        --certificate-authority="$TG_CLUSTER_DIR/ca.crt" --token="$t" "$@"; }
+expect "the bound token carries the node (authentication.kubernetes.io/node-name)" \
+  "$(kas "$bound" auth whoami -o jsonpath='{.status.userInfo.extra.authentication\.kubernetes\.io/node-name[0]}' 2>&1)" node-a
+# refused NAME WANT-REGEX TOKEN KUBECTL-ARGS...: the request is denied by the policy
+refused() {
+  local name=$1 want=$2 t=$3 out; shift 3
+  if out=$(kas "$t" "$@" 2>&1); then fail "agent refused: $name" "allowed: $out"
+  elif grep -q 'topogang-agent-own-node' <<< "$out" && grep -qE "$want" <<< "$out"; then pass "agent refused: $name"
+  else fail "agent refused: $name" "$out"; fi
+}
+if out=$(kas "$bound" patch node node-a --type=merge \
+         -p '{"metadata":{"annotations":{"topogang.io/topology":"{\"v\":1}"},"labels":{"topogang.io/gpu-domains":"2"}}}' 2>&1) \
+   && [ "$(kjp node node-a -o jsonpath='{.metadata.labels.topogang\.io/gpu-domains}')" = 2 ]; then
+  pass "agent on node-a patches its own Node's topogang annotation and labels"
+else
+  fail "agent on node-a patches its own Node's topogang annotation and labels" "$out"
+fi
+refused "another Node" 'a pod on node node-a may change only its own Node, not node-b' \
+  "$bound" patch node node-b --type=merge -p '{"metadata":{"annotations":{"topogang.io/topology":"{}"}}}'
+refused "a taint on its own Node" "may not change a Node's spec" \
+  "$bound" patch node node-a --type=merge -p '{"spec":{"taints":[{"key":"evil","effect":"NoSchedule"}]}}'
+refused "cordoning its own Node" "may not change a Node's spec" \
+  "$bound" patch node node-a --type=merge -p '{"spec":{"unschedulable":true}}'
+refused "a foreign label" 'may set only the labels .* it changed topogang.io/rack' \
+  "$bound" patch node node-a --type=merge -p '{"metadata":{"labels":{"topogang.io/rack":"r9"}}}'
+refused "removing a label" 'it changed kubernetes.io/hostname' \
+  "$bound" patch node node-a --type=merge -p '{"metadata":{"labels":{"kubernetes.io/hostname":null}}}'
+refused "a foreign annotation" 'only the annotation topogang.io/topology' \
+  "$bound" patch node node-a --type=merge -p '{"metadata":{"annotations":{"node.alpha.kubernetes.io/ttl":"0"}}}'
+refused "a token bound to no node" 'not bound to a pod on a node' \
+  "$unbound" patch node node-a --type=merge -p '{"metadata":{"annotations":{"topogang.io/topology":"{}"}}}'
+# the agent itself, with the bound token: publishes on node-a, is refused on node-b
+printf 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "%s", certificate-authority: "%s"}}]\nusers: [{name: u, user: {token: "%s"}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n' \
+  "$TG_SERVER" "$TG_CLUSTER_DIR/ca.crt" "$bound" > "$work/agent.kubeconfig"
+if [ -x "$tg" ]; then
+  xml=$src/tests/fixtures/hardware/hwloc/aws-g4dn-metal_2s-cascadelake_8xT4_efa.xml
+  if ASAN_OPTIONS=detect_leaks=0 "$tg" agent --once --node-name node-a --kubeconfig "$work/agent.kubeconfig" \
+       --topology-xml "$xml" --pod-resources none > "$work/agent.log" 2>&1 \
+     && [ "$(kjp node node-a -o jsonpath='{.metadata.labels.topogang\.io/numa-nodes}')" = 2 ]; then
+    pass "topogang agent publishes its own Node through the policy"
+  else fail "topogang agent publishes its own Node through the policy" "$(cat "$work/agent.log")"; fi
+  if ASAN_OPTIONS=detect_leaks=0 "$tg" agent --once --node-name node-b --kubeconfig "$work/agent.kubeconfig" \
+       --topology-xml "$xml" --pod-resources none > "$work/agent.log" 2>&1; then
+    fail "topogang agent on node-a cannot publish node-b" "allowed"
+  else
+    grep -q 'may change only its own Node, not node-b' "$work/agent.log" \
+      && pass "topogang agent on node-a cannot publish node-b" || fail "topogang agent on node-a cannot publish node-b" "$(cat "$work/agent.log")"
+  fi
+fi
+# only the agent's ServiceAccount is matched (the scheduler's may patch no Node anyway)
+expect "admission policy matches only the agent's ServiceAccount" \
+  "$(kjp validatingadmissionpolicy topogang-agent-own-node -o jsonpath='{.spec.matchConditions[0].expression}')" \
+  "request.userInfo.username == 'system:serviceaccount:topogang-agent:topogang-agent'"
 
 # ---------------------------------------------------------------- policy ConfigMap
 kjp configmap -n topogang-system topogang-config -o jsonpath='{.data.config\.yaml}' > "$work/config.yaml"

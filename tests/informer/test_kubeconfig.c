@@ -144,6 +144,58 @@ static void in_cluster(void **s)
     rmdir(root);
 }
 
+/* Runs tg_kconf_check with stderr (the log) captured into log[]. */
+static int check_logged(const struct tg_kconf *k, int allow_http, char *err, size_t errlen,
+                        char *log, size_t loglen)
+{
+    char tmp[] = "/tmp/tg-kconf-log-XXXXXX";
+    int fd = mkstemp(tmp), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    int rc = tg_kconf_check(k, allow_http, err, errlen);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, log, loglen - 1, 0);
+    log[n > 0 ? n : 0] = 0;
+    close(fd);
+    unlink(tmp);
+    return rc;
+}
+
+/* An http:// server is refused unless allowed; insecure-skip-tls-verify is
+ * accepted with a warning in the log. */
+static void insecure_servers(void **s)
+{
+    (void)s;
+    char err[512] = "", log[2048];
+    struct tg_kconf k = {.server = "http://127.0.0.1:8001", .context = "proxy"};
+    assert_int_equal(check_logged(&k, 0, err, sizeof err, log, sizeof log), TG_EINVAL);
+    assert_non_null(strstr(err, "http://127.0.0.1:8001"));
+    assert_non_null(strstr(err, "--allow-insecure-http"));
+    assert_int_equal(check_logged(&k, 1, err, sizeof err, log, sizeof log), 0);
+    assert_non_null(strstr(log, "level=warn"));
+    assert_non_null(strstr(log, "plain http://"));
+    k.server = "ftp://example";
+    assert_int_equal(check_logged(&k, 1, err, sizeof err, log, sizeof log), TG_EINVAL);
+    k.server = "https://10.0.0.1:6443";
+    assert_int_equal(check_logged(&k, 0, err, sizeof err, log, sizeof log), 0);
+    assert_string_equal(log, "");                       /* nothing to say */
+    k.insecure = 1;
+    assert_int_equal(check_logged(&k, 0, err, sizeof err, log, sizeof log), 0);
+    assert_non_null(strstr(log, "level=warn"));
+    assert_non_null(strstr(log, "insecure-skip-tls-verify"));
+    assert_non_null(strstr(log, "https://10.0.0.1:6443"));
+    /* and from a file: the flag is read, then warned about */
+    struct tg_kconf f;
+    assert_int_equal(tg_kubeconfig_load(data("kubeconfig-data.yaml"), "lab", &f, err, sizeof err), 0);
+    assert_int_equal(f.insecure, 1);
+    assert_int_equal(check_logged(&f, 0, err, sizeof err, log, sizeof log), 0);
+    assert_non_null(strstr(log, "context lab: insecure-skip-tls-verify"));
+    tg_kconf_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +204,7 @@ int main(void)
         cmocka_unit_test(errors_are_named),
         cmocka_unit_test(base64),
         cmocka_unit_test(in_cluster),
+        cmocka_unit_test(insecure_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -562,6 +562,55 @@ static void fence_drops_leader_writes(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- the libcurl trace ------------------------------------------------------ */
+
+static const struct step one_get[] = {
+    {"GET /api/v1/nodes ", HDR "{\"kind\":\"NodeList\",\"items\":[]}"},
+};
+
+/* TOPOGANG_CURL_VERBOSE=1 traces requests on stderr, without the token. */
+static void verbose_trace_redacts_token(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, one_get, 1);
+    char url[64], path[] = "/tmp/tg-trace-XXXXXX", log[16384];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", sv.port);
+    struct tg_kconf conf = {.server = url, .token = "s3cr3t-bearer-t0ken"};
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    setenv("TOPOGANG_CURL_VERBOSE", "1", 1);
+    struct tg_client *c;
+    assert_int_equal(tg_client_new(&loop, &conf, NULL, &c), 0);
+    unsetenv("TOPOGANG_CURL_VERBOSE");
+    int fd = mkstemp(path), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    struct tg_req_opts q = {.path = "/api/v1/nodes", .timeout_ms = 10000};
+    struct tg_resp r;
+    char *body = NULL;
+    int rc = tg_client_do(c, &q, &r, &body);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, log, sizeof log - 1, 0);
+    log[n > 0 ? n : 0] = 0;
+    close(fd);
+    unlink(path);
+    assert_int_equal(rc, 0);
+    free(body);
+    printf("# trace:\n%s", log);
+    assert_non_null(strstr(log, "> GET /api/v1/nodes"));       /* it is a trace */
+    assert_non_null(strstr(log, "> Authorization: Bearer [redacted]"));
+    assert_null(strstr(log, "s3cr3t-bearer-t0ken"));
+    assert_non_null(strstr(log, "< HTTP/1.1 200 OK"));
+    server_stop(&sv);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +619,7 @@ int main(void)
         cmocka_unit_test(background_writes_wait),
         cmocka_unit_test(lease_lane_skips_the_queue),
         cmocka_unit_test(fence_drops_leader_writes),
+        cmocka_unit_test(verbose_trace_redacts_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,7 +101,7 @@ run_case() {
   else failed=$((failed + 1)); echo "[  FAILED  ] $CASE"; fi
 }
 jp() { K get "$@" 2>/dev/null; }
-NS=topogang-system
+NS=topogang-system AGENT_NS=topogang-agent
 sched_pods() { jp pods -n $NS -l app.kubernetes.io/component=scheduler -o jsonpath='{.items[*].metadata.name}'; }
 leader() { jp lease -n $NS topogang-scheduler -o jsonpath='{.spec.holderIdentity}'; }
 pod_ip() { jp pod -n $NS "$1" -o jsonpath='{.status.podIP}'; }
@@ -114,9 +114,9 @@ is_eq() { [ "$1" = "$2" ]; }
 case_manifests_running() {
   check "kubectl apply -k manifests/" K apply -k "$SRC/manifests/"
   wait_for 120 "2 scheduler pods Running and Ready" all_running $NS app.kubernetes.io/component=scheduler 2
-  wait_for 60 "the agent pod Running" all_running $NS app.kubernetes.io/name=topogang-agent 1
+  wait_for 60 "the agent pod Running" all_running $AGENT_NS app.kubernetes.io/name=topogang-agent 1
   # the image ID the kubelet reports is the config digest of the archive built
-  local ids; ids=$(jp pods -n $NS -o jsonpath='{.items[*].status.containerStatuses[0].imageID}')
+  local ids; ids="$(jp pods -n $NS -o jsonpath='{.items[*].status.containerStatuses[0].imageID}') $(jp pods -n $AGENT_NS -o jsonpath='{.items[*].status.containerStatuses[0].imageID}')"
   local want; want=$(image_config_digest)
   echo "    image ${want:0:19}... in $(echo $ids | tr ' ' '\n' | grep -c "$want") of $(echo $ids | wc -w) pods"
   [ -n "$want" ] && [ "$(echo $ids | tr ' ' '\n' | grep -vc "$want")" = 0 ] ||
@@ -139,7 +139,7 @@ case_readyz_metrics() {
   local l; l=$(leader) roles=""
   for p in $(sched_pods); do
     local ip; ip=$(pod_ip "$p")
-    local r; r=$(curl -s --max-time 5 "http://$ip:8080/readyz")
+    local r; r=$(curl -s --max-time 5 "http://$ip:8081/readyz")
     echo "    $p $ip /readyz: $r"
     if [ "$p" = "$l" ]; then is_eq "$r" "ok: leader" || fail "leader $p /readyz says '$r'"
     else case "$r" in "ok: standby"*) ;; *) fail "standby $p /readyz says '$r'";; esac; fi
@@ -160,8 +160,8 @@ case_agent_annotation() {
   local n; n=$(jp node $NODE -o jsonpath='{.metadata.labels.topogang\.io/numa-nodes}')
   [ -n "$n" ] && [ "$n" -ge 1 ] || fail "label topogang.io/numa-nodes missing ($n)"
   echo "    labels: numa-nodes=$n memory-numa-nodes=$(jp node $NODE -o jsonpath='{.metadata.labels.topogang\.io/memory-numa-nodes}')"
-  jp pods -n $NS -l app.kubernetes.io/name=topogang-agent -o name | head -1 | xargs -r -I{} \
-    "$TG_K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG" logs -n $NS {} > "$WORK/agent.log" 2>&1 ||
+  jp pods -n $AGENT_NS -l app.kubernetes.io/name=topogang-agent -o name | head -1 | xargs -r -I{} \
+    "$TG_K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG" logs -n $AGENT_NS {} > "$WORK/agent.log" 2>&1 ||
     fail "kubectl logs of the agent (apiserver -> kubelet)"
   grep -q "published" "$WORK/agent.log" || fail "the agent's log says nothing was published"
 }
@@ -330,9 +330,9 @@ case_helm_running() {
   check "helm install" "$helm" --kubeconfig "$KUBECONFIG" install topogang "$SRC/charts/topogang" \
     -n $NS --create-namespace
   wait_for 120 "2 scheduler pods Running and Ready" all_running $NS app.kubernetes.io/component=scheduler 2 || return
-  wait_for 60 "the agent pod Running" all_running $NS app.kubernetes.io/name=topogang-agent 1
+  wait_for 60 "the agent pod Running" all_running $AGENT_NS app.kubernetes.io/name=topogang-agent 1
   echo "figure: helm install -> both scheduler replicas Ready in $((SECONDS - t0)) s"
-  local ids want; ids=$(jp pods -n $NS -o jsonpath='{.items[*].status.containerStatuses[0].imageID}')
+  local ids want; ids="$(jp pods -n $NS -o jsonpath='{.items[*].status.containerStatuses[0].imageID}') $(jp pods -n $AGENT_NS -o jsonpath='{.items[*].status.containerStatuses[0].imageID}')"
   want=$(image_config_digest)
   [ -n "$want" ] && [ "$(echo $ids | tr ' ' '\n' | grep -vc "$want")" = 0 ] ||
     fail "pods run $ids, not the built image $want"

@@ -10,6 +10,8 @@
  *     units of strictly lower priority with a pod in the chosen rack, free
  *     enough room, and cost no more than the cheapest subset of any rack. */
 #include "testutil.h"
+#include "scheduler/daemon/internal.h"
+#include "util/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -707,6 +709,100 @@ static void test_property_cheapest(void **state)
     assert_true(trials_impossible > 10);
 }
 
+/* Every byte of s[0..n) is valid UTF-8. */
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t k = s[i] < 0x80 ? 1 : (s[i] & 0xe0) == 0xc0 ? 2 : (s[i] & 0xf0) == 0xe0 ? 3
+                 : (s[i] & 0xf8) == 0xf0 ? 4 : 0;
+        if (!k || i + k > n)
+            return 0;
+        for (size_t j = 1; j < k; j++)
+            if ((s[i + j] & 0xc0) != 0x80)
+                return 0;
+        i += k;
+    }
+    return 1;
+}
+
+/* A preemption of 300 gangs with long names and a long reason: the
+ * Preempting Event's note stays within the API's 1 KiB, lists whole victims
+ * then "and N more", and its reason is cut on a UTF-8 boundary. */
+static void test_preempting_note_fits(void **state)
+{
+    (void)state;
+    enum { NV = 300 };
+    static struct tg_grec gangs[NV];
+    static struct tg_victim victims[NV];
+    static char keys[NV][96];
+    for (int i = 0; i < NV; i++) {
+        snprintf(keys[i], sizeof keys[i], "research/hyperparameter-sweep-of-the-week-%03d", i);
+        gangs[i].key = keys[i];
+        victims[i] = (struct tg_victim){.gang = &gangs[i], .npods = 8};
+    }
+    struct tg_preemption p = {.nvictims = NV, .victims = victims};
+    /* the reason: 2-byte and 3-byte characters up to the limit of its buffer */
+    size_t o = 0;
+    while (o + 3 < sizeof p.reason) {
+        const char *piece = o % 5 ? "\xc3\xa9" : "\xe2\x82\xac"; /* e-acute, euro sign */
+        memcpy(p.reason + o, piece, strlen(piece));
+        o += strlen(piece);
+    }
+    p.reason[o] = 0;
+
+    char note[TG_EVENT_NOTE_MAX + 1];
+    tg__preempting_note(&p, note, sizeof note);
+    size_t len = strlen(note);
+    printf("# note: %zu bytes: %.120s...\n", len, note);
+    assert_true(len <= TG_EVENT_NOTE_MAX);
+    assert_true(valid_utf8((const unsigned char *)note, len));
+    const char *head = "preempting research/hyperparameter-sweep-of-the-week-000 (8 pods), ";
+    assert_true(!strncmp(note, head, strlen(head)));
+    /* whole victims, then how many are left out: listed + more == 300 */
+    const char *more = strstr(note, " and ");
+    assert_non_null(more);
+    unsigned left = 0;
+    assert_int_equal(sscanf(more, " and %u more; ", &left), 1);
+    unsigned listed = 0;
+    for (const char *q = note; (q = strstr(q, " (8 pods)")) && q < more; q++)
+        listed++;
+    assert_true(listed >= 5);
+    assert_int_equal(listed + left, NV);
+    assert_non_null(strstr(more, "; \xe2\x82\xac"));            /* the reason follows */
+    assert_true(len >= 3 && !strcmp(note + len - 3, "..."));   /* cut, and says so */
+
+    /* a short one is left as it was */
+    p.nvictims = 2;
+    snprintf(p.reason, sizeof p.reason, "to place it in rack r1");
+    tg__preempting_note(&p, note, sizeof note);
+    assert_string_equal(note, "preempting research/hyperparameter-sweep-of-the-week-000 (8 pods), "
+                              "research/hyperparameter-sweep-of-the-week-001 (8 pods); to place "
+                              "it in rack r1");
+    /* a small buffer: still whole names and the count */
+    char small[72];
+    p.nvictims = NV;
+    tg_preemption_describe(&p, small, sizeof small);
+    assert_string_equal(small, "research/hyperparameter-sweep-of-the-week-000 (8 pods) and 299 more");
+    tg_preemption_describe(&p, small, 40);
+    assert_string_equal(small, " and 300 more");
+}
+
+/* tg_utf8_prefix never splits a character. */
+static void test_utf8_prefix(void **state)
+{
+    (void)state;
+    const char *s = "ab\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80z";   /* a b e-acute euro emoji z */
+    size_t n = strlen(s);
+    size_t want[] = {0, 1, 2, 2, 4, 4, 4, 7, 7, 7, 7, 11, 12};
+    for (size_t max = 0; max <= n; max++)
+        assert_int_equal(tg_utf8_prefix(s, n, max), want[max]);
+    char out[8];
+    assert_int_equal(tg_utf8_clip(s, out, sizeof out, "..."), 1);
+    assert_string_equal(out, "ab\xc3\xa9...");
+    assert_int_equal(tg_utf8_clip("abc", out, sizeof out, "..."), 0);
+    assert_string_equal(out, "abc");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -719,6 +815,8 @@ int main(void)
         cmocka_unit_test(test_priority_from_class),
         cmocka_unit_test(test_system_critical_never_victim),
         cmocka_unit_test(test_property_cheapest),
+        cmocka_unit_test(test_preempting_note_fits),
+        cmocka_unit_test(test_utf8_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
