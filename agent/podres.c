@@ -265,8 +265,11 @@ static void add_pod(struct tg_podres *p, const struct pb *ns, const struct pb *n
 {
     size_t a = (size_t)(ns->end - ns->p), c = (size_t)(name->end - name->p);
     if (!a || !c || a + 1 + c >= TG_TOPO_POD_KEY || p->pods_len + a + c + 2 > sizeof p->pods ||
-        memchr(ns->p, 0, a) || memchr(name->p, 0, c))
-        return;                         /* left out: the scheduler then counts it again */
+        memchr(ns->p, 0, a) || memchr(name->p, 0, c) || memchr(ns->p, '/', a) ||
+        memchr(name->p, '/', c))
+        return;                         /* left out: the scheduler then counts it again; no
+                                           pod's namespace or name holds a '/', and with one
+                                           "a/b" + "c" and "a" + "b/c" would be one key */
     char *d = p->pods + p->pods_len;
     memcpy(d, ns->p, a);
     d[a] = '/';

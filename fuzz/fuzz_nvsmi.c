@@ -3,7 +3,8 @@
  * the hardware hwloc found (agent/discover.h: on a machine where hwloc saw
  * no NVIDIA GPU the matrix gives the GPUs, NICs and NUMA nodes; where it saw
  * as many, only the NVLink groups; another count is refused and changes
- * nothing), build the GPU domains and encode the topology annotation.
+ * nothing), build the GPU domains, print them (`--print`) and encode the
+ * topology annotation.
  *
  * Checks: a refusal is TG_EPARSE; an accepted matrix is consistent (1 to
  * TG_NVSMI_MAX devices, symmetric GPU links with X on the diagonal and
@@ -28,6 +29,7 @@
 static struct tg_nvsmi m, m2;
 static struct tg_hw hw, before;
 static struct tg_topology t, back;
+static FILE *devnull;                   /* tg_hw_print's output */
 
 static void check_matrix(const struct tg_nvsmi *x)
 {
@@ -65,6 +67,7 @@ static void check_annotation(void)
     struct tg_sb a = {0}, b = {0};
     const char *why = NULL;
     tg_hw_domains(&hw, TG_TOPO_POLICY_SINGLE_NUMA, &t);
+    tg_hw_print(devnull, &hw, &t);
     int rc = tg_topo_encode(&t, &a);
     fz_check(rc == 0 || rc == TG_EINVAL || rc == TG_ENOMEM, "tg_topo_encode returned %d", rc);
     if (rc == 0) {
@@ -107,6 +110,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     tg_log_set_level(TG_LOG_ERROR);
+    devnull = fopen("/dev/null", "w");
+    if (!devnull)
+        abort();
     return 0;
 }
 

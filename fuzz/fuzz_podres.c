@@ -13,8 +13,8 @@
  *
  * Checks: a refusal is TG_EPARSE; the figures stay inside their caps
  * (nalloc_cpus is the count of allocatable CPUs, NUMA ids unique and in
- * 0..4095, pods "ns/name" strings counted right, each at most a pod key
- * long); decoding is deterministic; applied to a two-socket machine with a
+ * 0..4095, pods "ns/name" strings with one '/' and both parts, counted
+ * right, each shorter than a pod key); decoding is deterministic; applied to a two-socket machine with a
  * memory-only node, no NUMA node gets more exclusive CPUs than it has, and
  * the annotation the agent would publish is refused by the encoder or
  * decoded by the scheduler and stable. */
@@ -52,7 +52,8 @@ static void check_figures(const struct tg_podres *x)
         size_t l = strnlen(k, (size_t)(x->pods + x->pods_len - k));
         fz_check(k + l < x->pods + x->pods_len, "pod %u not terminated", np);
         const char *slash = strchr(k, '/');
-        fz_check(slash && slash > k && slash[1] && l < TG_TOPO_POD_KEY, "pod key \"%s\"", k);
+        fz_check(slash && slash > k && slash[1] && !strchr(slash + 1, '/') && l < TG_TOPO_POD_KEY,
+                 "pod key \"%s\"", k);
     }
     fz_check(np == x->npods, "npods %u, %u pods listed", x->npods, np);
 }

@@ -203,6 +203,30 @@ static void test_list(void **state)
     assert_int_equal(tg_podres_parse_list(bad, sizeof bad, &p), TG_EPARSE);
 }
 
+/* A namespace or name holding a '/' (fuzz_podres, regress-pod-ns-with-slash):
+ * no pod has one, and "a/b" + "c" would read as "a" + "b/c"; such a pod is
+ * left out of kpods (the scheduler then counts it again, never less). */
+static void test_pod_key_with_slash(void **state)
+{
+    (void)state;
+    static const char *const keys[][2] = {{"a/b", "c"}, {"a", "b/c"}, {"ml", "ok"}};
+    struct msg l = {0};
+    for (int i = 0; i < 3; i++) {
+        struct msg pod = {0}, c = {0};
+        put_str(&c, 1, "c");
+        put_packed(&c, 3, i, i);
+        put_str(&pod, 1, keys[i][1]);
+        put_str(&pod, 2, keys[i][0]);
+        put_msg(&pod, 3, &c);
+        put_msg(&l, 1, &pod);
+    }
+    memset(&p, 0, sizeof p);
+    assert_int_equal(tg_podres_parse_list(l.b, l.n, &p), 0);
+    assert_int_equal(p.npods, 1);
+    assert_string_equal(p.pods, "ml/ok");
+    assert_int_equal(p.cpu_used[0], 7);                 /* their CPUs still count */
+}
+
 static void test_unframe(void **state)
 {
     (void)state;
@@ -311,6 +335,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allocatable),
         cmocka_unit_test(test_list),
+        cmocka_unit_test(test_pod_key_with_slash),
         cmocka_unit_test(test_unframe),
         cmocka_unit_test(test_apply),
         cmocka_unit_test(test_memory_past_the_cap),
