@@ -180,15 +180,21 @@ static void test_allocatable(void **state)
     }
 }
 
-static void test_list(void **state)
+/* Both answers into p, as tg_podres_query reads them. */
+static void both_answers(void)
 {
-    (void)state;
     struct msg a, l;
     allocatable(&a);
     list(&l);
     memset(&p, 0, sizeof p);
     assert_int_equal(tg_podres_parse_allocatable(a.b, a.n, &p), 0);
     assert_int_equal(tg_podres_parse_list(l.b, l.n, &p), 0);
+}
+
+static void test_list(void **state)
+{
+    (void)state;
+    both_answers();
     assert_int_equal(p.npods, 2);                       /* prod/web holds nothing exclusive */
     assert_string_equal(p.pods, "ml/trainer-0");
     assert_string_equal(p.pods + strlen("ml/trainer-0") + 1, "prod/db");
@@ -277,12 +283,7 @@ static void assert_decodes(void)
 static void test_apply(void **state)
 {
     (void)state;
-    struct msg a, l;
-    allocatable(&a);
-    list(&l);
-    memset(&p, 0, sizeof p);
-    assert_int_equal(tg_podres_parse_allocatable(a.b, a.n, &p), 0);
-    assert_int_equal(tg_podres_parse_list(l.b, l.n, &p), 0);
+    both_answers();
     machine();
     tg_podres_apply(&p, &hw, &t);
     /* NUMA 0: 2-15 and 34-47 allocatable (28), 4-11, 40, 41 used (10) */
