@@ -209,7 +209,8 @@ static void pc_free(void *o)
     free(pc);
 }
 
-/* value must be an int32; preemptionPolicy, when given, PreemptLowerPriority
+/* metadata.name must not be empty (it would read as "no class"), value an
+ * int32; preemptionPolicy, when given, PreemptLowerPriority
  * or Never (what the API server's validation allows). */
 static int pc_decode(const cJSON *o, void **out)
 {
@@ -220,7 +221,7 @@ static int pc_decode(const cJSON *o, void **out)
     const cJSON *pol = cJSON_GetObjectItemCaseSensitive(o, "preemptionPolicy");
     const cJSON *def = cJSON_GetObjectItemCaseSensitive(o, "globalDefault");
     const char *what = cJSON_IsString(name) ? name->valuestring : "?";
-    if (!cJSON_IsString(name) || !cJSON_IsNumber(val) ||
+    if (!cJSON_IsString(name) || !name->valuestring[0] || !cJSON_IsNumber(val) ||
         !(val->valuedouble >= -2147483648.0 && val->valuedouble <= 2147483647.0) ||
         val->valuedouble != (double)(int32_t)val->valuedouble) {
         tg_warn("informer", "PriorityClass %s: needs metadata.name and an int32 value (object skipped)",
