@@ -14,6 +14,8 @@
 
 #define MAX_TOK 128
 #define MAX_LINE 4096
+#define MAX_CPUS (1 << 20)              /* a NUMA node's "cpus" in the annotation */
+#define MAX_NUMA_ID 4095                /* a NUMA id in the annotation */
 
 uint32_t tg_nvlink_cliques(uint32_t n, const uint8_t *adj, int32_t *group)
 {
@@ -103,23 +105,27 @@ static int is_gpu_label(const char *s)
     return !strncmp(s, "GPU", 3) && isdigit((unsigned char)s[3]);
 }
 
-/* Counts CPUs in a list such as "0-11,24-35"; 0 when malformed. */
+/* Counts CPUs in a list such as "0-11,24-35"; 0 when malformed or when a
+ * CPU number or the count passes MAX_CPUS (what the topology annotation
+ * carries: strtol's LONG_MAX for a 20-digit number overflowed b - a + 1). */
 static uint32_t count_cpus(const char *s)
 {
     uint32_t n = 0;
     while (*s) {
         char *end;
         long a = strtol(s, &end, 10), b;
-        if (end == s || a < 0)
+        if (end == s || a < 0 || a >= MAX_CPUS)
             return 0;
         b = a;
         if (*end == '-') {
             s = end + 1;
             b = strtol(s, &end, 10);
-            if (end == s || b < a)
+            if (end == s || b < a || b >= MAX_CPUS)
                 return 0;
         }
         n += (uint32_t)(b - a + 1);
+        if (n > MAX_CPUS)
+            return 0;
         s = end;
         if (*s == ',')
             s++;
@@ -188,8 +194,10 @@ static int parse_row(char **tok, int nt, const struct hdr *h, struct tg_nvsmi *m
         m->gpu_ncpus[row_gpu] = count_cpus(tok[k]);
         k++;
     }
-    if (h->has_numa && k < nt && isdigit((unsigned char)tok[k][0]))
-        m->gpu_numa[row_gpu] = (int32_t)strtol(tok[k], NULL, 10);
+    if (h->has_numa && k < nt && isdigit((unsigned char)tok[k][0])) {
+        long v = strtol(tok[k], NULL, 10);
+        m->gpu_numa[row_gpu] = v <= MAX_NUMA_ID ? (int32_t)v : -1;
+    }
     return 0;
 }
 

@@ -21,8 +21,9 @@ enum tg_nvsmi_conn { TG_CONN_UNKNOWN, TG_CONN_X, TG_CONN_SYS, TG_CONN_NODE, TG_C
 struct tg_nvsmi {
     uint32_t ngpus, nnics;
     char nic[TG_NVSMI_MAX][32];         /* NIC names: legend, header label, or "NICn" */
-    int32_t gpu_numa[TG_NVSMI_MAX];     /* NUMA Affinity column; -1 absent or N/A */
-    uint32_t gpu_ncpus[TG_NVSMI_MAX];   /* CPUs in the CPU Affinity list, 0 absent */
+    int32_t gpu_numa[TG_NVSMI_MAX];     /* NUMA Affinity column; -1 absent, N/A or > 4095 */
+    uint32_t gpu_ncpus[TG_NVSMI_MAX];   /* CPUs in the CPU Affinity list, 0 absent or
+                                           malformed (a CPU number or count >= 2^20) */
     char gpu_cpus[TG_NVSMI_MAX][64];    /* CPU Affinity text ("0-11,24-35"), "" absent */
     uint8_t gg[TG_NVSMI_MAX][TG_NVSMI_MAX];   /* GPU x GPU conn */
     uint8_t nvlinks[TG_NVSMI_MAX][TG_NVSMI_MAX]; /* bonded NVLinks (NV#), 0 none */

@@ -210,10 +210,8 @@ static int parse_memory(struct pb *b, struct tg_podres *p, int used, int *pinned
         struct tg_podres_numa *s = numa_slot(p, ids[i]);
         if (!s)
             continue;
-        if (used)
-            s->used += size;
-        else
-            s->alloc += size;
+        uint64_t *sum = used ? &s->used : &s->alloc;
+        *sum = *sum > UINT64_MAX - size ? UINT64_MAX : *sum + size;
     }
     if (pinned && nids)
         *pinned = 1;
@@ -267,8 +265,11 @@ static void add_pod(struct tg_podres *p, const struct pb *ns, const struct pb *n
 {
     size_t a = (size_t)(ns->end - ns->p), c = (size_t)(name->end - name->p);
     if (!a || !c || a + 1 + c >= TG_TOPO_POD_KEY || p->pods_len + a + c + 2 > sizeof p->pods ||
-        memchr(ns->p, 0, a) || memchr(name->p, 0, c))
-        return;                         /* left out: the scheduler then counts it again */
+        memchr(ns->p, 0, a) || memchr(name->p, 0, c) || memchr(ns->p, '/', a) ||
+        memchr(name->p, '/', c))
+        return;                         /* left out: the scheduler then counts it again; no
+                                           pod's namespace or name holds a '/', and with one
+                                           "a/b" + "c" and "a" + "b/c" would be one key */
     char *d = p->pods + p->pods_len;
     memcpy(d, ns->p, a);
     d[a] = '/';
@@ -368,6 +369,23 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
     return len;
 }
 
+int tg_podres_unframe(const uint8_t *body, size_t len, size_t *n, const char **why)
+{
+    *n = 0;
+    if (len < 5 || body[0] != 0) {
+        *why = "no uncompressed gRPC message in the response";
+        return TG_EPARSE;
+    }
+    uint32_t m = (uint32_t)body[1] << 24 | (uint32_t)body[2] << 16 | (uint32_t)body[3] << 8 |
+                 body[4];
+    if (m > len - 5) {
+        *why = "truncated gRPC message";
+        return TG_EPARSE;
+    }
+    *n = m;
+    return 0;
+}
+
 /* One unary call with an empty request; the response message in *msg, *n bytes
  * (malloc'd, the caller frees). */
 static int grpc_call(const char *sock, const char *method, uint8_t **msg, size_t *n,
@@ -377,6 +395,7 @@ static int grpc_call(const char *sock, const char *method, uint8_t **msg, size_t
     struct call c = {.grpc_status = -1};
     struct curl_slist *h = NULL;
     char url[128], cerr[CURL_ERROR_SIZE] = "";
+    const char *why;
     long status = 0;
     int rc = TG_EIO;
     CURL *e = curl_easy_init();
@@ -411,22 +430,12 @@ static int grpc_call(const char *sock, const char *method, uint8_t **msg, size_t
     } else if (c.grpc_status != 0) {
         snprintf(err, errlen, "%s %s: gRPC status %d %s", sock, method, c.grpc_status,
                  c.grpc_message);
-    } else if (c.len < 5 || c.buf[0] != 0) {
-        snprintf(err, errlen, "%s %s: no uncompressed gRPC message in the response", sock, method);
-        rc = TG_EPARSE;
+    } else if ((rc = tg_podres_unframe(c.buf, c.len, n, &why)) != 0) {
+        snprintf(err, errlen, "%s %s: %s", sock, method, why);
     } else {
-        uint32_t len = (uint32_t)c.buf[1] << 24 | (uint32_t)c.buf[2] << 16 |
-                       (uint32_t)c.buf[3] << 8 | c.buf[4];
-        if (len > c.len - 5) {
-            snprintf(err, errlen, "%s %s: truncated gRPC message", sock, method);
-            rc = TG_EPARSE;
-        } else {
-            memmove(c.buf, c.buf + 5, len);
-            *msg = c.buf;
-            *n = len;
-            c.buf = NULL;
-            rc = 0;
-        }
+        memmove(c.buf, c.buf + 5, *n);
+        *msg = c.buf;
+        c.buf = NULL;
     }
     free(c.buf);
     curl_slist_free_all(h);
@@ -483,6 +492,8 @@ void tg_podres_apply(const struct tg_podres *p, const struct tg_hw *hw, struct t
     for (uint32_t k = 0; k < p->nnuma; k++) {
         const struct tg_podres_numa *s = &p->numa[k];
         uint64_t free = s->alloc > s->used ? s->alloc - s->used : 0;
+        if (free > TG_TOPO_MAX_BYTES)
+            free = TG_TOPO_MAX_BYTES;   /* what the annotation carries (fuzz_podres) */
         int i = tg_topo_numa_index(t, s->id);
         if (i >= 0) {
             t->numa[i].kmem = free;

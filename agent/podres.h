@@ -51,6 +51,12 @@ struct tg_podres {
 int tg_podres_parse_allocatable(const uint8_t *msg, size_t n, struct tg_podres *p);
 int tg_podres_parse_list(const uint8_t *msg, size_t n, struct tg_podres *p);
 
+/* The message of a unary gRPC response body of len bytes: one
+ * length-prefixed message (flag byte 0 = uncompressed, 4-byte big-endian
+ * length); bytes after it are ignored. Returns 0 with the message at
+ * body + 5, *n bytes, or TG_EPARSE with *why saying what is wrong. */
+int tg_podres_unframe(const uint8_t *body, size_t len, size_t *n, const char **why);
+
 /* Queries both calls on the kubelet's socket into *p (zeroed first).
  * Returns 0, or TG_ENOENT (no socket), TG_EIO (connection, HTTP/2 or gRPC
  * error), TG_EPARSE, with err[errlen] saying what. */
@@ -59,7 +65,8 @@ int tg_podres_query(const char *socket_path, struct tg_podres *p, char *err, siz
 /* Sets kcpus/kmem on t's CPU NUMA nodes (and kmem on its memory-only
  * nodes) and t->kpods from p: kcpus when the kubelet reports exclusive CPUs
  * (static CPU manager), kmem when it reports per-NUMA memory (Static memory
- * manager). CPUs go to NUMA nodes by hw's home node of each PU. */
+ * manager), at most TG_TOPO_MAX_BYTES (what the annotation carries; the
+ * sums saturate). CPUs go to NUMA nodes by hw's home node of each PU. */
 void tg_podres_apply(const struct tg_podres *p, const struct tg_hw *hw, struct tg_topology *t);
 
 #endif

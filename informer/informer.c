@@ -50,14 +50,22 @@ static const char *const core_paths[TG_INF_N] = {
     [TG_INF_PVCS] = "/api/v1/persistentvolumeclaims",
 };
 
-static const struct tg_kind *optional_kind(int k)
+const struct tg_kind *tg_informer_kind(enum tg_inf_kind k)
 {
     switch (k) {
+    case TG_INF_NODES: return &tg_kind_node;
+    case TG_INF_PODS_PENDING: return &tg_kind_pod_spec;
+    case TG_INF_PODS_BOUND: return &tg_kind_pod;
+    case TG_INF_PODGROUPS: return &tg_kind_podgroup;
+    case TG_INF_CONFIG: return &tg_kind_configmap;
+    case TG_INF_PRIOCLASSES: return &tg_kind_prioclass;
+    case TG_INF_PDBS: return &tg_kind_pdb;
     case TG_INF_NAMESPACES: return &tg_kind_namespace;
     case TG_INF_PVS: return &tg_kind_pv;
     case TG_INF_PVCS: return &tg_kind_pvc;
     case TG_INF_SCS: return &tg_kind_sc;
     case TG_INF_RCLAIMS: return &tg_kind_rclaim;
+    case TG_INF_N: return NULL;
     default: return k <= TG_INF_PG_KAI ? &tg_kind_pg_peer[k - TG_INF_PG_UPSTREAM + 1] : &tg_kind_workload;
     }
 }
@@ -135,23 +143,19 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
     const char *sched = o->scheduler_name ? o->scheduler_name : "topogang";
     snprintf(inf->pending_sel, sizeof inf->pending_sel, "spec.schedulerName=%s,spec.nodeName=", sched);
     struct tg_reflector_opts *ro = inf->ro;
-    ro[TG_INF_NODES] = (struct tg_reflector_opts){.kind = &tg_kind_node, .path = "/api/v1/nodes"};
-    ro[TG_INF_PODS_PENDING] = (struct tg_reflector_opts){
-        .kind = &tg_kind_pod_spec, .path = "/api/v1/pods", .field_selector = inf->pending_sel};
-    ro[TG_INF_PODS_BOUND] = (struct tg_reflector_opts){
-        .kind = &tg_kind_pod, .path = "/api/v1/pods",
-        .field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"};
-    ro[TG_INF_PODGROUPS] = (struct tg_reflector_opts){
-        .kind = &tg_kind_podgroup, .path = "/apis/topogang.io/v1alpha1/podgroups"};
-    ro[TG_INF_CONFIG] = (struct tg_reflector_opts){.kind = &tg_kind_configmap};
-    ro[TG_INF_PRIOCLASSES] = (struct tg_reflector_opts){
-        .kind = &tg_kind_prioclass, .path = "/apis/scheduling.k8s.io/v1/priorityclasses"};
-    ro[TG_INF_PDBS] = (struct tg_reflector_opts){.kind = &tg_kind_pdb,
-                                                 .path = "/apis/policy/v1/poddisruptionbudgets"};
-    for (int i = TG_INF_PG_UPSTREAM; i < TG_INF_N; i++) {
-        ro[i].kind = optional_kind(i);
+    for (int i = 0; i < TG_INF_N; i++)
+        ro[i].kind = tg_informer_kind((enum tg_inf_kind)i);
+    ro[TG_INF_NODES].path = "/api/v1/nodes";
+    ro[TG_INF_PODS_PENDING].path = "/api/v1/pods";
+    ro[TG_INF_PODS_PENDING].field_selector = inf->pending_sel;
+    ro[TG_INF_PODS_BOUND].path = "/api/v1/pods";
+    ro[TG_INF_PODS_BOUND].field_selector =
+        "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+    ro[TG_INF_PODGROUPS].path = "/apis/topogang.io/v1alpha1/podgroups";
+    ro[TG_INF_PRIOCLASSES].path = "/apis/scheduling.k8s.io/v1/priorityclasses";
+    ro[TG_INF_PDBS].path = "/apis/policy/v1/poddisruptionbudgets";
+    for (int i = TG_INF_PG_UPSTREAM; i < TG_INF_N; i++)
         ro[i].path = tg_informer_path((enum tg_inf_kind)i, inf->paths[i], sizeof inf->paths[i]);
-    }
     if (o->config_name) {
         snprintf(inf->cm_path, sizeof inf->cm_path, "/api/v1/namespaces/%s/configmaps",
                  o->config_ns ? o->config_ns : "kube-system");

@@ -93,6 +93,9 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
                       struct tg_informer **out);
 void tg_informer_free(struct tg_informer **inf);
 int tg_informer_synced(const struct tg_informer *inf);
+/* What a collection's objects decode into (informer/kinds.h): one kind per
+ * collection, the workloads' six sharing tg_kind_workload; NULL for TG_INF_N. */
+const struct tg_kind *tg_informer_kind(enum tg_inf_kind k);
 /* The API path of a collection ("/apis/kubeflow.org/v1/pytorchjobs"), the
  * name of its kind for people ("PyTorchJob"). */
 const char *tg_informer_path(enum tg_inf_kind k, char *buf, size_t n);

@@ -251,7 +251,7 @@ static int dec_numa(struct dec *dc, const cJSON *arr, struct tg_topology *t)
         if (get_int(dc, e, "cpus", 0, 1 << 20, &v, "NUMA cpus missing or out of range"))
             return TG_EPARSE;
         n->cpus = (uint32_t)v;
-        if (get_int(dc, e, "mem", 0, 9007199254740992.0, &v, "NUMA mem missing or out of range"))
+        if (get_int(dc, e, "mem", 0, (double)TG_TOPO_MAX_BYTES, &v, "NUMA mem missing or out of range"))
             return TG_EPARSE;
         n->mem = (uint64_t)v;
         if (cJSON_GetObjectItemCaseSensitive(e, "kcpus")) {
@@ -261,7 +261,7 @@ static int dec_numa(struct dec *dc, const cJSON *arr, struct tg_topology *t)
             n->known |= TG_TOPO_KCPUS;
         }
         if (cJSON_GetObjectItemCaseSensitive(e, "kmem")) {
-            if (get_int(dc, e, "kmem", 0, 9007199254740992.0, &v, "NUMA kmem out of range"))
+            if (get_int(dc, e, "kmem", 0, (double)TG_TOPO_MAX_BYTES, &v, "NUMA kmem out of range"))
                 return TG_EPARSE;
             n->kmem = (uint64_t)v;
             n->known |= TG_TOPO_KMEM;
@@ -357,7 +357,7 @@ static int dec_memnodes(struct dec *dc, const cJSON *arr, struct tg_topology *t)
         m->id = (int32_t)v;
         if (id_taken(t, m->id))
             return fail(dc, "duplicate NUMA id");
-        if (get_int(dc, e, "mem", 0, 9007199254740992.0, &v, "memory node mem missing or out of range"))
+        if (get_int(dc, e, "mem", 0, (double)TG_TOPO_MAX_BYTES, &v, "memory node mem missing or out of range"))
             return TG_EPARSE;
         m->mem = (uint64_t)v;
         if (get_int(dc, e, "numa", -1, 4095, &v, "memory node numa missing or out of range"))
@@ -371,7 +371,7 @@ static int dec_memnodes(struct dec *dc, const cJSON *arr, struct tg_topology *t)
         if (get_name(dc, cJSON_GetObjectItemCaseSensitive(e, "gpu"), m->gpu, "bad memory node gpu"))
             return TG_EPARSE;
         if (cJSON_GetObjectItemCaseSensitive(e, "kmem")) {
-            if (get_int(dc, e, "kmem", 0, 9007199254740992.0, &v, "memory node kmem out of range"))
+            if (get_int(dc, e, "kmem", 0, (double)TG_TOPO_MAX_BYTES, &v, "memory node kmem out of range"))
                 return TG_EPARSE;
             m->kmem = (uint64_t)v;
             m->known |= TG_TOPO_KMEM;

@@ -59,6 +59,7 @@
 #define TG_TOPO_MAX_MEMNODES 64            /* NUMA nodes without CPUs */
 #define TG_TOPO_KPODS_BYTES (16 * 1024)    /* "ns/name\0..." of kpods */
 #define TG_TOPO_POD_KEY     320            /* longest "ns/name" + 1 */
+#define TG_TOPO_MAX_BYTES   (1ull << 53)   /* mem and kmem accepted (exact in a double) */
 
 #define TG_LABEL_NUMA_NODES        "topogang.io/numa-nodes"
 #define TG_LABEL_MEMORY_NUMA_NODES "topogang.io/memory-numa-nodes"

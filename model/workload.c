@@ -7,6 +7,7 @@
 #include "util/intern.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,17 +93,17 @@ static int opt_int(struct wdec *x, const cJSON *o, const char *k, const char *fi
     const cJSON *j = get(o, k);
     if (!j || cJSON_IsNull(j))
         return 0;
-    if (!cJSON_IsNumber(j) || j->valuedouble != (double)(int64_t)j->valuedouble) {
+    if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble)) {
         problem(x, j, field, "must be a whole number");
         return -1;
     }
-    int64_t v = (int64_t)j->valuedouble;
-    if (v < lo || v > hi) {
-        problem(x, j, field, "must be %lld..%lld, not %lld", (long long)lo, (long long)hi,
-                (long long)v);
+    /* the range in double first: converting 1e76 to int64 is undefined (fuzz_liststream) */
+    if (!(j->valuedouble >= (double)lo && j->valuedouble <= (double)hi)) {
+        problem(x, j, field, "must be %lld..%lld, not %.0f", (long long)lo, (long long)hi,
+                j->valuedouble);
         return -1;
     }
-    *out = v;
+    *out = (int64_t)j->valuedouble;
     return 1;
 }
 
@@ -165,7 +166,12 @@ static int wmeta(struct wdec *x, const cJSON *obj, const char *kind, const char 
     if (ts && tg_parse_time(ts, &m->created_ms))
         m->created_ms = 0;
     const cJSON *gen = get(m->md, "generation");
-    m->generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+    /* within int64 first: converting 1e300 is undefined (the class fuzz_liststream found in
+     * opt_int) */
+    m->generation = cJSON_IsNumber(gen) && gen->valuedouble >= -9223372036854775808.0 &&
+                            gen->valuedouble < 9223372036854775808.0
+                        ? (int64_t)gen->valuedouble
+                        : 0;
     return 0;
 }
 

@@ -255,6 +255,30 @@ static void test_malformed(void **state)
     assert_int_equal(m.gpu_numa[1], 0);
 }
 
+/* CPU Affinity and NUMA Affinity values past what the topology annotation
+ * carries (fuzz_nvsmi: a 20-digit CPU number overflowed the count, a signed
+ * overflow, and a NUMA column of 2^32 became a NUMA id the scheduler's
+ * decoder refuses): the list counts as malformed (0 CPUs), the NUMA column
+ * as absent; the matrix still parses. */
+static void test_affinity_out_of_range(void **state)
+{
+    (void)state;
+    assert_int_equal(parse_str("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+                               "GPU0\t X \tNV2\t0-99999999999999999999\t4294967296\n"
+                               "GPU1\tNV2\t X \t0-1048575,0-1048575\t4096\n"), 0);
+    assert_int_equal(m.gpu_ncpus[0], 0);
+    assert_int_equal(m.gpu_ncpus[1], 0);
+    assert_int_equal(m.gpu_numa[0], -1);
+    assert_int_equal(m.gpu_numa[1], -1);
+    assert_int_equal(parse_str("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+                               "GPU0\t X \tNV2\t0-1048575\t4095\n"
+                               "GPU1\tNV2\t X \t1048575\t0\n"), 0);
+    assert_int_equal(m.gpu_ncpus[0], 1 << 20);
+    assert_int_equal(m.gpu_ncpus[1], 1);
+    assert_int_equal(m.gpu_numa[0], 4095);
+    assert_int_equal(m.ngroups, 1);
+}
+
 /* The clique partition: a GPU joins a group only when linked to every member. */
 static void test_cliques(void **state)
 {
@@ -320,6 +344,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a6000_ansi),
+        cmocka_unit_test(test_affinity_out_of_range),
         cmocka_unit_test(test_h200_tabs_nic_legend),
         cmocka_unit_test(test_b200),
         cmocka_unit_test(test_perlmutter),

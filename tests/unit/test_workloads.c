@@ -347,6 +347,36 @@ static void test_jobset_lws_kubeflow_size(void **state)
     cJSON_Delete(j);
 }
 
+/* A count far past int64 (fuzz_liststream, regress-jobset-replicas-1e76):
+ * it was converted to int64 before its range check, undefined (on x86 the
+ * problem read "not -9223372036854775808"); now the range is checked first
+ * and the problem names the value. metadata.generation had the same
+ * conversion (read now as 0 when past int64). */
+static void test_count_past_int64(void **state)
+{
+    (void)state;
+    struct tg_workload *w = wl(
+        "{\"kind\":\"JobSet\",\"metadata\":{\"name\":\"js\",\"namespace\":\"ml\"},\"spec\":"
+        "{\"replicatedJobs\":[{\"name\":\"w\",\"replicas\":1e76,\"template\":{\"spec\":"
+        "{\"parallelism\":4}}}]}}");
+    assert_non_null(w->problem);
+    assert_non_null(strstr(w->problem, "must be 0..100000, not 1000000000000000"));
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\"},\"spec\":{\"parallelism\":-1e300}}");
+    assert_non_null(w->problem);
+    assert_non_null(strstr(w->problem, "spec.parallelism: must be 0..1000000, not -1000000"));
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\"},\"spec\":{\"parallelism\":2.5}}");
+    assert_string_equal(w->problem, "spec.parallelism: must be a whole number");
+    tg_workload_free(&w);
+    /* metadata.generation the same way (read as 0, the generation of nothing) */
+    struct tg_podgroup *g = pg(
+        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\",\"metadata\":"
+        "{\"name\":\"g\",\"namespace\":\"ml\",\"generation\":1e300},\"spec\":{\"minMember\":2}}");
+    assert_int_equal(g->generation, 0);
+    tg_podgroup_free(&g);
+}
+
 /* ---- a pod's gang fields --------------------------------------------------------------------- */
 
 #define POD(meta, spec) \
@@ -762,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_kai_podgroup),
         cmocka_unit_test(test_job_size),
         cmocka_unit_test(test_jobset_lws_kubeflow_size),
+        cmocka_unit_test(test_count_past_int64),
         cmocka_unit_test(test_pod_group_sources),
         cmocka_unit_test(test_pod_derived),
         cmocka_unit_test(test_pod_hints),
