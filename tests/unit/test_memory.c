@@ -12,7 +12,9 @@
  *   still decodes, with every capacity in the model.
  * - a pod decoded before the Node that offers its resource is resolved when
  *   the handlers see it again (the resync a new name asks for).
- * - a usage record keeps its own references to the label strings it copied. */
+ * - a usage record keeps its own references to the label strings it copied.
+ * - simulate resolves pods read before their Node, and names a made-up
+ *   resource in the reason. */
 #include "testutil.h"
 #include "config/policy.h"
 #include "informer/kinds.h"
@@ -269,12 +271,35 @@ static void usage_record_keeps_its_labels(void **state)
     tg_engine_free(&w.e);
 }
 
+/* simulate reads pods before the Node that offers their resource (file
+ * order): the pod is placed once the Node is read; a made-up name leaves its
+ * pod unschedulable with the name in the reason. */
+static void simulate_resolves_and_names_unoffered(void **state)
+{
+    (void)state;
+    cJSON *res = tu_simulate(NULL,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: early, namespace: ml}\n"
+        "spec: {schedulerName: topogang, containers: [{name: c, resources: {limits: {sim.example/npu: 2}}}]}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: bogus, namespace: ml}\n"
+        "spec: {schedulerName: topogang, containers: [{name: c, resources: {limits: {made.up/thing: 1}}}]}\n"
+        "---\napiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {kubernetes.io/hostname: n1}}\n"
+        "status: {allocatable: {cpu: '8', memory: 8Gi, pods: '110', sim.example/npu: '4'}}\n");
+    assert_string_equal(tu_node_of(res, "ml/early"), "n1");
+    const cJSON *g = tu_gang(res, "ml/bogus");
+    assert_non_null(g);
+    const char *why = tu_str(g, "reason");
+    assert_non_null(strstr(why, "needs 1 x made.up/thing=1"));
+    assert_non_null(strstr(why, "insufficient (a resource no node offers)"));
+    cJSON_Delete(res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(churn_keeps_memory_flat),
         cmocka_unit_test(late_node_resolves_pod),
         cmocka_unit_test(usage_record_keeps_its_labels),
+        cmocka_unit_test(simulate_resolves_and_names_unoffered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
