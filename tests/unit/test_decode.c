@@ -297,6 +297,20 @@ static void test_resource_registry_bounded(void **state)
                                  "more than 64"));
     assert_int_equal(tg_res_count(), n0);
     free(y);
+    /* a Node of 65 resources: refused before any of them is registered */
+    y = NULL;
+    tu_cat(&y, "kind: Node\nmetadata: {name: wide}\nstatus:\n  allocatable:\n");
+    for (int i = 0; i < 65; i++)
+        tu_cat(&y, "    node.example/r%d: 1\n", i);
+    cJSON *jn = yaml(y);
+    struct tg_diag dn = {capture, NULL, 0, 0};
+    struct tg_node_obj *wide = NULL;
+    msgs[0] = 0;
+    assert_int_equal(tg_node_decode(jn, &dn, &wide), TG_EPARSE);
+    cJSON_Delete(jn);
+    assert_non_null(strstr(msgs, "E Node wide status.allocatable: has 65 resources, more than 64"));
+    assert_int_equal(tg_res_count(), n0);
+    free(y);
     /* 3 containers of 30 distinct names each: 90 in the pod, refused */
     y = NULL;
     tu_cat(&y, "kind: Pod\nmetadata: {name: spread, namespace: t}\nspec:\n  containers:\n");
