@@ -103,35 +103,26 @@ static uint32_t add(const char *s, size_t n, int pin)
     return id;
 }
 
-uint32_t tg_intern_n(const char *s, size_t n)
+/* The id of s[0..n), new or found: pinned, or with one more reference. */
+static uint32_t intern(const char *s, size_t n, int pin)
 {
     if (n == 0)
         return 0;
     if (ensure_empty())
         return TG_STR_NONE;
     uint64_t v;
-    if (tg_hmap_get(&in.index, s, n, &v)) {
+    if (!tg_hmap_get(&in.index, s, n, &v))
+        return add(s, n, pin);
+    if (pin)
         in.refs[v] = PINNED; /* a counted string stays malloc'ed, never freed now */
-        return (uint32_t)v;
-    }
-    return add(s, n, 1);
-}
-
-uint32_t tg_intern(const char *s) { return tg_intern_n(s, strlen(s)); }
-
-uint32_t tg_intern_ref(const char *s, size_t n)
-{
-    if (n == 0)
-        return 0;
-    if (ensure_empty())
-        return TG_STR_NONE;
-    uint64_t v;
-    if (tg_hmap_get(&in.index, s, n, &v)) {
+    else
         tg_intern_retain((uint32_t)v);
-        return (uint32_t)v;
-    }
-    return add(s, n, 0);
+    return (uint32_t)v;
 }
+
+uint32_t tg_intern_n(const char *s, size_t n) { return intern(s, n, 1); }
+uint32_t tg_intern(const char *s) { return intern(s, strlen(s), 1); }
+uint32_t tg_intern_ref(const char *s, size_t n) { return intern(s, n, 0); }
 
 void tg_intern_retain(uint32_t id)
 {
