@@ -131,6 +131,65 @@ static void remove_key(struct tg_reflector *r, const char *key)
     r->o.kind->free(old);
 }
 
+static void decode_failed(struct tg_reflector *r)
+{
+    r->st.decode_errors++;
+    if (r->o.h.on_decode_failed)
+        r->o.h.on_decode_failed(r->o.h.ud, r->o.kind->name);
+}
+
+/* The cached object an undecodable event's object names: by metadata.uid,
+ * else by "namespace/name" or "name" (the key of every kind but the peers'
+ * PodGroups, which have a uid). NULL when none; *named: the object names
+ * something at all. */
+static void *cached_of(struct tg_reflector *r, const cJSON *obj, int *named)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(md, "uid");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+    int has_uid = cJSON_IsString(uid) && *uid->valuestring;
+    int has_name = cJSON_IsString(name) && *name->valuestring;
+    *named = has_uid || has_name;
+    void *o = has_uid ? tg_store_get_uid(&r->store, uid->valuestring) : NULL;
+    if (o || !has_name)
+        return o;
+    char key[512];
+    if (cJSON_IsString(ns) && *ns->valuestring)
+        snprintf(key, sizeof key, "%s/%s", ns->valuestring, name->valuestring);
+    else
+        snprintf(key, sizeof key, "%s", name->valuestring);
+    return tg_store_get(&r->store, key);
+}
+
+/* A watch event whose object the decoder refused (it logged why): the
+ * cached version goes (it no longer says what the cluster holds: a pod's
+ * resources would stay counted, a deleted pod would linger); a DELETED
+ * object that names nothing relists. Returns 0 or TG_EAGAIN (relist). */
+static int undecodable(struct tg_reflector *r, const char *type, const cJSON *obj)
+{
+    decode_failed(r);
+    int named;
+    void *old = cached_of(r, obj, &named);
+    if (!named && type[0] == 'D') {
+        tg_warn(COMP, "%s watch %s: a DELETED object without uid or name: relisting",
+                r->o.kind->name, r->o.path);
+        r->gone = 1;
+        return TG_EAGAIN;
+    }
+    if (!old)
+        return 0;
+    char *key = strdup(r->o.kind->key(old));
+    if (!key)
+        return TG_ENOMEM;
+    tg_warn(COMP, "%s %s: %s event does not decode: dropped from the cache%s", r->o.kind->name,
+            key, type, type[0] == 'D' ? "" : " until a version that decodes comes");
+    r->st.decode_drops++;
+    remove_key(r, key);
+    free(key);
+    return 0;
+}
+
 /* ---- LIST ------------------------------------------------------------------ */
 
 static void append_selectors(struct tg_reflector *r, struct tg_sb *b)
@@ -198,7 +257,7 @@ static int on_list_item(void *ud, const char *json, size_t len)
     if (rc == TG_ENOMEM)
         return rc;
     if (rc) {
-        r->st.decode_errors++;
+        decode_failed(r);
         return 0;
     }
     void *sobj = NULL;
@@ -342,7 +401,7 @@ static int on_line(void *ud, const char *line, size_t len)
         if (drc == TG_ENOMEM) {
             rc = TG_ENOMEM;
         } else if (drc) {
-            r->st.decode_errors++;
+            rc = undecodable(r, t, obj);
         } else if (t[0] == 'D') {
             remove_key(r, r->o.kind->key(o));
             r->o.kind->free(o);

@@ -15,7 +15,15 @@
  * stay valid until the handler call that replaces them (on_update, as `old`)
  * or deletes them (on_delete) returns, so a handler may keep pointers to them
  * (the scheduling engine keeps pending pods, PodGroups and budgets so). An
- * object relisted with the same resourceVersion is not replaced. */
+ * object relisted with the same resourceVersion is not replaced.
+ *
+ * An object that does not decode (the decoder logs the object and field) is
+ * never kept in its old form: a listed one is left out of the list (so the
+ * reconcile deletes a cached copy), an ADDED or MODIFIED one deletes the
+ * cached copy (on_delete; it comes back when a later version decodes), a
+ * DELETED one deletes the copy found by metadata.uid or name; a DELETED
+ * event whose object names nothing relists. Each is counted
+ * (stats.decode_errors, h.on_decode_failed). */
 #ifndef TG_INFORMER_REFLECTOR_H
 #define TG_INFORMER_REFLECTOR_H
 
@@ -30,6 +38,9 @@ struct tg_handlers {
     void (*on_delete)(void *ud, const void *obj);
     void (*on_synced)(void *ud);         /* once, after the first complete list */
     void *ud;
+    /* An object (listed, or in a watch event) the kind's decoder refused;
+     * kind is struct tg_kind's name. May be NULL. */
+    void (*on_decode_failed)(void *ud, const char *kind);
 };
 
 struct tg_reflector_opts {
@@ -52,6 +63,7 @@ struct tg_reflector_stats {
     uint64_t errors;         /* failed requests and broken streams */
     uint64_t parse_errors;   /* malformed/truncated watch lines or list bodies */
     uint64_t decode_errors;  /* objects the decoder rejected (skipped) */
+    uint64_t decode_drops;   /* cached objects deleted because their new version did not decode */
     uint64_t adds, updates, deletes;
 };
 

@@ -40,13 +40,22 @@ static void usage_changed(struct tg_cluster *c, struct tg_usage *u, int sign)
             h->usage_changed(h->ud, c, u, sign);
 }
 
+/* A record's copy of its pod's labels holds its own interner references. */
+static void labels_drop(struct tg_usage *u)
+{
+    tg_labels_unref(u->labels, u->nlabels);
+    free(u->labels);
+    u->labels = NULL;
+    u->nlabels = 0;
+}
+
 static void usage_free_all(struct tg_cluster *c)
 {
     uint32_t pos = 0;
     const struct tg_hslot *s;
     while ((s = tg_hmap_next(&c->usage, &pos))) {
         struct tg_usage *u = (struct tg_usage *)(uintptr_t)s->val;
-        free(u->labels);
+        labels_drop(u);
         tg_podcons_free(&u->cons);
         free(u->key);
         free(u);
@@ -210,7 +219,7 @@ static void usage_remove(struct tg_cluster *c, struct tg_usage *u)
     if (u->nnext)
         u->nnext->nprev = u->nprev;
     tg_hmap_del(&c->usage, u->key, strlen(u->key));
-    free(u->labels);
+    labels_drop(u);
     tg_podcons_free(&u->cons);
     free(u->key);
     free(u);
@@ -275,9 +284,10 @@ static int usage_meta(struct tg_cluster *c, struct tg_usage *u, const struct tg_
         }
         if (p->nlabels)
             memcpy(l, p->labels, p->nlabels * sizeof *l);
+        tg_labels_retain(l, p->nlabels);
         if (relabel)
             record_changing(c, u, 0);
-        free(u->labels);
+        labels_drop(u);
         tg_podcons_free(&u->cons);
         u->labels = l;
         u->cons = pc;
@@ -333,7 +343,7 @@ static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot
     if (!u || !key || usage_meta(c, u, p, 0) ||
         tg_hmap_put(&c->usage, key, strlen(key), (uint64_t)(uintptr_t)u)) {
         if (u) {
-            free(u->labels);
+            labels_drop(u);
             tg_podcons_free(&u->cons);
         }
         free(u);

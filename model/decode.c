@@ -265,9 +265,11 @@ static char *make_key(const char *ns, const char *name, uint32_t *name_off)
     return k;
 }
 
-/* A map of string -> string into interned label pairs sorted by key. */
+/* A map of string -> string into interned label pairs sorted by key. ref:
+ * each key and value holds a counted reference (a pod's: tg_labels_unref
+ * gives them back), else they are pinned. */
 static int decode_labels(struct dec *x, const cJSON *map, const char *field, struct tg_label **out,
-                         uint16_t *nout)
+                         uint16_t *nout, int ref)
 {
     *out = NULL;
     *nout = 0;
@@ -298,8 +300,14 @@ static int decode_labels(struct dec *x, const cJSON *map, const char *field, str
             err(x, it, numbuf, "must be a string, not %s", type_name(it));
             continue;
         }
-        uint32_t kid = tg_intern(it->string), vid = tg_intern(v);
+        uint32_t kid = ref ? tg_intern_ref(it->string, strlen(it->string)) : tg_intern(it->string);
+        uint32_t vid = ref ? tg_intern_ref(v, strlen(v)) : tg_intern(v);
         if (kid == TG_STR_NONE || vid == TG_STR_NONE) {
+            if (ref) {
+                tg_intern_unref(kid);
+                tg_intern_unref(vid);
+                tg_labels_unref(l, k);
+            }
             free(l);
             return TG_ENOMEM;
         }
@@ -317,6 +325,22 @@ static int decode_labels(struct dec *x, const cJSON *map, const char *field, str
     return 0;
 }
 
+void tg_labels_unref(const struct tg_label *l, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        tg_intern_unref(l[i].key);
+        tg_intern_unref(l[i].val);
+    }
+}
+
+void tg_labels_retain(const struct tg_label *l, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        tg_intern_retain(l[i].key);
+        tg_intern_retain(l[i].val);
+    }
+}
+
 uint32_t tg_labels_get(const struct tg_label *l, uint32_t n, uint32_t key)
 {
     uint32_t lo = 0, hi = n;
@@ -332,13 +356,54 @@ uint32_t tg_labels_get(const struct tg_label *l, uint32_t n, uint32_t key)
 
 /* ---- resources --------------------------------------------------------- */
 
+/* A pod's resource names that no Node has registered (model/resources.h):
+ * they get ids TG_RES_MAX + i for this decode only, never a registry slot, so
+ * a tenant's made-up names cannot fill the registry. */
+struct unoffered {
+    const char *name[MAX_RQ];
+    uint32_t n;
+};
+
+/* The id of a resource name: a Node registers it; a Pod only looks it up
+ * (un != NULL), an unknown name taking a local id in un. -1 after reporting
+ * when the pod names more than MAX_RQ such names, or the registry is full. */
+static int rq_id(struct dec *x, const cJSON *it, const char *path, struct unoffered *un)
+{
+    size_t len = strlen(it->string);
+    if (!un) {
+        int id = tg_res_id(it->string, len);
+        if (id < 0)
+            err(x, it, path, "too many distinct resource names (max %d)", TG_RES_MAX);
+        return id;
+    }
+    int id = tg_res_lookup(it->string, len);
+    if (id >= 0)
+        return id;
+    for (uint32_t i = 0; i < un->n; i++)
+        if (!strcmp(un->name[i], it->string))
+            return TG_RES_MAX + (int)i;
+    if (un->n >= MAX_RQ || len == 0) {
+        err(x, it, path, len ? "names more than %d resources no node offers" : "empty resource name",
+            MAX_RQ);
+        return -1;
+    }
+    un->name[un->n] = it->string;
+    return TG_RES_MAX + (int)un->n++;
+}
+
 /* Parses a resource map (requests, limits, allocatable) into rq[] (unsorted).
- * Returns the count, or -1 after reporting. */
-static int decode_rqmap(struct dec *x, const cJSON *map, const char *field, struct tg_rq *rq)
+ * A map of more than MAX_RQ entries is refused before any name is looked up
+ * or registered. un: see rq_id. Returns the count, or -1 after reporting. */
+static int decode_rqmap(struct dec *x, const cJSON *map, const char *field, struct tg_rq *rq,
+                        struct unoffered *un)
 {
     int n = 0;
     const cJSON *it;
     char path[256];
+    if (cJSON_GetArraySize(map) > MAX_RQ) {
+        err(x, map, field, "has %d resources, more than %d", cJSON_GetArraySize(map), MAX_RQ);
+        return -1;
+    }
     cJSON_ArrayForEach(it, map)
     {
         snprintf(path, sizeof path, "%s.%s", field, it->string);
@@ -353,11 +418,9 @@ static int decode_rqmap(struct dec *x, const cJSON *map, const char *field, stru
             err(x, it, path, "must be a quantity string, not %s", type_name(it));
             return -1;
         }
-        int id = tg_res_id(it->string, strlen(it->string));
-        if (id < 0) {
-            err(x, it, path, "too many distinct resource names (max %d)", TG_RES_MAX);
+        int id = rq_id(x, it, path, un);
+        if (id < 0)
             return -1;
-        }
         int64_t v;
         int rc = tg_quantity_parse(txt, strlen(txt), tg_res_is_milli((uint32_t)id), &v);
         if (rc) {
@@ -365,23 +428,22 @@ static int decode_rqmap(struct dec *x, const cJSON *map, const char *field, stru
                 rc == TG_EINVAL ? "negative" : rc == TG_ERANGE ? "out-of-range" : "malformed", txt);
             return -1;
         }
-        if (n >= MAX_RQ) {
-            err(x, map, field, "has more than %d resources", MAX_RQ);
-            return -1;
-        }
         rq[n++] = (struct tg_rq){(uint32_t)id, v};
     }
     return n;
 }
 
-/* Dense accumulator over resource ids for effective requests. */
+/* Dense accumulator over resource ids for effective requests: the registry's,
+ * then the pod's unoffered names. */
+#define ACC_N (TG_RES_MAX + MAX_RQ)
 struct acc {
-    int64_t v[TG_RES_MAX];
-    uint8_t used[TG_RES_MAX];
+    int64_t v[ACC_N];
+    uint8_t used[ACC_N];
 };
 
 /* One container's requests, with limits standing in for absent requests. */
-static int container_requests(struct dec *x, const cJSON *c, const char *field, struct tg_rq *out)
+static int container_requests(struct dec *x, const cJSON *c, const char *field, struct tg_rq *out,
+                              struct unoffered *un)
 {
     char path[200];
     snprintf(path, sizeof path, "%s.resources", field);
@@ -392,12 +454,12 @@ static int container_requests(struct dec *x, const cJSON *c, const char *field, 
     char p2[240];
     snprintf(p2, sizeof p2, "%s.requests", path);
     const cJSON *rm = want_map(x, res, "requests", p2);
-    int n = rm ? decode_rqmap(x, rm, p2, out) : 0;
+    int n = rm ? decode_rqmap(x, rm, p2, out, un) : 0;
     if (n < 0)
         return -1;
     snprintf(p2, sizeof p2, "%s.limits", path);
     const cJSON *lm = want_map(x, res, "limits", p2);
-    int nl = lm ? decode_rqmap(x, lm, p2, lim) : 0;
+    int nl = lm ? decode_rqmap(x, lm, p2, lim, un) : 0;
     if (nl < 0)
         return -1;
     for (int i = 0; i < nl; i++) {
@@ -410,18 +472,46 @@ static int container_requests(struct dec *x, const cJSON *c, const char *field, 
     return n;
 }
 
+static void acc_clear(struct acc *a, uint32_t nres)
+{
+    memset(a->v, 0, nres * sizeof a->v[0]);
+    memset(a->used, 0, nres);
+    memset(a->v + TG_RES_MAX, 0, MAX_RQ * sizeof a->v[0]);
+    memset(a->used + TG_RES_MAX, 0, MAX_RQ);
+}
+
+/* The pod's requests of names no node offers: kept by name (p->unoffered)
+ * and stood for in p->req by TG_RES_UNOFFERED, which no node has. */
+static int keep_unoffered(struct tg_pod *p, const struct unoffered *un, const struct tg_rq *out,
+                          uint32_t n)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        k += out[i].res >= TG_RES_MAX;
+    if (!k)
+        return 0;
+    if (!(p->unoffered = calloc(k, sizeof *p->unoffered)))
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        if (out[i].res < TG_RES_MAX)
+            continue;
+        struct tg_unoffered *u = &p->unoffered[p->nunoffered];
+        if (!(u->name = strdup(un->name[out[i].res - TG_RES_MAX])))
+            return TG_ENOMEM;
+        u->val = out[i].val;
+        p->nunoffered++;
+    }
+    return 0;
+}
+
 static int pod_requests(struct dec *x, const cJSON *spec, struct tg_pod *p)
 {
     static _Thread_local struct acc sum, initmax, sidecar;
-    size_t nr = tg_res_count() + MAX_RQ; /* names registered while decoding this pod */
-    if (nr > TG_RES_MAX)
-        nr = TG_RES_MAX;
-    memset(sum.v, 0, nr * sizeof sum.v[0]);
-    memset(sum.used, 0, nr);
-    memset(initmax.v, 0, nr * sizeof sum.v[0]);
-    memset(initmax.used, 0, nr);
-    memset(sidecar.v, 0, nr * sizeof sum.v[0]);
-    memset(sidecar.used, 0, nr);
+    uint32_t nres = tg_res_count(); /* a pod registers no name */
+    acc_clear(&sum, nres);
+    acc_clear(&initmax, nres);
+    acc_clear(&sidecar, nres);
+    struct unoffered un = {.n = 0};
     struct tg_rq rq[MAX_RQ];
     char path[128];
 
@@ -431,7 +521,7 @@ static int pod_requests(struct dec *x, const cJSON *spec, struct tg_pod *p)
     cJSON_ArrayForEach(c, init)
     {
         snprintf(path, sizeof path, "spec.initContainers[%d]", i++);
-        int n = container_requests(x, c, path, rq);
+        int n = container_requests(x, c, path, rq, &un);
         if (n < 0)
             return -1;
         const char *rp = want_str(x, c, "restartPolicy", "restartPolicy");
@@ -454,7 +544,7 @@ static int pod_requests(struct dec *x, const cJSON *spec, struct tg_pod *p)
     cJSON_ArrayForEach(c, cs)
     {
         snprintf(path, sizeof path, "spec.containers[%d]", i++);
-        int n = container_requests(x, c, path, rq);
+        int n = container_requests(x, c, path, rq, &un);
         if (n < 0)
             return -1;
         for (int k = 0; k < n; k++) {
@@ -463,15 +553,23 @@ static int pod_requests(struct dec *x, const cJSON *spec, struct tg_pod *p)
         }
     }
     const cJSON *ov = want_map(x, spec, "overhead", "spec.overhead");
-    int nov = ov ? decode_rqmap(x, ov, "spec.overhead", rq) : 0;
+    int nov = ov ? decode_rqmap(x, ov, "spec.overhead", rq, &un) : 0;
     if (nov < 0)
         return -1;
 
-    struct tg_rq out[MAX_RQ];
-    uint32_t n = 0, nres = tg_res_count();
-    for (uint32_t r = 0; r < nres && n < MAX_RQ; r++) {
-        if (!sum.used[r] && !initmax.used[r] && !sidecar.used[r])
+    struct tg_rq out[MAX_RQ + 1];
+    uint32_t n = 0, ndistinct = 0;
+    /* the registry's ids [0, nres), then the unoffered [TG_RES_MAX, TG_RES_MAX + un.n) */
+    for (uint32_t r = 0; r < TG_RES_MAX + un.n; r = r + 1 == nres ? TG_RES_MAX : r + 1) {
+        int used = sum.used[r] || initmax.used[r] || sidecar.used[r];
+        for (int k = 0; k < nov && !used; k++)
+            used = rq[k].res == r; /* overhead of a resource no container asked for */
+        if (!used)
             continue;
+        if (++ndistinct > MAX_RQ) {
+            err(x, spec, "spec", "names more than %d distinct resources", MAX_RQ);
+            return -1;
+        }
         int64_t v = sum.v[r] + sidecar.v[r];
         if (initmax.v[r] > v)
             v = initmax.v[r];
@@ -481,11 +579,15 @@ static int pod_requests(struct dec *x, const cJSON *spec, struct tg_pod *p)
         if (v > 0)
             out[n++] = (struct tg_rq){r, v};
     }
-    for (int k = 0; k < nov; k++) /* overhead of a resource no container asked for */
-        if (!sum.used[rq[k].res] && !initmax.used[rq[k].res] && !sidecar.used[rq[k].res] &&
-            n < MAX_RQ && rq[k].val > 0)
-            out[n++] = rq[k];
-    n = tg_rq_normalize(out, n);
+    if (keep_unoffered(p, &un, out, n))
+        return TG_ENOMEM;
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (out[k].res < TG_RES_MAX)
+            out[m++] = out[k];
+    if (p->nunoffered)
+        out[m++] = (struct tg_rq){TG_RES_UNOFFERED, 1};
+    n = tg_rq_normalize(out, m);
     if (n) {
         p->req = malloc(n * sizeof *p->req);
         if (!p->req)
@@ -494,6 +596,39 @@ static int pod_requests(struct dec *x, const cJSON *spec, struct tg_pod *p)
     }
     p->nreq = (uint8_t)n;
     return 0;
+}
+
+int tg_pod_resolve(struct tg_pod *p)
+{
+    uint32_t k = 0, found = 0;
+    for (uint32_t i = 0; i < p->nunoffered; i++)
+        found += tg_res_lookup(p->unoffered[i].name, strlen(p->unoffered[i].name)) >= 0;
+    if (!found)
+        return 0;
+    struct tg_rq *req = malloc((p->nreq + found) * sizeof *req);
+    if (!req)
+        return TG_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->nreq; i++)
+        if (p->req[i].res != TG_RES_UNOFFERED)
+            req[n++] = p->req[i];
+    for (uint32_t i = 0; i < p->nunoffered; i++) {
+        struct tg_unoffered *u = &p->unoffered[i];
+        int id = tg_res_lookup(u->name, strlen(u->name));
+        if (id < 0) {
+            p->unoffered[k++] = *u;
+            continue;
+        }
+        req[n++] = (struct tg_rq){(uint32_t)id, u->val};
+        free(u->name);
+    }
+    p->nunoffered = (uint8_t)k;
+    if (k)
+        req[n++] = (struct tg_rq){TG_RES_UNOFFERED, 1};
+    free(p->req);
+    p->req = req;
+    p->nreq = (uint8_t)tg_rq_normalize(req, n);
+    return 1;
 }
 
 /* ---- scheduling constraints -------------------------------------------- */
@@ -1081,7 +1216,7 @@ static int decode_podspec(struct dec *x, const cJSON *obj, const cJSON *spec, st
         return TG_ENOMEM;
     p->spec = ps;
     const cJSON *sel = want_map(x, spec, "nodeSelector", "spec.nodeSelector");
-    int rc = decode_labels(x, sel, "spec.nodeSelector", &ps->selector, &ps->nselector);
+    int rc = decode_labels(x, sel, "spec.nodeSelector", &ps->selector, &ps->nselector, 0);
     if (rc)
         return rc;
     if ((rc = decode_tolerations(x, spec, ps)))
@@ -1129,9 +1264,12 @@ static void drop_churning_labels(struct tg_pod *p)
         keys[1] = tg_intern("batch.kubernetes.io/controller-uid");
     }
     uint16_t k = 0;
-    for (uint16_t i = 0; i < p->nlabels; i++)
+    for (uint16_t i = 0; i < p->nlabels; i++) {
         if (p->labels[i].key != keys[0] && p->labels[i].key != keys[1])
             p->labels[k++] = p->labels[i];
+        else
+            tg_intern_unref(p->labels[i].val); /* its value's string goes at once */
+    }
     p->nlabels = k;
 }
 
@@ -1187,7 +1325,7 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
     p->created_ms = m.created_ms;
     p->deleting = (uint8_t)m.deleting;
     p->group = group_label(m.labels);
-    if ((rc = decode_labels(&x, m.labels, "metadata.labels", &p->labels, &p->nlabels)) == TG_ENOMEM)
+    if ((rc = decode_labels(&x, m.labels, "metadata.labels", &p->labels, &p->nlabels, 1)) == TG_ENOMEM)
         goto fail;
     drop_churning_labels(p);
     if ((rc = decode_owner(&x, obj, p)) == TG_ENOMEM)
@@ -1248,6 +1386,10 @@ void tg_pod_free(struct tg_pod **pp)
     free(p->uid);
     free(p->rv);
     free(p->req);
+    for (uint32_t i = 0; i < p->nunoffered; i++)
+        free(p->unoffered[i].name);
+    free(p->unoffered);
+    tg_labels_unref(p->labels, p->nlabels);
     free(p->labels);
     podspec_free(p->spec);
     tg_podcons_free(&p->cons);
@@ -1542,7 +1684,7 @@ int tg_node_decode(const cJSON *obj, struct tg_diag *d, struct tg_node_obj **out
         return rc;
     n->name = tg_intern(m.name);
     n->rv = dup_or_null(m.rv);
-    if ((rc = decode_labels(&x, m.labels, "metadata.labels", &n->labels, &n->nlabels)))
+    if ((rc = decode_labels(&x, m.labels, "metadata.labels", &n->labels, &n->nlabels, 0)))
         goto fail;
     const char *topo = want_str(&x, m.annotations, TG_ANNOTATION_TOPOLOGY,
                                 "metadata.annotations." TG_ANNOTATION_TOPOLOGY);
@@ -1580,7 +1722,7 @@ int tg_node_decode(const cJSON *obj, struct tg_diag *d, struct tg_node_obj **out
         afield = "status.capacity";
     }
     struct tg_rq rq[MAX_RQ];
-    int na = alloc ? decode_rqmap(&x, alloc, afield, rq) : 0;
+    int na = alloc ? decode_rqmap(&x, alloc, afield, rq, NULL) : 0;
     if (na > 0) {
         na = (int)tg_rq_normalize(rq, (uint32_t)na);
         if (!(n->alloc = malloc((size_t)na * sizeof *rq)))
@@ -1998,7 +2140,7 @@ int tg_namespace_decode(const cJSON *obj, struct tg_diag *d, struct tg_namespace
         return rc;
     n->name = tg_intern(m.name);
     n->rv = dup_or_null(m.rv);
-    if ((rc = decode_labels(&x, m.labels, "metadata.labels", &n->labels, &n->nlabels)) == TG_ENOMEM)
+    if ((rc = decode_labels(&x, m.labels, "metadata.labels", &n->labels, &n->nlabels, 0)) == TG_ENOMEM)
         goto fail;
     uint32_t k = tg_intern("kubernetes.io/metadata.name");
     if (tg_labels_get(n->labels, n->nlabels, k) == TG_STR_NONE) {

@@ -218,9 +218,10 @@ struct tg_pod {
     int64_t created_ms;                 /* creationTimestamp, ms since epoch; 0 unknown */
     char *rv;                           /* metadata.resourceVersion, owned, may be NULL */
     struct tg_rq *req;                  /* effective requests, sorted, owned */
-    struct tg_label *labels;            /* metadata.labels, sorted by key id, owned; the
-                                           values of uid-valued controller labels are
-                                           dropped (they churn and would grow the interner) */
+    struct tg_label *labels;            /* metadata.labels, sorted by key id, owned; keys
+                                           and values hold counted interner references
+                                           (tg_labels_unref); the uid-valued controller
+                                           labels are dropped */
     struct tg_podspec *spec;            /* NULL unless decoded with TG_DECODE_SPEC */
     struct tg_podcons *cons;            /* inter-pod terms and host ports, NULL: none */
     /* Gang definitions beyond the pod-group label (model/workload.h). */
@@ -228,6 +229,17 @@ struct tg_pod {
     uint32_t derived;                   /* interned "Kind/name[/group]": the gang its
                                            controller owner forms, 0 none */
     struct tg_ganghints *hints;         /* owned; NULL: no gang annotation */
+    /* Requests of resource names no Node had registered when the pod was
+     * decoded: they stay out of the registry (a tenant's made-up names cannot
+     * fill it) and p->req holds TG_RES_UNOFFERED instead, which no node has,
+     * until tg_pod_resolve finds a Node that offers them. */
+    struct tg_unoffered *unoffered;     /* owned, nunoffered of them */
+    uint8_t nunoffered;
+};
+
+struct tg_unoffered {
+    char *name;                         /* owned */
+    int64_t val;                        /* whole units */
 };
 
 static inline const char *tg_pod_name(const struct tg_pod *p) { return p->key + p->name_off; }
@@ -248,6 +260,12 @@ enum {
  * frees with tg_pod_free. Errors: TG_EPARSE (reported through d), TG_ENOMEM. */
 int tg_pod_decode(const struct cJSON *obj, unsigned flags, struct tg_diag *d, struct tg_pod **out);
 void tg_pod_free(struct tg_pod **p);
+/* Moves the requests of p->unoffered whose names a Node has since registered
+ * into p->req (TG_RES_UNOFFERED stays while any is left). Returns 1 when
+ * p->req changed, 0 when not, TG_ENOMEM (p unchanged). Whoever hands pods to
+ * the model calls it when the registry has grown since the pod was decoded
+ * (tg_res_count()): the daemon's handlers, simulate's loader. */
+int tg_pod_resolve(struct tg_pod *p);
 /* 64-bit hash of requests + spec: equal pods have equal hashes. */
 uint64_t tg_pod_shape_hash(const struct tg_pod *p);
 /* 1 when requests and spec are equal (hash collisions are checked with this). */
@@ -276,6 +294,11 @@ void tg_node_free(struct tg_node_obj **n);
 struct tg_node_obj *tg_node_clone(const struct tg_node_obj *n);
 /* Value id of a label key on a node (labels sorted by key), or TG_STR_NONE. */
 uint32_t tg_labels_get(const struct tg_label *l, uint32_t n, uint32_t key);
+/* A pod's labels hold counted references to their interned keys and values
+ * (util/intern.h: they churn): a copy kept past the pod retains them, and
+ * gives them back when freed. */
+void tg_labels_retain(const struct tg_label *l, uint32_t n);
+void tg_labels_unref(const struct tg_label *l, uint32_t n);
 
 /* ---- PodGroup ----------------------------------------------------------- */
 

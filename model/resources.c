@@ -13,12 +13,14 @@ static struct {
 
 static void init_fixed(void)
 {
-    static const char *const fixed[TG_RES_NFIXED] = {"cpu", "memory", "pods", "ephemeral-storage"};
+    static const char *const fixed[TG_RES_NFIXED] = {"cpu", "memory", "pods", "ephemeral-storage",
+                                                     "(a resource no node offers)"};
     if (reg.n)
         return;
     for (uint32_t i = 0; i < TG_RES_NFIXED; i++) {
         reg.names[i] = (char *)fixed[i];
-        tg_hmap_put(&reg.index, fixed[i], strlen(fixed[i]), i);
+        if (i != TG_RES_UNOFFERED)
+            tg_hmap_put(&reg.index, fixed[i], strlen(fixed[i]), i);
     }
     reg.n = TG_RES_NFIXED;
 }

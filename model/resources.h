@@ -1,6 +1,11 @@
 /* The registry of resource names. cpu, memory, pods and ephemeral-storage have
  * fixed ids; every other name (nvidia.com/gpu, rdma/hca_shared_devices_a,
- * nvidia.com/mig-2g.45gb, hugepages-2Mi) gets the next id on first sight.
+ * nvidia.com/mig-2g.45gb, hugepages-2Mi) gets the next id when a Node first
+ * advertises it. Only Nodes register names (model/decode.c): a pod's request
+ * of a name no node offers is held by name on the pod and stands in its
+ * requests as TG_RES_UNOFFERED, an id no node has, so pods cannot fill the
+ * registry and every name a Node offers gets a slot (up to TG_RES_MAX, a
+ * bound on what an admin's node pools advertise, never on tenants).
  * cpu is counted in millicores, everything else in whole units. */
 #ifndef TG_MODEL_RESOURCES_H
 #define TG_MODEL_RESOURCES_H
@@ -8,7 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { TG_RES_CPU, TG_RES_MEMORY, TG_RES_PODS, TG_RES_EPHEMERAL, TG_RES_NFIXED };
+enum { TG_RES_CPU, TG_RES_MEMORY, TG_RES_PODS, TG_RES_EPHEMERAL,
+       TG_RES_UNOFFERED,    /* a pod's request of a name no node offers; no name maps to it */
+       TG_RES_NFIXED };
 #define TG_RES_MAX 256
 
 /* A (resource, amount) pair: requests, allocatable, usage are sorted arrays of
@@ -18,7 +25,8 @@ struct tg_rq {
     int64_t val;
 };
 
-/* Id of a resource name, registering it; -1 when TG_RES_MAX names exist. */
+/* Id of a resource name, registering it (Nodes only); -1 when TG_RES_MAX
+ * names exist. */
 int tg_res_id(const char *name, size_t n);
 /* Id of a known name, or -1; never registers. */
 int tg_res_lookup(const char *name, size_t n);

@@ -953,7 +953,7 @@ static void describe_set(const struct set *st, struct tg_sb *b)
     tg_sb_printf(b, "%u x ", st->nmem);
     int any = 0;
     char q[32];
-    for (int pass = 0; pass < 2 && !any; pass++)
+    for (int pass = 0; pass < 2 && !any; pass++) {
         for (uint8_t i = 0; i < p->nreq; i++) {
             uint32_t r = p->req[i].res;
             if ((pass == 0) != (r >= TG_RES_NFIXED))
@@ -964,6 +964,10 @@ static void describe_set(const struct set *st, struct tg_sb *b)
                          tg_quantity_format(p->req[i].val, tg_res_is_milli(r), q, sizeof q));
             any = 1;
         }
+        for (uint8_t i = 0; pass == 0 && i < p->nunoffered; i++, any = 1) /* no node offers */
+            tg_sb_printf(b, "%s%s=%lld", any ? "," : "", p->unoffered[i].name,
+                         (long long)p->unoffered[i].val);
+    }
     if (!any)
         tg_sb_puts(b, "pod (no requests)");
 }

@@ -26,7 +26,13 @@
  *
  * The engine keeps pending pods, PodGroups and budgets by pointer: the
  * informer's objects stay valid until their update or delete handler returns
- * (informer/reflector.h), and every one of those reaches the engine. */
+ * (informer/reflector.h), and every one of those reaches the engine.
+ *
+ * Only Nodes register resource names (model/resources.h). A pod decoded
+ * before the Node that offers its resource holds the name aside
+ * (tg_pod_resolve): when a Node brings a new name and such a pod was seen,
+ * every cached object is handed over again (the resync, before any decision)
+ * and each pod resolved on the way in. */
 #include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
 #include "util/err.h"
@@ -73,6 +79,13 @@ static void node_set(void *ud, const void *obj)
     const struct tg_node_obj *n = obj;
     struct tg_node_obj *copy = tg_node_clone(n);
     nomem(h, "adding node", tg_str(n->name), copy ? tg_engine_node_set(h->engine, copy) : TG_ENOMEM);
+    if (tg_res_count() != h->nres) {
+        h->nres = tg_res_count();
+        if (h->unoffered && !h->newres) {
+            h->newres = 1;
+            h->lost++;
+        }
+    }
     tg_metrics_set(TG_G_NODES, h->engine->sched.cluster.nready);
     changed(h);
 }
@@ -90,12 +103,27 @@ static void node_delete(void *ud, const void *obj)
 
 /* ---- pods ------------------------------------------------------------------------------- */
 
+/* A pod's requests of names no Node had registered when it was decoded:
+ * those a Node has registered since join its requests. */
+static void resolve(struct tg__handlers *h, struct tg_pod *p)
+{
+    if (!p->nunoffered)
+        return;
+    if (tg_pod_resolve(p) == TG_ENOMEM)
+        nomem(h, "pod", p->key, TG_ENOMEM);
+    if (p->nunoffered) {
+        h->unoffered = 1;
+        tg_debug(C, "pod %s requests %s, which no node offers", p->key, p->unoffered[0].name);
+    }
+}
+
 /* The store owns the pod; the engine keeps the pointer until the next event
  * of the same pod (it never writes through it). */
 static void pending_set(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
     struct tg_pod *p = (struct tg_pod *)(uintptr_t)obj;
+    resolve(h, p);
     nomem(h, "pending pod", p->key, tg_engine_pending_set(h->engine, p));
     changed(h);
 }
@@ -121,7 +149,8 @@ static void members(struct tg__handlers *h, const struct tg_pod *p)
 static void bound_set(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
-    const struct tg_pod *p = obj;
+    struct tg_pod *p = (struct tg_pod *)(uintptr_t)obj;
+    resolve(h, p);
     nomem(h, "bound pod", p->key, tg_engine_bound_set(h->engine, p));
     tg_metrics_set(TG_G_BOUND_PODS, (int64_t)h->engine->sched.cluster.usage.len);
     members(h, p);
@@ -475,6 +504,17 @@ static void synced(void *ud)
         h->on_synced(h->ud);
 }
 
+/* An object the informer could not decode (it logged which and why). */
+static void decode_failed(void *ud, const char *kind)
+{
+    (void)ud;
+    tg_metrics_inc(!strcmp(kind, "Node")       ? TG_M_DECODE_FAIL_NODE
+                   : !strcmp(kind, "Pod")      ? TG_M_DECODE_FAIL_POD
+                   : !strcmp(kind, "PodGroup") ? TG_M_DECODE_FAIL_PODGROUP
+                                               : TG_M_DECODE_FAIL_OTHER,
+                   1);
+}
+
 void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io)
 {
     io->h[TG_INF_NODES] = (struct tg_handlers){node_set, node_update, node_delete, NULL, h};
@@ -496,6 +536,8 @@ void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io)
     io->h[TG_INF_PVCS] = (struct tg_handlers){pvc_set, pvc_update, pvc_delete, NULL, h};
     io->h[TG_INF_SCS] = (struct tg_handlers){sc_set, sc_update, sc_delete, NULL, h};
     io->h[TG_INF_RCLAIMS] = (struct tg_handlers){claim_set, claim_update, claim_delete, NULL, h};
+    for (int k = 0; k < TG_INF_N; k++)
+        io->h[k].on_decode_failed = decode_failed;
     io->optional = h->gang_sources | TG_INF_CONSTRAINT_KINDS;
     io->on_discovered = discovered;
     io->on_synced = synced;
@@ -513,7 +555,9 @@ void tg__handlers_resync(struct tg__handlers *h, const struct tg_informer *inf, 
     if (!h->lost || !inf || now_ms - h->resync_ms < 200)
         return;
     uint32_t lost = h->lost;
+    int newres = h->newres;
     h->lost = 0;
+    h->newres = 0;
     h->resync_ms = now_ms;
     struct tg_informer_opts io = {0};
     tg__handlers_wire(h, &io);
@@ -523,6 +567,8 @@ void tg__handlers_resync(struct tg__handlers *h, const struct tg_informer *inf, 
         for (uint32_t k = 0; s && update && k < tg_store_len(s); k++)
             update(h, tg_store_at(s, k), tg_store_at(s, k));
     }
-    tg_info(C, "resync after %u lost event(s) or decision(s): every cached object handed to the "
-               "engine again%s", lost, h->lost ? "; some still lost: no decisions, again soon" : "");
+    tg_info(C, "resync after %u lost event(s) or decision(s)%s: every cached object handed to the "
+               "engine again%s", lost - (uint32_t)newres,
+            newres ? " and a resource name a Node brought that pods asked for" : "",
+            h->lost ? "; some still lost: no decisions, again soon" : "");
 }

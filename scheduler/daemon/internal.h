@@ -52,6 +52,10 @@ struct tg__handlers {
     uint32_t lost;                      /* object events the engine could not take (out of
                                            memory), or decisions lost, since the last resync */
     int64_t resync_ms;                  /* loop ms of the last resync */
+    uint32_t nres;                      /* tg_res_count() when a Node last registered a name */
+    uint8_t unoffered;                  /* a pod asked for a name no Node had registered
+                                           (tg_pod_resolve): a new name resyncs */
+    uint8_t newres;                     /* that resync is due */
 };
 
 /* Points io's handlers (and on_synced) at h, which is kept by reference. */

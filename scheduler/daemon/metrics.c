@@ -32,6 +32,12 @@ static const char *const counter_name[TG_M__COUNTERS][2] = {
     {"topogang_preemption_victims_total{kind=\"pod\"}", NULL},
     {"topogang_preempted_pods_total", "Pods evicted by preemption (every member of a victim gang)."},
     {"topogang_eviction_errors_total", "Victim pods whose condition patch or delete failed."},
+    {"topogang_decode_failures_total{kind=\"Node\"}",
+     "Objects listed or watched that did not decode, by kind (logged with the field; a cached "
+     "version is dropped)."},
+    {"topogang_decode_failures_total{kind=\"Pod\"}", NULL},
+    {"topogang_decode_failures_total{kind=\"PodGroup\"}", NULL},
+    {"topogang_decode_failures_total{kind=\"other\"}", NULL},
 };
 
 /* A NULL help continues the metric above with other labels; a NULL name is

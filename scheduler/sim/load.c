@@ -451,6 +451,16 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Pods read before the Nodes that offer their resources (model/objects.h
+ * tg_pod_resolve): their requests are complete once those Nodes are read. */
+static int resolve_pods(struct tg_simdata *d)
+{
+    for (uint32_t i = 0; i < d->npods; i++)
+        if (d->pods[i].pod->nunoffered && tg_pod_resolve(d->pods[i].pod) == TG_ENOMEM)
+            return TG_ENOMEM;
+    return 0;
+}
+
 int tg_simdata_load_string(struct tg_simdata *d, const char *yaml, size_t n, const char *origin,
                            struct tg_sb *err)
 {
@@ -458,6 +468,8 @@ int tg_simdata_load_string(struct tg_simdata *d, const char *yaml, size_t n, con
     d->origin = origin;
     int before = d->diag.nerrors;
     int rc = tg_yaml_parse(yaml, n, origin, on_doc, d, err);
+    if (!rc)
+        rc = resolve_pods(d);
     d->errors += (uint32_t)(d->diag.nerrors - before);
     d->load_ms += now_ms() - t0;
     return rc;

@@ -296,6 +296,76 @@ static struct tg_client *client_on(uv_loop_t *loop, const struct server *sv,
     return c;
 }
 
+/* ---- events whose object does not decode ------------------------------------ */
+
+/* A pod whose cpu request is not a quantity: tg_pod_decode refuses it. */
+#define BADPOD(name, rv)                                                                      \
+    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"uid\":\"u-" name "\","       \
+    "\"resourceVersion\":\"" rv "\"},\"spec\":{\"schedulerName\":\"topogang\",\"containers\":" \
+    "[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"lots\"}}}]},"                      \
+    "\"status\":{\"phase\":\"Pending\"}}"
+
+static int decode_failures;
+static void h_decode_failed(void *ud, const char *kind)
+{
+    (void)ud;
+    assert_string_equal(kind, "Pod");
+    decode_failures++;
+}
+
+static const struct step undecodable_script[] = {
+    {"GET /api/v1/pods?limit=500&resourceVersion=0 ",
+     LIST("10", "", POD("p1", "5") "," POD("p2", "6") "," POD("p3", "7"))},
+    /* p1 modified into something that does not decode; p2 deleted, undecodable
+     * but named; then a DELETED object that names nothing: relist */
+    {"watch=1&allowWatchBookmarks=true&resourceVersion=10&",
+     HDR EV("MODIFIED", BADPOD("p1", "11")) EV("DELETED", BADPOD("p2", "12"))
+         EV("DELETED", "{\"metadata\":{\"resourceVersion\":\"13\"},\"spec\":{}}")},
+    {"GET /api/v1/pods?limit=500 ", LIST("20", "", POD("p3", "7"))},
+    {"resourceVersion=20&", NULL},
+};
+
+/* Issue 18: an event that fails to decode must not leave the old object in
+ * the cache (a modified pod's old requests would stay counted, a deleted pod
+ * would linger); a DELETED object that names nothing relists. */
+static void undecodable_events_drop_the_cached_object(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, undecodable_script, 4);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct seen seen = {0};
+    decode_failures = 0;
+    struct tg_reflector_opts o = {.kind = &tg_kind_pod, .path = "/api/v1/pods",
+                                  .backoff_min_ms = 10, .backoff_max_ms = 50,
+                                  .h = {h_add, h_update, h_delete, NULL, &seen, h_decode_failed}};
+    struct tg_reflector *r;
+    assert_int_equal(tg_reflector_new(c, &o, &r), 0);
+    assert_int_equal(tg_reflector_start(r), 0);
+    run_until(&loop, &sv, 4);
+    for (int i = 0; i < sv.at && i < 32; i++)
+        printf("# request %d: %s\n", i, sv.paths[i]);
+    assert_int_equal(sv.mismatch, 0);
+    assert_int_equal(sv.at, 4);           /* the nameless DELETED relisted */
+    const struct tg_reflector_stats *st = tg_reflector_stats(r);
+    assert_int_equal(st->decode_errors, 3);
+    assert_int_equal(st->decode_drops, 2);
+    assert_int_equal(st->relists, 1);
+    assert_int_equal(decode_failures, 3);
+    const struct tg_store *store = tg_reflector_store(r);
+    assert_null(tg_store_get(store, "ns/p1"));  /* MODIFIED, undecodable: old version gone */
+    assert_null(tg_store_get(store, "ns/p2"));  /* DELETED, undecodable: gone by its name */
+    assert_non_null(tg_store_get(store, "ns/p3"));
+    assert_int_equal(tg_store_len(store), 1);
+    assert_int_equal(seen.deletes, 2);
+    assert_string_equal(seen.deleted[0], "ns/p1");
+    assert_string_equal(seen.deleted[1], "ns/p2");
+    assert_string_equal(tg_reflector_rv(r), "20");
+    server_stop(&sv);
+    close_all(&loop, &c, &r);
+}
+
 #define OK201 "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
 
 static const struct step writes[] = {
@@ -615,6 +685,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(faults_restart_and_relist),
+        cmocka_unit_test(undecodable_events_drop_the_cached_object),
         cmocka_unit_test(write_rate_limit),
         cmocka_unit_test(background_writes_wait),
         cmocka_unit_test(lease_lane_skips_the_queue),

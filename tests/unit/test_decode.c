@@ -50,9 +50,17 @@ static struct tg_pod *pod(const char *text, int *rc)
     return p;
 }
 
+/* A pod's request of res: by id when a Node has registered the name, else
+ * among the names no node offers (a pod registers none). */
 static int64_t req(const struct tg_pod *p, const char *res)
 {
-    return tg_rq_get(p->req, p->nreq, (uint32_t)tg_res_id(res, strlen(res)));
+    int id = tg_res_lookup(res, strlen(res));
+    if (id >= 0)
+        return tg_rq_get(p->req, p->nreq, (uint32_t)id);
+    for (uint32_t i = 0; i < p->nunoffered; i++)
+        if (!strcmp(p->unoffered[i].name, res))
+            return p->unoffered[i].val;
+    return 0;
 }
 
 static void test_effective_requests(void **state)
@@ -330,6 +338,131 @@ static void test_yaml_errors(void **state)
     tg_sb_free(&err);
 }
 
+
+/* Issue 18: the resource-name registry. A pod never takes a slot: more than
+ * the per-object cap of names is refused before anything is looked up, and a
+ * name no node offers is held on the pod (unsatisfiable) instead of being
+ * registered, so tenants cannot fill the registry and a Node's new name
+ * always gets one. */
+static void test_resource_registry_bounded(void **state)
+{
+    (void)state;
+    int rc;
+    uint32_t n0 = tg_res_count();
+    char *y = NULL;
+    /* 65 names in one requests map: refused, naming the field */
+    tu_cat(&y, "kind: Pod\nmetadata: {name: greedy, namespace: t}\nspec:\n  containers:\n"
+               "  - name: c\n    resources:\n      requests:\n");
+    for (int i = 0; i < 65; i++)
+        tu_cat(&y, "        made.up/r%d: 1\n", i);
+    struct tg_pod *p = pod(y, &rc);
+    assert_int_equal(rc, TG_EPARSE);
+    assert_null(p);
+    assert_non_null(strstr(msgs, "E Pod t/greedy spec.containers[0].resources.requests: has 65 resources, "
+                                 "more than 64"));
+    assert_int_equal(tg_res_count(), n0);
+    free(y);
+    /* a Node of 65 resources: refused before any of them is registered */
+    y = NULL;
+    tu_cat(&y, "kind: Node\nmetadata: {name: wide}\nstatus:\n  allocatable:\n");
+    for (int i = 0; i < 65; i++)
+        tu_cat(&y, "    node.example/r%d: 1\n", i);
+    cJSON *jn = yaml(y);
+    struct tg_diag dn = {capture, NULL, 0, 0};
+    struct tg_node_obj *wide = NULL;
+    msgs[0] = 0;
+    assert_int_equal(tg_node_decode(jn, &dn, &wide), TG_EPARSE);
+    cJSON_Delete(jn);
+    assert_non_null(strstr(msgs, "E Node wide status.allocatable: has 65 resources, more than 64"));
+    assert_int_equal(tg_res_count(), n0);
+    free(y);
+    /* 3 containers of 30 distinct names each: 90 in the pod, refused */
+    y = NULL;
+    tu_cat(&y, "kind: Pod\nmetadata: {name: spread, namespace: t}\nspec:\n  containers:\n");
+    for (int c = 0; c < 3; c++) {
+        tu_cat(&y, "  - name: c%d\n    resources:\n      requests:\n", c);
+        for (int i = 0; i < 30; i++)
+            tu_cat(&y, "        made.up/c%d-r%d: 1\n", c, i);
+    }
+    p = pod(y, &rc);
+    assert_int_equal(rc, TG_EPARSE);
+    assert_non_null(strstr(msgs, "E Pod t/spread spec.containers[2].resources.requests.made.up/c2-r4: "
+                                 "names more than 64 resources no node offers"));
+    assert_int_equal(tg_res_count(), n0);
+    free(y);
+    /* 1,000 pods, each with a name of its own: every one decodes, none registers */
+    for (int i = 0; i < 1000; i++) {
+        char t[256];
+        snprintf(t, sizeof t, "kind: Pod\nmetadata: {name: p%d, namespace: t}\nspec:\n  containers:\n"
+                              "  - {name: c, resources: {requests: {cpu: '1', tenant.example/x%d: 3}}}\n", i, i);
+        p = pod(t, &rc);
+        assert_int_equal(rc, 0);
+        assert_int_equal(p->nunoffered, 1);
+        assert_int_equal(tg_rq_get(p->req, p->nreq, TG_RES_UNOFFERED), 1);
+        assert_int_equal(req(p, "cpu"), 1000);
+        tg_pod_free(&p);
+    }
+    assert_int_equal(tg_res_count(), n0);
+    /* a pod asking for what no node offers yet; then a Node brings it */
+    p = pod("kind: Pod\nmetadata: {name: early, namespace: t}\nspec:\n  containers:\n"
+            "  - {name: c, resources: {limits: {vendor.example/accel: 2, other.example/y: 1}}}\n", &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(p->nunoffered, 2);
+    assert_int_equal(tg_pod_resolve(p), 0);              /* nothing registered yet */
+    cJSON *j = yaml("kind: Node\nmetadata: {name: n-accel}\n"
+                    "status: {allocatable: {cpu: '8', vendor.example/accel: 4}}\n");
+    struct tg_diag d = {capture, NULL, 0, 0};
+    struct tg_node_obj *n = NULL;
+    assert_int_equal(tg_node_decode(j, &d, &n), 0);
+    cJSON_Delete(j);
+    int id = tg_res_lookup("vendor.example/accel", 20);
+    assert_true(id >= TG_RES_NFIXED);
+    assert_int_equal(tg_rq_get(n->alloc, n->nalloc, (uint32_t)id), 4);
+    assert_int_equal(tg_res_count(), n0 + 1);
+    assert_int_equal(tg_pod_resolve(p), 1);
+    assert_int_equal(tg_rq_get(p->req, p->nreq, (uint32_t)id), 2);
+    assert_int_equal(p->nunoffered, 1);                  /* other.example/y: still none */
+    assert_string_equal(p->unoffered[0].name, "other.example/y");
+    assert_int_equal(tg_rq_get(p->req, p->nreq, TG_RES_UNOFFERED), 1);
+    for (uint8_t i = 1; i < p->nreq; i++)
+        assert_true(p->req[i - 1].res < p->req[i].res); /* still sorted */
+    tg_node_free(&n);
+    tg_pod_free(&p);
+}
+
+/* Issue 18: a pod's label keys and values are counted references; when the
+ * last pod using a string is freed, the interner gives its memory and id
+ * back. Strings something pinned (a namespace) stay. */
+static void test_intern_reclaims_pod_labels(void **state)
+{
+    (void)state;
+    int rc;
+    char t[512];
+    struct tg_pod *p;
+    uint32_t c0 = 0;
+    size_t b0 = 0;
+    for (int i = 0; i < 21000; i++) {
+        if (i == 1000) { /* warmed up: the index has its size */
+            c0 = tg_intern_count();
+            b0 = tg_intern_bytes();
+            assert_int_equal(tg_intern_lookup("app", 3), TG_STR_NONE); /* only those pods had it */
+        }
+        snprintf(t, sizeof t, "kind: Pod\nmetadata: {name: p%d, namespace: churn, labels: "
+                              "{app: churn, run-%d: v%d, controller-uid: uid-%d}}\n"
+                              "spec: {containers: [{name: c}]}\n", i, i, i, i);
+        p = pod(t, &rc);
+        assert_int_equal(rc, 0);
+        assert_int_equal(p->nlabels, 2);
+        uint32_t v = tg_labels_get(p->labels, p->nlabels, tg_intern_lookup("app", 3));
+        assert_string_equal(tg_str(v), "churn");              /* the namespace's string, pinned */
+        tg_pod_free(&p);
+    }
+    assert_int_equal(tg_intern_count(), c0);
+    assert_int_equal(tg_intern_bytes(), b0);
+    assert_int_equal(tg_intern_lookup("v20999", 6), TG_STR_NONE);
+    assert_true(tg_intern_lookup("churn", 5) != TG_STR_NONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +471,8 @@ int main(void)
         cmocka_unit_test(test_podgroup),           cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_time),               cmocka_unit_test(test_yaml_errors),
         cmocka_unit_test(test_prioclass),
+        cmocka_unit_test(test_resource_registry_bounded),
+        cmocka_unit_test(test_intern_reclaims_pod_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
