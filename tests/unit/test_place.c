@@ -326,6 +326,205 @@ static void test_preferred_keeps_gang_whole(void **state)
     free(y);
 }
 
+/* ---- nodes lacking a level's label ------------------------------------------------
+ * A gang that requires a level uses only nodes that carry that level's label;
+ * a preferred level takes each node lacking it as a domain of its own; no
+ * placement is named after a missing label ("-" or an empty segment). */
+
+/* A Node of `gpus` GPUs with exactly the labels given ("k: v, k: v"). */
+static void lnode(char **y, const char *name, const char *labels, int gpus)
+{
+    tu_cat(y, "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  labels: {%s}\n"
+              "status:\n  allocatable: {cpu: \"64\", memory: 512Gi, pods: \"110\", "
+              "nvidia.com/gpu: \"%d\"}\n", name, labels, gpus);
+}
+
+/* The default policy's labels of a node in zone z, block b, rack `rack`
+ * ("" none), clique `clique` ("" none), with its hostname. */
+static const char *dlabels(const char *name, const char *rack, const char *clique)
+{
+    static char buf[4][256];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, sizeof buf[0],
+             "topology.kubernetes.io/zone: z, cloud.google.com/gce-topology-block: b, "
+             "kubernetes.io/hostname: %s%s%s%s%s", name, *rack ? ", topogang.io/rack: " : "", rack,
+             *clique ? ", nvidia.com/gpu.clique: " : "", clique);
+    return b;
+}
+
+/* No "-" and no empty segment in a placed gang's domain path. */
+static void assert_real_domain(const cJSON *g)
+{
+    const char *d = tu_str(g, "domain");
+    assert_non_null(d);
+    if (!*d)
+        return; /* the whole cluster */
+    assert_null(strstr(d, "//"));
+    assert_true(d[0] != '/' && d[strlen(d) - 1] != '/');
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "/%s/", d);
+    assert_null(strstr(tmp, "/-/"));
+}
+
+static void test_required_nvlink_needs_the_label(void **state)
+{
+    (void)state;
+    /* four GPU nodes of one rack, none with an NVLink clique: they share no NVLink */
+    char *y = NULL;
+    for (int i = 0; i < 4; i++) {
+        char n[8];
+        snprintf(n, sizeof n, "n%d", i);
+        lnode(&y, n, dlabels(n, "r", ""), 8);
+    }
+    group(&y, "g", 4, "{required: nvlink-domain}");
+    pods(&y, "g", "g", 4, "nvidia.com/gpu: 8", NULL);
+    cJSON *res = tu_simulate(NULL, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_int_equal(count_on(res, "g", 4, NULL), 4);
+    assert_non_null(strstr(tu_str(g, "reason"), "4 nodes lacking label nvidia.com/gpu.clique"));
+    cJSON_Delete(res);
+
+    /* even a gang that fits one such node: it cannot use them at all */
+    free(y);
+    y = NULL;
+    lnode(&y, "n0", dlabels("n0", "r", ""), 8);
+    group(&y, "one", 1, "{required: nvlink-domain}");
+    pods(&y, "one", "one", 1, "nvidia.com/gpu: 2", NULL);
+    res = tu_simulate(NULL, y);
+    g = tu_gang(res, "ml/one");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_non_null(strstr(tu_str(g, "reason"), "1 node lacking label nvidia.com/gpu.clique"));
+    cJSON_Delete(res);
+
+    /* with two nodes of clique c1 beside them, a 2-pod gang goes there */
+    free(y);
+    y = NULL;
+    for (int i = 0; i < 4; i++) {
+        char n[8];
+        snprintf(n, sizeof n, "n%d", i);
+        lnode(&y, n, dlabels(n, "r", ""), 8);
+    }
+    lnode(&y, "c0", dlabels("c0", "r2", "c1"), 8);
+    lnode(&y, "c1", dlabels("c1", "r2", "c1"), 8);
+    group(&y, "two", 2, "{required: nvlink-domain}");
+    pods(&y, "two", "two", 2, "nvidia.com/gpu: 8", NULL);
+    res = tu_simulate(NULL, y);
+    g = tu_gang(res, "ml/two");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_str(g, "level"), "nvlink-domain");
+    assert_string_equal(tu_str(g, "domain"), "z/b/r2/c1");
+    assert_int_equal(count_on(res, "two", 2, "c0"), 1);
+    assert_int_equal(count_on(res, "two", 2, "c1"), 1);
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_required_node_needs_hostname(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    lnode(&y, "a", "topology.kubernetes.io/zone: z1, topogang.io/rack: r1", 8);
+    lnode(&y, "b", "topology.kubernetes.io/zone: z1, topogang.io/rack: r1", 8);
+    group(&y, "g", 2, "{required: node}");
+    pods(&y, "g", "g", 2, "nvidia.com/gpu: 8", NULL);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_int_equal(count_on(res, "g", 2, NULL), 2);
+    assert_non_null(strstr(tu_str(g, "reason"), "2 nodes lacking label kubernetes.io/hostname"));
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_required_rack_needs_the_label(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    tu_node(&y, "n0", "z1", "r1", 8, NULL);
+    tu_node(&y, "n1", "z1", "", 8, NULL);
+    tu_node(&y, "n2", "z1", "", 8, NULL);
+    group(&y, "g", 2, "{required: rack}");
+    pods(&y, "g", "g", 2, "nvidia.com/gpu: 8", NULL);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_int_equal(count_on(res, "g", 2, NULL), 2);
+    const char *why = tu_str(g, "reason");
+    assert_non_null(strstr(why, "2 nodes lacking label topogang.io/rack"));
+    assert_non_null(strstr(why, "best rack z1/r1 holds 1"));
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_preferred_level_lacking_label(void **state)
+{
+    (void)state;
+    /* five nodes of rack r without a clique; the gangs prefer an NVLink domain */
+    char *y = NULL;
+    for (int i = 0; i < 5; i++) {
+        char n[8];
+        snprintf(n, sizeof n, "n%d", i);
+        lnode(&y, n, dlabels(n, "r", ""), 8);
+    }
+    group(&y, "wide", 4, "{required: rack, preferred: nvlink-domain}");
+    pods(&y, "wide", "wide", 4, "nvidia.com/gpu: 8", NULL);
+    group(&y, "narrow", 2, "{required: rack, preferred: nvlink-domain}");
+    pods(&y, "narrow", "narrow", 2, "nvidia.com/gpu: 2", NULL);
+    cJSON *res = tu_simulate(NULL, y);
+    /* four nodes sharing no NVLink are one rack, not one NVLink domain */
+    const cJSON *g = tu_gang(res, "ml/wide");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_str(g, "level"), "rack");
+    assert_string_equal(tu_str(g, "domain"), "z/b/r");
+    /* a gang that fits one node takes one node: its own domain there */
+    g = tu_gang(res, "ml/narrow");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    const char *n0 = tu_node_of(res, "ml/narrow-0"), *n1 = tu_node_of(res, "ml/narrow-1");
+    assert_non_null(n0);
+    assert_non_null(n1);
+    assert_string_equal(n0, n1);
+    assert_string_equal(tu_str(g, "level"), "node");
+    char want[64];
+    snprintf(want, sizeof want, "z/b/r/%s", n0);
+    assert_string_equal(tu_str(g, "domain"), want);
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_missing_label_above(void **state)
+{
+    (void)state;
+    /* no zone label: the racks still hold gangs, named without a zone */
+    char *y = NULL;
+    tu_node(&y, "a", "", "r1", 8, NULL);
+    tu_node(&y, "b", "", "r1", 8, NULL);
+    group(&y, "g", 2, "{required: rack}");
+    pods(&y, "g", "g", 2, "nvidia.com/gpu: 8", NULL);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_str(g, "level"), "rack");
+    assert_string_equal(tu_str(g, "domain"), "r1");
+    cJSON_Delete(res);
+    free(y);
+
+    /* no rack label but a clique: the clique still holds a gang requiring it */
+    y = NULL;
+    lnode(&y, "a", dlabels("a", "", "c1"), 8);
+    lnode(&y, "b", dlabels("b", "", "c1"), 8);
+    group(&y, "g", 2, "{required: nvlink-domain}");
+    pods(&y, "g", "g", 2, "nvidia.com/gpu: 8", NULL);
+    res = tu_simulate(NULL, y);
+    g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_str(g, "domain"), "z/b/c1");
+    assert_real_domain(g);
+    cJSON_Delete(res);
+    free(y);
+}
+
 static void test_queue_order_and_bad_refs(void **state)
 {
     (void)state;
@@ -368,6 +567,11 @@ int main(void)
         cmocka_unit_test(test_spread_and_pack),
         cmocka_unit_test(test_preferred_keeps_gang_whole),
         cmocka_unit_test(test_queue_order_and_bad_refs),
+        cmocka_unit_test(test_required_nvlink_needs_the_label),
+        cmocka_unit_test(test_required_node_needs_hostname),
+        cmocka_unit_test(test_required_rack_needs_the_label),
+        cmocka_unit_test(test_preferred_level_lacking_label),
+        cmocka_unit_test(test_missing_label_above),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
