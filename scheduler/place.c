@@ -1173,7 +1173,7 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
         tg_sb_printf(&b, "; best %s %s holds %llu", lname, tg_tree_path(t, best, path, sizeof path),
                      (unsigned long long)besth);
     else if (required)
-        tg_sb_printf(&b, "; no node has the %s label %s", lname, tg_str(t->label[required - 1]));
+        tg_sb_printf(&b, "; no %s in the cluster", lname); /* no node has its label */
     else
         tg_sb_printf(&b, "; the cluster holds %llu", (unsigned long long)besth);
     if (tried)

@@ -525,6 +525,37 @@ static void test_missing_label_above(void **state)
     free(y);
 }
 
+/* Preemption and reservations plan only in domains of the required level:
+ * a pod of lower priority on a node lacking the label is never evicted
+ * for a gang that cannot use that node. */
+static void test_no_preemption_without_the_label(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    for (int i = 0; i < 4; i++) {
+        char n[8];
+        snprintf(n, sizeof n, "n%d", i);
+        lnode(&y, n, dlabels(n, "r", ""), 8);
+    }
+    tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: low\n  namespace: ml\n"
+               "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: u1, controller: true}]\n"
+               "spec:\n  nodeName: n0\n  priority: 0\n"
+               "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: 8}}}]\n"
+               "status: {phase: Running}\n");
+    group(&y, "g", 4, "{required: nvlink-domain}, priority: 100");
+    pods(&y, "g", "g", 4, "nvidia.com/gpu: 8", NULL);
+    cJSON *res = tu_simulate(NULL, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "preempts")), 0);
+    const char *why = tu_str(g, "reason");
+    assert_non_null(strstr(why, "no nvlink-domain in the cluster"));
+    assert_non_null(strstr(why, "3 nodes lacking label nvidia.com/gpu.clique"));
+    assert_non_null(strstr(why, "preemption cannot help: no nvlink-domain in the cluster"));
+    cJSON_Delete(res);
+    free(y);
+}
+
 static void test_queue_order_and_bad_refs(void **state)
 {
     (void)state;
@@ -572,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_required_rack_needs_the_label),
         cmocka_unit_test(test_preferred_level_lacking_label),
         cmocka_unit_test(test_missing_label_above),
+        cmocka_unit_test(test_no_preemption_without_the_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
