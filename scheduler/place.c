@@ -405,14 +405,11 @@ static int pick_pack(struct pc *x, struct set *st, const struct tg_domain *d, ui
 
 static int fill(struct pc *x, struct set *st, uint32_t dom, uint32_t want, uint32_t *placed);
 
-/* Places into child i of d; *got receives how many went there. */
-static int fill_child(struct pc *x, struct set *st, const struct tg_domain *d, uint32_t i,
-                      uint32_t want, uint32_t *got)
+/* Places up to `want` more members of st on node slot; *got receives how
+ * many went there. */
+static int fill_slot(struct pc *x, struct set *st, uint32_t slot, uint32_t want, uint32_t *got)
 {
     *got = 0;
-    if (d->level != x->s->cluster.tree.nlevels)
-        return fill(x, st, d->child[i], want, got);
-    uint32_t slot = d->child[i];
     while (*got < want && st->next < st->nmem && room_for_one(x, st, slot)) {
         int rc = assume_one(x, st, slot);
         if (rc)
@@ -420,6 +417,17 @@ static int fill_child(struct pc *x, struct set *st, const struct tg_domain *d, u
         (*got)++;
     }
     return 0;
+}
+
+/* Places into child i of d; *got receives how many went there. */
+static int fill_child(struct pc *x, struct set *st, const struct tg_domain *d, uint32_t i,
+                      uint32_t want, uint32_t *got)
+{
+    if (d->level != x->s->cluster.tree.nlevels) {
+        *got = 0;
+        return fill(x, st, d->child[i], want, got);
+    }
+    return fill_slot(x, st, d->child[i], want, got);
 }
 
 /* Spread: water level so that sum(min(c_i, L)) >= want, then even shares. */
@@ -545,20 +553,27 @@ static void rollback(struct pc *x)
     }
 }
 
-/* Members a domain can take, summed over sets, each capped at its need
- * and by its domain constraints. */
-static uint64_t holds(const struct pc *x, uint32_t d)
+/* Members domain d can take, or node slot alone when it is not NONE (d
+ * its deepest domain), summed over sets, each capped at its need and by its
+ * domain constraints. */
+static uint64_t holds_in(const struct pc *x, uint32_t d, uint32_t slot)
 {
     uint64_t h = 0;
     for (uint32_t i = 0; i < x->nsets; i++) {
-        uint32_t c = x->sets[i].dcount[d];
-        if (c && x->sets[i].aligned) {
-            uint32_t k = clamp(x, &x->sets[i], d, NULL);
+        const struct set *st = &x->sets[i];
+        uint32_t c = slot == NONE ? st->dcount[d] : st->sh.count[slot];
+        if (c && st->aligned) {
+            uint32_t k = clamp(x, st, d, NULL);
             c = k < c ? k : c;
         }
-        h += c < x->sets[i].nmem ? c : x->sets[i].nmem;
+        h += c < st->nmem ? c : st->nmem;
     }
     return h;
+}
+
+static uint64_t holds(const struct pc *x, uint32_t d)
+{
+    return holds_in(x, d, NONE);
 }
 
 /* a before b in set_order? Sets whose pod affinity members of other sets
@@ -594,10 +609,15 @@ static uint32_t *set_order(struct pc *x, uint32_t d)
 
 static int exact(struct pc *x, uint32_t d, uint32_t must, int *ok);
 
-/* Tries to place everything (at least `must`) inside domain d: the greedy
- * fill first; when it fails although the counts say d might hold the gang
- * (pod sets competing for the same nodes), an exact decision. */
-static int try_domain(struct pc *x, uint32_t d, uint32_t must, int *ok)
+static int exact_in(struct pc *x, uint32_t d, const uint32_t *slots, uint32_t m, uint32_t must,
+                    int *ok);
+
+/* Tries to place everything (at least `must`) inside domain d, or, when
+ * slot is not NONE, on that node alone (a loose node; d its deepest
+ * domain): the greedy fill first; when it fails although the counts say it
+ * might hold the gang (pod sets competing for the same nodes), an exact
+ * decision. */
+static int try_in(struct pc *x, uint32_t d, uint32_t slot, uint32_t must, int *ok)
 {
     *ok = 0;
     uint32_t *order = set_order(x, d);
@@ -605,8 +625,8 @@ static int try_domain(struct pc *x, uint32_t d, uint32_t must, int *ok)
         return TG_ENOMEM;
     for (uint32_t i = 0; i < x->nsets; i++) {
         struct set *st = &x->sets[order[i]];
-        uint32_t placed = 0;
-        int rc = fill(x, st, d, st->nmem - st->next, &placed);
+        uint32_t placed = 0, want = st->nmem - st->next;
+        int rc = slot == NONE ? fill(x, st, d, want, &placed) : fill_slot(x, st, slot, want, &placed);
         if (rc)
             return rc;
     }
@@ -615,8 +635,8 @@ static int try_domain(struct pc *x, uint32_t d, uint32_t must, int *ok)
         return 0;
     }
     rollback(x);
-    if (x->nsets > 1 && holds(x, d) >= must)
-        return exact(x, d, must, ok);
+    if (x->nsets > 1 && holds_in(x, d, slot) >= must)
+        return slot == NONE ? exact(x, d, must, ok) : exact_in(x, d, &slot, 1, must, ok);
     return 0;
 }
 
@@ -869,49 +889,6 @@ static int exact(struct pc *x, uint32_t d, uint32_t must, int *ok)
     return exact_in(x, d, slots, m, must, ok);
 }
 
-/* Members one node can take, summed over sets as holds() does. */
-static uint64_t slot_holds(const struct pc *x, uint32_t slot)
-{
-    uint64_t h = 0;
-    uint32_t leaf = x->s->cluster.tree.leaf[slot];
-    for (uint32_t i = 0; i < x->nsets; i++) {
-        const struct set *st = &x->sets[i];
-        uint32_t c = st->sh.count[slot];
-        if (c && st->aligned) {
-            uint32_t k = clamp(x, st, leaf, NULL);
-            c = k < c ? k : c;
-        }
-        h += c < st->nmem ? c : st->nmem;
-    }
-    return h;
-}
-
-/* try_domain for one node taken as a domain of its own (a loose node). */
-static int try_slot(struct pc *x, uint32_t slot, uint32_t must, int *ok)
-{
-    *ok = 0;
-    uint32_t leaf = x->s->cluster.tree.leaf[slot];
-    uint32_t *order = set_order(x, leaf);
-    if (!order)
-        return TG_ENOMEM;
-    for (uint32_t i = 0; i < x->nsets; i++) {
-        struct set *st = &x->sets[order[i]];
-        while (st->next < st->nmem && room_for_one(x, st, slot)) {
-            int rc = assume_one(x, st, slot);
-            if (rc)
-                return rc;
-        }
-    }
-    if (x->r->nplaced >= must && x->r->nplaced > 0) {
-        *ok = 1;
-        return 0;
-    }
-    rollback(x);
-    if (x->nsets > 1 && slot_holds(x, slot) >= must)
-        return exact_in(x, leaf, &slot, 1, must, ok);
-    return 0;
-}
-
 struct cand {
     uint32_t d;                         /* a domain of the level, or the "" one holding slot */
     uint64_t holds;
@@ -1000,7 +977,7 @@ static int loose_nodes(struct pc *x, uint32_t d, uint32_t must, struct cand *out
         uint32_t slot = slots[i];
         if (anchor != NONE && anchor < t->nslots && t->leaf[anchor] != NONE && slot != anchor)
             continue;
-        uint64_t h = slot_holds(x, slot);
+        uint64_t h = holds_in(x, t->leaf[slot], slot);
         if (h < must || h == 0)
             continue;
         uint64_t prim = x->sets[0].sh.count[slot];
@@ -1536,7 +1513,7 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
         for (uint32_t i = 0; i < n; i++) {
             int ok;
             uint32_t slot = cands[i].slot;
-            rc = slot == NONE ? try_domain(&x, cands[i].d, must, &ok) : try_slot(&x, slot, must, &ok);
+            rc = try_in(&x, slot == NONE ? cands[i].d : t->leaf[slot], slot, must, &ok);
             if (rc)
                 goto fail;
             if (ok) {
@@ -1644,7 +1621,7 @@ int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots)
     flush(&w->x);
     struct tg_arena_mark m = tg_arena_mark(&w->arena);
     *ok = 0;
-    int rc = try_domain(&w->x, d, w->must, ok);
+    int rc = try_in(&w->x, d, NONE, w->must, ok);
     if (!rc && *ok && slots)
         memcpy(slots, w->r.slot, w->x.g->npods * sizeof *slots);
     if (*ok || rc)

@@ -331,143 +331,101 @@ static void test_preferred_keeps_gang_whole(void **state)
  * a preferred level takes each node lacking it as a domain of its own; no
  * placement is named after a missing label ("-" or an empty segment). */
 
-/* A Node of `gpus` GPUs with exactly the labels given ("k: v, k: v"). */
-static void lnode(char **y, const char *name, const char *labels, int gpus)
-{
-    tu_cat(y, "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  labels: {%s}\n"
-              "status:\n  allocatable: {cpu: \"64\", memory: 512Gi, pods: \"110\", "
-              "nvidia.com/gpu: \"%d\"}\n", name, labels, gpus);
-}
+/* The default policy's zone and block labels, then the hostname. */
+#define ZB(host) "topology.kubernetes.io/zone: z, cloud.google.com/gce-topology-block: b, " \
+                 "kubernetes.io/hostname: " host
+#define RACK(r)   ", topogang.io/rack: " r
+#define CLIQUE(c) ", nvidia.com/gpu.clique: " c
 
-/* The default policy's labels of a node in zone z, block b, rack `rack`
- * ("" none), clique `clique` ("" none), with its hostname. */
-static const char *dlabels(const char *name, const char *rack, const char *clique)
-{
-    static char buf[4][256];
-    static int k;
-    char *b = buf[k++ % 4];
-    snprintf(b, sizeof buf[0],
-             "topology.kubernetes.io/zone: z, cloud.google.com/gce-topology-block: b, "
-             "kubernetes.io/hostname: %s%s%s%s%s", name, *rack ? ", topogang.io/rack: " : "", rack,
-             *clique ? ", nvidia.com/gpu.clique: " : "", clique);
-    return b;
-}
+/* One gang of npods x gpus on 8-GPU nodes, and what simulate says of it. */
+struct lcase {
+    int zrn;                            /* 1: POLICY (zone, rack, node); 0: the default one */
+    const char *node[7][2];             /* name, labels; up to a NULL name */
+    const char *topology;
+    int npods, gpus;
+    const char *status, *level, *domain, *reason; /* NULL: not checked */
+};
 
-/* No "-" and no empty segment in a placed gang's domain path. */
-static void assert_real_domain(const cJSON *g)
-{
-    const char *d = tu_str(g, "domain");
-    assert_non_null(d);
-    if (!*d)
-        return; /* the whole cluster */
-    assert_null(strstr(d, "//"));
-    assert_true(d[0] != '/' && d[strlen(d) - 1] != '/');
-    char tmp[256];
-    snprintf(tmp, sizeof tmp, "/%s/", d);
-    assert_null(strstr(tmp, "/-/"));
-}
+static const struct lcase LCASES[] = {
+    /* the issue: four GPU nodes of one rack without an NVLink clique share no NVLink */
+    {0, {{"n0", ZB("n0") RACK("r")}, {"n1", ZB("n1") RACK("r")}, {"n2", ZB("n2") RACK("r")},
+            {"n3", ZB("n3") RACK("r")}},
+     "{required: nvlink-domain}", 4, 8, "Unschedulable", NULL, NULL,
+     "no nvlink-domain in the cluster; 4 nodes lacking label nvidia.com/gpu.clique"},
+    /* even a gang that fits one such node cannot use it */
+    {0, {{"n0", ZB("n0") RACK("r")}}, "{required: nvlink-domain}", 1, 2, "Unschedulable",
+     NULL, NULL, "1 node lacking label nvidia.com/gpu.clique"},
+    /* beside them, two nodes of clique c1 take a 2-pod gang */
+    {0, {{"n0", ZB("n0") RACK("r")}, {"n1", ZB("n1") RACK("r")}, {"n2", ZB("n2") RACK("r")},
+            {"n3", ZB("n3") RACK("r")}, {"c0", ZB("c0") RACK("r2") CLIQUE("c1")},
+            {"c1", ZB("c1") RACK("r2") CLIQUE("c1")}},
+     "{required: nvlink-domain}", 2, 8, "Scheduled", "nvlink-domain", "z/b/r2/c1", NULL},
+    /* two nodes without kubernetes.io/hostname are not one node */
+    {1, {{"a", "topology.kubernetes.io/zone: z1, topogang.io/rack: r1"},
+              {"b", "topology.kubernetes.io/zone: z1, topogang.io/rack: r1"}},
+     "{required: node}", 2, 8, "Unschedulable", NULL, NULL,
+     "2 nodes lacking label kubernetes.io/hostname"},
+    /* nodes without the rack label are not a rack */
+    {1, {{"n0", "kubernetes.io/hostname: n0, topology.kubernetes.io/zone: z1, topogang.io/rack: r1"},
+              {"n1", "kubernetes.io/hostname: n1, topology.kubernetes.io/zone: z1"},
+              {"n2", "kubernetes.io/hostname: n2, topology.kubernetes.io/zone: z1"}},
+     "{required: rack}", 2, 8, "Unschedulable", NULL, NULL,
+     "best rack z1/r1 holds 1; 2 nodes lacking label topogang.io/rack"},
+    /* no zone label: the racks still hold gangs, named without a zone */
+    {1, {{"a", "kubernetes.io/hostname: a, topogang.io/rack: r1"},
+              {"b", "kubernetes.io/hostname: b, topogang.io/rack: r1"}},
+     "{required: rack}", 2, 8, "Scheduled", "rack", "r1", NULL},
+    /* no rack label but a clique: the clique still holds a gang requiring it */
+    {0, {{"a", ZB("a") CLIQUE("c1")}, {"b", ZB("b") CLIQUE("c1")}},
+     "{required: nvlink-domain}", 2, 8, "Scheduled", "nvlink-domain", "z/b/c1", NULL},
+};
 
-static void test_required_nvlink_needs_the_label(void **state)
+static void test_level_labels(void **state)
 {
     (void)state;
-    /* four GPU nodes of one rack, none with an NVLink clique: they share no NVLink */
-    char *y = NULL;
-    for (int i = 0; i < 4; i++) {
-        char n[8];
-        snprintf(n, sizeof n, "n%d", i);
-        lnode(&y, n, dlabels(n, "r", ""), 8);
+    for (size_t k = 0; k < sizeof LCASES / sizeof LCASES[0]; k++) {
+        const struct lcase *c = &LCASES[k];
+        char *y = NULL, req[32];
+        for (int i = 0; i < 7 && c->node[i][0]; i++)
+            tu_node_labels(&y, c->node[i][0], c->node[i][1], 8);
+        group(&y, "g", c->npods, c->topology);
+        snprintf(req, sizeof req, "nvidia.com/gpu: %d", c->gpus);
+        pods(&y, "g", "g", c->npods, req, NULL);
+        cJSON *res = tu_simulate(c->zrn ? POLICY : NULL, y);
+        const cJSON *g = tu_gang(res, "ml/g");
+        print_message("case %zu: %s %s %s %s\n", k, tu_str(g, "status"), tu_str(g, "level"),
+                      tu_str(g, "domain"), tu_str(g, "reason"));
+        assert_string_equal(tu_str(g, "status"), c->status);
+        int scheduled = !strcmp(c->status, "Scheduled");
+        assert_int_equal(count_on(res, "g", c->npods, NULL), scheduled ? 0 : c->npods);
+        if (c->level)
+            assert_string_equal(tu_str(g, "level"), c->level);
+        if (c->domain)
+            assert_string_equal(tu_str(g, "domain"), c->domain);
+        if (c->reason)
+            assert_non_null(strstr(tu_str(g, "reason"), c->reason));
+        cJSON_Delete(res);
+        free(y);
     }
-    group(&y, "g", 4, "{required: nvlink-domain}");
-    pods(&y, "g", "g", 4, "nvidia.com/gpu: 8", NULL);
-    cJSON *res = tu_simulate(NULL, y);
-    const cJSON *g = tu_gang(res, "ml/g");
-    assert_string_equal(tu_str(g, "status"), "Unschedulable");
-    assert_int_equal(count_on(res, "g", 4, NULL), 4);
-    assert_non_null(strstr(tu_str(g, "reason"), "4 nodes lacking label nvidia.com/gpu.clique"));
-    cJSON_Delete(res);
+}
 
-    /* even a gang that fits one such node: it cannot use them at all */
-    free(y);
-    y = NULL;
-    lnode(&y, "n0", dlabels("n0", "r", ""), 8);
-    group(&y, "one", 1, "{required: nvlink-domain}");
-    pods(&y, "one", "one", 1, "nvidia.com/gpu: 2", NULL);
-    res = tu_simulate(NULL, y);
-    g = tu_gang(res, "ml/one");
-    assert_string_equal(tu_str(g, "status"), "Unschedulable");
-    assert_non_null(strstr(tu_str(g, "reason"), "1 node lacking label nvidia.com/gpu.clique"));
-    cJSON_Delete(res);
-
-    /* with two nodes of clique c1 beside them, a 2-pod gang goes there */
-    free(y);
-    y = NULL;
-    for (int i = 0; i < 4; i++) {
-        char n[8];
-        snprintf(n, sizeof n, "n%d", i);
-        lnode(&y, n, dlabels(n, "r", ""), 8);
+/* n 8-GPU nodes n0.. of zone z, block b, rack r, none with an NVLink clique. */
+static void rack_without_cliques(char **y, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char name[8], l[160];
+        snprintf(name, sizeof name, "n%d", i);
+        snprintf(l, sizeof l, ZB("%s") RACK("r"), name);
+        tu_node_labels(y, name, l, 8);
     }
-    lnode(&y, "c0", dlabels("c0", "r2", "c1"), 8);
-    lnode(&y, "c1", dlabels("c1", "r2", "c1"), 8);
-    group(&y, "two", 2, "{required: nvlink-domain}");
-    pods(&y, "two", "two", 2, "nvidia.com/gpu: 8", NULL);
-    res = tu_simulate(NULL, y);
-    g = tu_gang(res, "ml/two");
-    assert_string_equal(tu_str(g, "status"), "Scheduled");
-    assert_string_equal(tu_str(g, "level"), "nvlink-domain");
-    assert_string_equal(tu_str(g, "domain"), "z/b/r2/c1");
-    assert_int_equal(count_on(res, "two", 2, "c0"), 1);
-    assert_int_equal(count_on(res, "two", 2, "c1"), 1);
-    cJSON_Delete(res);
-    free(y);
 }
 
-static void test_required_node_needs_hostname(void **state)
-{
-    (void)state;
-    char *y = NULL;
-    lnode(&y, "a", "topology.kubernetes.io/zone: z1, topogang.io/rack: r1", 8);
-    lnode(&y, "b", "topology.kubernetes.io/zone: z1, topogang.io/rack: r1", 8);
-    group(&y, "g", 2, "{required: node}");
-    pods(&y, "g", "g", 2, "nvidia.com/gpu: 8", NULL);
-    cJSON *res = tu_simulate(POLICY, y);
-    const cJSON *g = tu_gang(res, "ml/g");
-    assert_string_equal(tu_str(g, "status"), "Unschedulable");
-    assert_int_equal(count_on(res, "g", 2, NULL), 2);
-    assert_non_null(strstr(tu_str(g, "reason"), "2 nodes lacking label kubernetes.io/hostname"));
-    cJSON_Delete(res);
-    free(y);
-}
-
-static void test_required_rack_needs_the_label(void **state)
-{
-    (void)state;
-    char *y = NULL;
-    tu_node(&y, "n0", "z1", "r1", 8, NULL);
-    tu_node(&y, "n1", "z1", "", 8, NULL);
-    tu_node(&y, "n2", "z1", "", 8, NULL);
-    group(&y, "g", 2, "{required: rack}");
-    pods(&y, "g", "g", 2, "nvidia.com/gpu: 8", NULL);
-    cJSON *res = tu_simulate(POLICY, y);
-    const cJSON *g = tu_gang(res, "ml/g");
-    assert_string_equal(tu_str(g, "status"), "Unschedulable");
-    assert_int_equal(count_on(res, "g", 2, NULL), 2);
-    const char *why = tu_str(g, "reason");
-    assert_non_null(strstr(why, "2 nodes lacking label topogang.io/rack"));
-    assert_non_null(strstr(why, "best rack z1/r1 holds 1"));
-    cJSON_Delete(res);
-    free(y);
-}
-
+/* Five nodes of rack r without a clique; two gangs prefer an NVLink domain. */
 static void test_preferred_level_lacking_label(void **state)
 {
     (void)state;
-    /* five nodes of rack r without a clique; the gangs prefer an NVLink domain */
     char *y = NULL;
-    for (int i = 0; i < 5; i++) {
-        char n[8];
-        snprintf(n, sizeof n, "n%d", i);
-        lnode(&y, n, dlabels(n, "r", ""), 8);
-    }
+    rack_without_cliques(&y, 5);
     group(&y, "wide", 4, "{required: rack, preferred: nvlink-domain}");
     pods(&y, "wide", "wide", 4, "nvidia.com/gpu: 8", NULL);
     group(&y, "narrow", 2, "{required: rack, preferred: nvlink-domain}");
@@ -478,7 +436,7 @@ static void test_preferred_level_lacking_label(void **state)
     assert_string_equal(tu_str(g, "status"), "Scheduled");
     assert_string_equal(tu_str(g, "level"), "rack");
     assert_string_equal(tu_str(g, "domain"), "z/b/r");
-    /* a gang that fits one node takes one node: its own domain there */
+    /* a gang that fits one node takes one node, its own domain there */
     g = tu_gang(res, "ml/narrow");
     assert_string_equal(tu_str(g, "status"), "Scheduled");
     const char *n0 = tu_node_of(res, "ml/narrow-0"), *n1 = tu_node_of(res, "ml/narrow-1");
@@ -493,38 +451,6 @@ static void test_preferred_level_lacking_label(void **state)
     free(y);
 }
 
-static void test_missing_label_above(void **state)
-{
-    (void)state;
-    /* no zone label: the racks still hold gangs, named without a zone */
-    char *y = NULL;
-    tu_node(&y, "a", "", "r1", 8, NULL);
-    tu_node(&y, "b", "", "r1", 8, NULL);
-    group(&y, "g", 2, "{required: rack}");
-    pods(&y, "g", "g", 2, "nvidia.com/gpu: 8", NULL);
-    cJSON *res = tu_simulate(POLICY, y);
-    const cJSON *g = tu_gang(res, "ml/g");
-    assert_string_equal(tu_str(g, "status"), "Scheduled");
-    assert_string_equal(tu_str(g, "level"), "rack");
-    assert_string_equal(tu_str(g, "domain"), "r1");
-    cJSON_Delete(res);
-    free(y);
-
-    /* no rack label but a clique: the clique still holds a gang requiring it */
-    y = NULL;
-    lnode(&y, "a", dlabels("a", "", "c1"), 8);
-    lnode(&y, "b", dlabels("b", "", "c1"), 8);
-    group(&y, "g", 2, "{required: nvlink-domain}");
-    pods(&y, "g", "g", 2, "nvidia.com/gpu: 8", NULL);
-    res = tu_simulate(NULL, y);
-    g = tu_gang(res, "ml/g");
-    assert_string_equal(tu_str(g, "status"), "Scheduled");
-    assert_string_equal(tu_str(g, "domain"), "z/b/c1");
-    assert_real_domain(g);
-    cJSON_Delete(res);
-    free(y);
-}
-
 /* Preemption and reservations plan only in domains of the required level:
  * a pod of lower priority on a node lacking the label is never evicted
  * for a gang that cannot use that node. */
@@ -532,11 +458,7 @@ static void test_no_preemption_without_the_label(void **state)
 {
     (void)state;
     char *y = NULL;
-    for (int i = 0; i < 4; i++) {
-        char n[8];
-        snprintf(n, sizeof n, "n%d", i);
-        lnode(&y, n, dlabels(n, "r", ""), 8);
-    }
+    rack_without_cliques(&y, 4);
     tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: low\n  namespace: ml\n"
                "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: u1, controller: true}]\n"
                "spec:\n  nodeName: n0\n  priority: 0\n"
@@ -549,7 +471,6 @@ static void test_no_preemption_without_the_label(void **state)
     assert_string_equal(tu_str(g, "status"), "Unschedulable");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "preempts")), 0);
     const char *why = tu_str(g, "reason");
-    assert_non_null(strstr(why, "no nvlink-domain in the cluster"));
     assert_non_null(strstr(why, "3 nodes lacking label nvidia.com/gpu.clique"));
     assert_non_null(strstr(why, "preemption cannot help: no nvlink-domain in the cluster"));
     cJSON_Delete(res);
@@ -598,11 +519,8 @@ int main(void)
         cmocka_unit_test(test_spread_and_pack),
         cmocka_unit_test(test_preferred_keeps_gang_whole),
         cmocka_unit_test(test_queue_order_and_bad_refs),
-        cmocka_unit_test(test_required_nvlink_needs_the_label),
-        cmocka_unit_test(test_required_node_needs_hostname),
-        cmocka_unit_test(test_required_rack_needs_the_label),
+        cmocka_unit_test(test_level_labels),
         cmocka_unit_test(test_preferred_level_lacking_label),
-        cmocka_unit_test(test_missing_label_above),
         cmocka_unit_test(test_no_preemption_without_the_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -301,11 +301,9 @@ static void no_domain_named_after_a_missing_label(void **state)
 {
     (void)state;
     char *y = NULL;
-    for (int i = 0; i < 3; i++)
-        tu_cat(&y, "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  labels: {%s}\n"
-                   "status: {allocatable: {cpu: \"64\", memory: 512Gi, pods: \"110\", "
-                   "nvidia.com/gpu: \"8\"}}\n", (const char *[]){"a", "b", "c"}[i],
-               i < 2 ? "topogang.io/rack: r1" : "kubernetes.io/hostname: c");
+    tu_node_labels(&y, "a", "topogang.io/rack: r1", 8);
+    tu_node_labels(&y, "b", "topogang.io/rack: r1", 8);
+    tu_node_labels(&y, "c", "kubernetes.io/hostname: c", 8);
     pgroup(&y, "pair", 2, NULL, "topology: {required: rack}");
     rpod(&y, "pair-0", "pair", 0, "10m", 8, NULL, -1);
     rpod(&y, "pair-1", "pair", 0, "10m", 8, NULL, -1);
