@@ -992,7 +992,7 @@ static int loose_nodes(struct pc *x, uint32_t d, uint32_t must, struct cand *out
 
 /* Candidates at tree level lvl for a gang that requires level `required`,
  * best first: the domains of lvl whose nodes carry the labels of lvl and
- * `required`; with `loose` (lvl a preferred level below required), also
+ * `required`; with `loose` (lvl a preferred level, tighter than required), also
  * the nodes lacking lvl's label, each on its own. Returns how many, up to
  * cap (0 when out of memory: no candidate). */
 static uint32_t candidates(struct pc *x, uint32_t lvl, int required, int loose, uint32_t must,
