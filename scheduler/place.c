@@ -1018,12 +1018,12 @@ static uint32_t candidates(struct pc *x, uint32_t lvl, int required, int loose, 
         if (within != NONE && within < t->ndom &&
             tg_tree_ancestor(t, d, t->dom[within].level) != within)
             continue;
-        if (!tg_tree_labelled(t, d, (uint32_t)required))
-            continue; /* its nodes lack the required level's label */
         uint64_t h = holds(x, d);
         if (h < must || h == 0)
             continue;
-        if (lvl && !t->dom[d].name) {
+        if ((uint32_t)required < lvl && !tg_tree_labelled(t, d, (uint32_t)required))
+            continue; /* its nodes lack the required level's label */
+        if (lvl && !t->dom[d].name) { /* its nodes lack lvl's label */
             if (loose && (int)lvl > required && loose_nodes(x, d, must, out, &n, cap))
                 return 0;
             continue;
