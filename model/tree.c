@@ -152,6 +152,21 @@ uint32_t tg_tree_ancestor(const struct tg_tree *t, uint32_t d, uint32_t lvl)
     return d;
 }
 
+int tg_tree_labelled(const struct tg_tree *t, uint32_t d, uint32_t lvl)
+{
+    if (lvl == 0)
+        return 1;
+    d = tg_tree_ancestor(t, d, lvl);
+    return d != NONE && t->dom[d].level == lvl && t->dom[d].name != 0;
+}
+
+uint32_t tg_tree_named(const struct tg_tree *t, uint32_t d)
+{
+    while (d != NONE && t->dom[d].level > 0 && !t->dom[d].name)
+        d = t->dom[d].parent;
+    return d == NONE ? 0 : d;
+}
+
 const char *tg_tree_path(const struct tg_tree *t, uint32_t d, char *buf, size_t n)
 {
     uint32_t chain[TG_MAX_LEVELS + 1];
@@ -163,7 +178,7 @@ const char *tg_tree_path(const struct tg_tree *t, uint32_t d, char *buf, size_t 
     while (k-- > 0 && len + 1 < n) {
         const char *s = tg_str(t->dom[chain[k]].name);
         if (!*s)
-            s = "-";
+            continue; /* a level whose label these nodes lack */
         size_t sl = strlen(s);
         if (len + sl + 2 > n)
             break;

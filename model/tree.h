@@ -4,9 +4,12 @@
  * Flat arrays with parent indices: domain 0 is the root (level 0); configured
  * level i (0-based in the policy) is tree level i + 1. The deepest domains
  * list node slots as children; every other domain lists child domains. A node
- * lacking a level's label sits in the domain named "" at that level. Nodes are
- * inserted, moved and removed incrementally; domains are never freed (an empty
- * one keeps nnodes == 0 and is skipped), so domain ids stay stable. */
+ * lacking a level's label sits in the domain named "" at that level (with the
+ * other nodes of its parent that lack it), and below it by the labels it has.
+ * Such a domain is a place in the tree, not a domain of that level: its nodes
+ * share nothing there (tg_tree_labelled, tg_tree_named). Nodes are inserted,
+ * moved and removed incrementally; domains are never freed (an empty one
+ * keeps nnodes == 0 and is skipped), so domain ids stay stable. */
 #ifndef TG_MODEL_TREE_H
 #define TG_MODEL_TREE_H
 
@@ -59,8 +62,16 @@ uint32_t tg_tree_ancestor(const struct tg_tree *t, uint32_t d, uint32_t lvl);
 /* The node slots under domain d, into out (room for t->nslots); returns
  * how many. Recursion depth is the number of levels. */
 uint32_t tg_tree_slots_under(const struct tg_tree *t, uint32_t d, uint32_t *out);
-/* "zone-a/block-1/rack-3" for a domain ("" for the root, "-" for an empty
- * label value). Returns buf. */
+/* 1 when the nodes under d carry the label of tree level lvl (d's level
+ * or above), so that they share one domain there; level 0 (the cluster)
+ * always. */
+int tg_tree_labelled(const struct tg_tree *t, uint32_t d, uint32_t lvl);
+/* The tightest real domain holding d: d or its nearest ancestor whose
+ * nodes carry its level's label (the root at worst). */
+uint32_t tg_tree_named(const struct tg_tree *t, uint32_t d);
+/* "zone-a/block-1/rack-3" for a domain: its label values, outermost first,
+ * leaving out the levels whose label its nodes lack ("zone-a/rack-3"); ""
+ * for the root. Returns buf. */
 const char *tg_tree_path(const struct tg_tree *t, uint32_t d, char *buf, size_t n);
 
 #endif

@@ -50,7 +50,8 @@ enum tg_code { TG_SUCCESS, TG_UNSCHEDULABLE, TG_UNRESOLVABLE, TG_SKIP, TG_ERROR 
     X(HOST_PORT,     "host port %s in use")      /* arg: "TCP/8080" */                   \
     X(VOLUME,        "volume node affinity of %s") /* arg: "PV pv-1 (PVC ml/data)" */     \
     X(CLAIM,         "outside the allocation of ResourceClaim %s") /* arg: "ml/gpu" */   \
-    X(WAIT,          "%s")                       /* arg: an interned sentence */
+    X(WAIT,          "%s")                       /* arg: an interned sentence */     \
+    X(LEVEL_LABEL,   "lacking label %s")         /* arg: a required level's label key id */
 
 enum tg_reason {
 #define TG__REASON_ENUM(name, text) TG_R_##name,

@@ -40,6 +40,7 @@ static int arg_is_str(uint8_t reason)
     case TG_R_TAINT: case TG_R_SELECTOR: case TG_R_RESERVED: case TG_R_POD_AFFINITY:
     case TG_R_POD_ANTI: case TG_R_POD_ANTI_OF: case TG_R_NO_LABEL: case TG_R_SPREAD:
     case TG_R_HOST_PORT: case TG_R_VOLUME: case TG_R_CLAIM: case TG_R_WAIT:
+    case TG_R_LEVEL_LABEL:
         return 1;
     default:
         return 0;

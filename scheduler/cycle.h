@@ -46,7 +46,10 @@ struct tg_result {
     uint32_t nplaced;
     uint32_t *slot;                     /* per pods[i]: node slot or TG_NONE (malloc'ed) */
     int level;                          /* tree level of the chosen domain (0 = cluster) */
-    uint32_t domain;                    /* chosen domain id */
+    uint32_t domain;                    /* chosen domain id: never one named "" (a label its
+                                         * nodes lack); for a gang on one node lacking its
+                                         * preferred level's label, the tightest real domain
+                                         * holding that node (tg_tree_named) */
     char reason[1024];
 };
 
@@ -103,10 +106,12 @@ int tg_whatif_slot_fits(struct tg_whatif *w, uint32_t slot);
  * or TG_ENOMEM. The model is as before on return. */
 int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots);
 /* Domains at tree level lvl whose counts hold at least tg_gang_must(g)
- * members, best first (pack: best fit; spread: most room); up to cap. */
+ * members, best first (pack: best fit; spread: most room); up to cap. Only
+ * domains whose nodes carry the labels of lvl and of g's required level. */
 uint32_t tg_whatif_domains(struct tg_whatif *w, uint32_t lvl, uint32_t *out, uint32_t cap);
 /* The domain at tree level lvl whose counts hold the most members of g
- * (TG_NONE when the level is empty); *holds receives how many. */
+ * (TG_NONE when the level has none whose nodes carry its label and the
+ * required level's); *holds receives how many. */
 uint32_t tg_whatif_best(struct tg_whatif *w, uint32_t lvl, uint64_t *holds);
 uint32_t tg_whatif_must(const struct tg_whatif *w);
 /* The reason text tg_sched_gang would give for g now ("needs 8 x ... in one

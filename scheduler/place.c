@@ -15,6 +15,13 @@
  * 4. A candidate that cannot take every set is rolled back and the next one
  *    tried; a gang with no candidate reserves nothing and gets a reason.
  *
+ * Nodes lacking a level's label sit in a domain named "" there (tree.h),
+ * which is no domain of that level: a gang that requires the level never
+ * uses them (the reason counts them: "4 nodes lacking label ..."), and at a
+ * preferred level each of them is a domain of its own (a loose node: the
+ * gang fits it whole or not). A placement is named by the tightest real
+ * domain that holds it, never by a missing label.
+ *
  * Constraints between pods (inter-pod affinity and anti-affinity, topology
  * spread) are plugins too: a prefilter per shape starts live counts per
  * topology domain and the per-node count applies them (members placed
@@ -398,14 +405,11 @@ static int pick_pack(struct pc *x, struct set *st, const struct tg_domain *d, ui
 
 static int fill(struct pc *x, struct set *st, uint32_t dom, uint32_t want, uint32_t *placed);
 
-/* Places into child i of d; *got receives how many went there. */
-static int fill_child(struct pc *x, struct set *st, const struct tg_domain *d, uint32_t i,
-                      uint32_t want, uint32_t *got)
+/* Places up to `want` more members of st on node slot; *got receives how
+ * many went there. */
+static int fill_slot(struct pc *x, struct set *st, uint32_t slot, uint32_t want, uint32_t *got)
 {
     *got = 0;
-    if (d->level != x->s->cluster.tree.nlevels)
-        return fill(x, st, d->child[i], want, got);
-    uint32_t slot = d->child[i];
     while (*got < want && st->next < st->nmem && room_for_one(x, st, slot)) {
         int rc = assume_one(x, st, slot);
         if (rc)
@@ -413,6 +417,17 @@ static int fill_child(struct pc *x, struct set *st, const struct tg_domain *d, u
         (*got)++;
     }
     return 0;
+}
+
+/* Places into child i of d; *got receives how many went there. */
+static int fill_child(struct pc *x, struct set *st, const struct tg_domain *d, uint32_t i,
+                      uint32_t want, uint32_t *got)
+{
+    if (d->level != x->s->cluster.tree.nlevels) {
+        *got = 0;
+        return fill(x, st, d->child[i], want, got);
+    }
+    return fill_slot(x, st, d->child[i], want, got);
 }
 
 /* Spread: water level so that sum(min(c_i, L)) >= want, then even shares. */
@@ -538,20 +553,27 @@ static void rollback(struct pc *x)
     }
 }
 
-/* Members a domain can take, summed over sets, each capped at its need
- * and by its domain constraints. */
-static uint64_t holds(const struct pc *x, uint32_t d)
+/* Members domain d can take, or node slot alone when it is not NONE (d
+ * its deepest domain), summed over sets, each capped at its need and by its
+ * domain constraints. */
+static uint64_t holds_in(const struct pc *x, uint32_t d, uint32_t slot)
 {
     uint64_t h = 0;
     for (uint32_t i = 0; i < x->nsets; i++) {
-        uint32_t c = x->sets[i].dcount[d];
-        if (c && x->sets[i].aligned) {
-            uint32_t k = clamp(x, &x->sets[i], d, NULL);
+        const struct set *st = &x->sets[i];
+        uint32_t c = slot == NONE ? st->dcount[d] : st->sh.count[slot];
+        if (c && st->aligned) {
+            uint32_t k = clamp(x, st, d, NULL);
             c = k < c ? k : c;
         }
-        h += c < x->sets[i].nmem ? c : x->sets[i].nmem;
+        h += c < st->nmem ? c : st->nmem;
     }
     return h;
+}
+
+static uint64_t holds(const struct pc *x, uint32_t d)
+{
+    return holds_in(x, d, NONE);
 }
 
 /* a before b in set_order? Sets whose pod affinity members of other sets
@@ -587,10 +609,15 @@ static uint32_t *set_order(struct pc *x, uint32_t d)
 
 static int exact(struct pc *x, uint32_t d, uint32_t must, int *ok);
 
-/* Tries to place everything (at least `must`) inside domain d: the greedy
- * fill first; when it fails although the counts say d might hold the gang
- * (pod sets competing for the same nodes), an exact decision. */
-static int try_domain(struct pc *x, uint32_t d, uint32_t must, int *ok)
+static int exact_in(struct pc *x, uint32_t d, const uint32_t *slots, uint32_t m, uint32_t must,
+                    int *ok);
+
+/* Tries to place everything (at least `must`) inside domain d, or, when
+ * slot is not NONE, on that node alone (a loose node; d its deepest
+ * domain): the greedy fill first; when it fails although the counts say it
+ * might hold the gang (pod sets competing for the same nodes), an exact
+ * decision. */
+static int try_in(struct pc *x, uint32_t d, uint32_t slot, uint32_t must, int *ok)
 {
     *ok = 0;
     uint32_t *order = set_order(x, d);
@@ -598,8 +625,8 @@ static int try_domain(struct pc *x, uint32_t d, uint32_t must, int *ok)
         return TG_ENOMEM;
     for (uint32_t i = 0; i < x->nsets; i++) {
         struct set *st = &x->sets[order[i]];
-        uint32_t placed = 0;
-        int rc = fill(x, st, d, st->nmem - st->next, &placed);
+        uint32_t placed = 0, want = st->nmem - st->next;
+        int rc = slot == NONE ? fill(x, st, d, want, &placed) : fill_slot(x, st, slot, want, &placed);
         if (rc)
             return rc;
     }
@@ -608,8 +635,8 @@ static int try_domain(struct pc *x, uint32_t d, uint32_t must, int *ok)
         return 0;
     }
     rollback(x);
-    if (x->nsets > 1 && holds(x, d) >= must)
-        return exact(x, d, must, ok);
+    if (x->nsets > 1 && holds_in(x, d, slot) >= must)
+        return slot == NONE ? exact(x, d, must, ok) : exact_in(x, d, &slot, 1, must, ok);
     return 0;
 }
 
@@ -831,12 +858,11 @@ static int search(struct search *q, uint32_t oi)
     return 0;
 }
 
-static int exact(struct pc *x, uint32_t d, uint32_t must, int *ok)
+/* The exact decision on the m slots given (all under d, whose counts order
+ * the sets). */
+static int exact_in(struct pc *x, uint32_t d, const uint32_t *slots, uint32_t m, uint32_t must,
+                    int *ok)
 {
-    uint32_t *slots, m;
-    int rc = slots_under(x, d, &slots, &m);
-    if (rc || !m)
-        return rc;
     if (same_requests(x) && !x->any_dcons)
         return exact_flow(x, slots, m, must, ok);
     uint32_t total = 0;
@@ -854,11 +880,21 @@ static int exact(struct pc *x, uint32_t d, uint32_t must, int *ok)
     return q.rc;
 }
 
+static int exact(struct pc *x, uint32_t d, uint32_t must, int *ok)
+{
+    uint32_t *slots, m;
+    int rc = slots_under(x, d, &slots, &m);
+    if (rc || !m)
+        return rc;
+    return exact_in(x, d, slots, m, must, ok);
+}
+
 struct cand {
-    uint32_t d;
+    uint32_t d;                         /* a domain of the level, or the "" one holding slot */
     uint64_t holds;
     uint64_t spare;
     int64_t pref;                       /* the pod's own preferences (soft scores), nodes only */
+    uint32_t slot;                      /* a loose node (lacking the level's label), or NONE */
 };
 
 static int cand_cmp_pack(const void *a, const void *b)
@@ -872,7 +908,9 @@ static int cand_cmp_pack(const void *a, const void *b)
         return x->pref > y->pref ? -1 : 1;
     if (x->spare != y->spare)
         return x->spare < y->spare ? -1 : 1;
-    return (x->d > y->d) - (x->d < y->d);
+    if (x->d != y->d)
+        return (x->d > y->d) - (x->d < y->d);
+    return (x->slot > y->slot) - (x->slot < y->slot);
 }
 
 static int cand_cmp_spread(const void *a, const void *b)
@@ -884,7 +922,9 @@ static int cand_cmp_spread(const void *a, const void *b)
         return x->pref > y->pref ? -1 : 1;
     if (x->spare != y->spare)
         return x->spare > y->spare ? -1 : 1;
-    return (x->d > y->d) - (x->d < y->d);
+    if (x->d != y->d)
+        return (x->d > y->d) - (x->d < y->d);
+    return (x->slot > y->slot) - (x->slot < y->slot);
 }
 
 /* What the pod prefers on slot: the weighted scores of the plugins that
@@ -898,8 +938,65 @@ static int64_t soft_score(struct pc *x, struct set *st, uint32_t slot)
     return sum;
 }
 
-/* Candidates at tree level lvl, best first; returns how many. */
-static uint32_t candidates(struct pc *x, uint32_t lvl, uint32_t must, struct cand *out, uint32_t cap)
+static int (*cand_cmp(const struct pc *x))(const void *, const void *)
+{
+    return x->strategy == TG_STRATEGY_SPREAD ? cand_cmp_spread : cand_cmp_pack;
+}
+
+/* Adds c to the n best of out (room for cap). */
+static void cand_keep(const struct pc *x, struct cand *out, uint32_t *n, uint32_t cap,
+                      const struct cand *c)
+{
+    if (*n < cap) {
+        out[(*n)++] = *c;
+        return;
+    }
+    /* keep the best `cap`: replace the worst if c is better */
+    int (*cmp)(const void *, const void *) = cand_cmp(x);
+    uint32_t worst = 0;
+    for (uint32_t i = 1; i < *n; i++)
+        if (cmp(&out[i], &out[worst]) > 0)
+            worst = i;
+    if (cmp(c, &out[worst]) < 0)
+        out[worst] = *c;
+}
+
+/* The nodes under d (a "" domain: they lack its level's label) that hold
+ * `must` each, as candidates of their own; only the anchor's node when the
+ * gang has one. Returns 0 or TG_ENOMEM. */
+static int loose_nodes(struct pc *x, uint32_t d, uint32_t must, struct cand *out, uint32_t *n,
+                       uint32_t cap)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    struct tg_arena_mark mk = tg_arena_mark(x->a);
+    uint32_t *slots = tg_arena_alloc(x->a, (t->nslots + 1) * sizeof *slots);
+    if (!slots)
+        return TG_ENOMEM;
+    uint32_t m = tg_tree_slots_under(t, d, slots), anchor = x->g->anchor;
+    for (uint32_t i = 0; i < m; i++) {
+        uint32_t slot = slots[i];
+        if (anchor != NONE && anchor < t->nslots && t->leaf[anchor] != NONE && slot != anchor)
+            continue;
+        uint64_t h = holds_in(x, t->leaf[slot], slot);
+        if (h < must || h == 0)
+            continue;
+        uint64_t prim = x->sets[0].sh.count[slot];
+        struct cand c = {d, h, prim - (prim < x->sets[0].nmem ? prim : x->sets[0].nmem), 0, slot};
+        if (x->sets[0].soft)
+            c.pref = soft_score(x, &x->sets[0], slot);
+        cand_keep(x, out, n, cap, &c);
+    }
+    tg_arena_release(x->a, mk);
+    return 0;
+}
+
+/* Candidates at tree level lvl for a gang that requires level `required`,
+ * best first: the domains of lvl whose nodes carry the labels of lvl and
+ * `required`; with `loose` (lvl a preferred level, tighter than required), also
+ * the nodes lacking lvl's label, each on its own. Returns how many, up to
+ * cap (0 when out of memory: no candidate). */
+static uint32_t candidates(struct pc *x, uint32_t lvl, int required, int loose, uint32_t must,
+                           struct cand *out, uint32_t cap)
 {
     const struct tg_tree *t = &x->s->cluster.tree;
     uint32_t n = 0;
@@ -924,25 +1021,20 @@ static uint32_t candidates(struct pc *x, uint32_t lvl, uint32_t must, struct can
         uint64_t h = holds(x, d);
         if (h < must || h == 0)
             continue;
+        if ((uint32_t)required < lvl && !tg_tree_labelled(t, d, (uint32_t)required))
+            continue; /* its nodes lack the required level's label */
+        if (lvl && !t->dom[d].name) { /* its nodes lack lvl's label */
+            if (loose && (int)lvl > required && loose_nodes(x, d, must, out, &n, cap))
+                return 0;
+            continue;
+        }
         uint64_t prim = x->sets[0].dcount[d];
-        struct cand c = {d, h, prim - (prim < x->sets[0].nmem ? prim : x->sets[0].nmem), 0};
+        struct cand c = {d, h, prim - (prim < x->sets[0].nmem ? prim : x->sets[0].nmem), 0, NONE};
         if (x->sets[0].soft && lvl == t->nlevels && t->dom[d].nchild)
             c.pref = soft_score(x, &x->sets[0], t->dom[d].child[0]);
-        if (n < cap) {
-            out[n++] = c;
-        } else {
-            /* keep the best `cap`: replace the worst if c is better */
-            uint32_t worst = 0;
-            int (*cmp)(const void *, const void *) =
-                x->strategy == TG_STRATEGY_SPREAD ? cand_cmp_spread : cand_cmp_pack;
-            for (uint32_t i = 1; i < n; i++)
-                if (cmp(&out[i], &out[worst]) > 0)
-                    worst = i;
-            if (cmp(&c, &out[worst]) < 0)
-                out[worst] = c;
-        }
+        cand_keep(x, out, &n, cap, &c);
     }
-    qsort(out, n, sizeof *out, x->strategy == TG_STRATEGY_SPREAD ? cand_cmp_spread : cand_cmp_pack);
+    qsort(out, n, sizeof *out, cand_cmp(x));
     return n;
 }
 
@@ -1005,6 +1097,24 @@ static void explain_limits(const struct pc *x, struct tg_sb *b)
         }
 }
 
+/* Nodes with room for a member that lack the label of tree level lvl (the
+ * most of any pod set); 0 for the cluster. */
+static uint32_t lacking(const struct pc *x, uint32_t lvl)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    uint32_t most = 0;
+    for (uint32_t i = 0; lvl && i < x->nsets; i++) {
+        uint32_t n = 0;
+        for (uint32_t k = 0; k < t->nbylevel[lvl]; k++) {
+            uint32_t d = t->bylevel[lvl][k];
+            if (!t->dom[d].name)
+                n += x->sets[i].delig[d];
+        }
+        most = n > most ? n : most;
+    }
+    return most;
+}
+
 static void explain(struct pc *x, uint32_t must, int required, int tried)
 {
     const struct tg_tree *t = &x->s->cluster.tree;
@@ -1031,6 +1141,8 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
     uint64_t besth = 0;
     for (uint32_t k = 0; k < t->nbylevel[required]; k++) {
         uint32_t d = t->bylevel[required][k];
+        if (required && !t->dom[d].name)
+            continue; /* no domain: its nodes lack the level's label */
         uint64_t h = holds(x, d);
         if (best == NONE || h > besth) {
             best = d;
@@ -1041,6 +1153,8 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
     if (best != NONE && required)
         tg_sb_printf(&b, "; best %s %s holds %llu", lname, tg_tree_path(t, best, path, sizeof path),
                      (unsigned long long)besth);
+    else if (required)
+        tg_sb_printf(&b, "; no %s in the cluster", lname); /* no node has its label */
     else
         tg_sb_printf(&b, "; the cluster holds %llu", (unsigned long long)besth);
     if (tried)
@@ -1063,6 +1177,12 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
             if (j < all.len && h->n[k] > all.n[j])
                 all.n[j] = h->n[k];
         }
+    uint32_t lack = lacking(x, (uint32_t)required);
+    if (lack && all.len < MAX_HIST) {
+        all.reason[all.len] = TG_R_LEVEL_LABEL;
+        all.arg[all.len] = t->label[required - 1];
+        all.n[all.len++] = lack;
+    }
     for (uint32_t shown = 0; shown < 5 && all.len; shown++) {
         uint32_t m = 0;
         for (uint32_t j = 1; j < all.len; j++)
@@ -1391,16 +1511,20 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
         preferred = required;
     int tried = 0;
     struct cand cands[MAX_TRIES];
+    const struct tg_tree *t = &s->cluster.tree;
     for (int lvl = preferred; lvl >= required; lvl--) {
-        uint32_t n = candidates(&x, (uint32_t)lvl, must, cands, MAX_TRIES);
+        uint32_t n = candidates(&x, (uint32_t)lvl, required, 1, must, cands, MAX_TRIES);
         for (uint32_t i = 0; i < n; i++) {
             int ok;
-            if ((rc = try_domain(&x, cands[i].d, must, &ok)))
+            uint32_t slot = cands[i].slot;
+            rc = try_in(&x, slot == NONE ? cands[i].d : t->leaf[slot], slot, must, &ok);
+            if (rc)
                 goto fail;
             if (ok) {
                 r->status = TG_GANG_SCHEDULED;
-                r->level = lvl;
-                r->domain = cands[i].d;
+                /* a loose node: named by the tightest real domain holding it */
+                r->domain = slot == NONE ? cands[i].d : tg_tree_named(t, t->leaf[slot]);
+                r->level = slot == NONE ? lvl : t->dom[r->domain].level;
                 pc_release(&x);
                 return 0;
             }
@@ -1501,7 +1625,7 @@ int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots)
     flush(&w->x);
     struct tg_arena_mark m = tg_arena_mark(&w->arena);
     *ok = 0;
-    int rc = try_domain(&w->x, d, w->must, ok);
+    int rc = try_in(&w->x, d, NONE, w->must, ok);
     if (!rc && *ok && slots)
         memcpy(slots, w->r.slot, w->x.g->npods * sizeof *slots);
     if (*ok || rc)
@@ -1515,7 +1639,7 @@ uint32_t tg_whatif_domains(struct tg_whatif *w, uint32_t lvl, uint32_t *out, uin
     flush(&w->x);
     struct tg_arena_mark m = tg_arena_mark(&w->arena);
     struct cand *c = tg_arena_alloc(&w->arena, (cap + 1) * sizeof *c);
-    uint32_t n = c ? candidates(&w->x, lvl, w->must, c, cap) : 0;
+    uint32_t n = c ? candidates(&w->x, lvl, w->required, 0, w->must, c, cap) : 0;
     for (uint32_t i = 0; i < n; i++)
         out[i] = c[i].d;
     tg_arena_release(&w->arena, m);
@@ -1537,6 +1661,9 @@ uint32_t tg_whatif_best(struct tg_whatif *w, uint32_t lvl, uint64_t *most)
     *most = 0;
     for (uint32_t k = 0; lvl <= t->nlevels && k < t->nbylevel[lvl]; k++) {
         uint32_t d = t->bylevel[lvl][k];
+        if (!tg_tree_labelled(t, d, lvl) ||
+            ((uint32_t)w->required <= lvl && !tg_tree_labelled(t, d, (uint32_t)w->required)))
+            continue; /* no domain: its nodes lack a label */
         uint64_t h = holds(&w->x, d);
         if (t->dom[d].nnodes && (best == NONE || h > *most)) {
             best = d;

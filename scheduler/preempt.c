@@ -584,12 +584,16 @@ int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_pre
         char path[512];
         const struct tg_policy *p = &s->policy;
         uint32_t best = tg_whatif_best(x.w, (uint32_t)required, &h);
-        snprintf(out->reason, sizeof out->reason,
-                 "preemption cannot help: even with all %u lower-priority unit(s) gone, the best "
-                 "%s%s%s holds %llu of %u", x.nunits,
-                 required ? p->levels[required - 1].name : "cluster", required ? " " : "",
-                 required && best != NONE ? tg_tree_path(&s->cluster.tree, best, path, sizeof path) : "",
-                 (unsigned long long)h, tg_gang_must(g));
+        if (required && best == NONE) /* no node has the level's label */
+            snprintf(out->reason, sizeof out->reason, "preemption cannot help: no %s in the cluster",
+                     p->levels[required - 1].name);
+        else
+            snprintf(out->reason, sizeof out->reason,
+                     "preemption cannot help: even with all %u lower-priority unit(s) gone, the best "
+                     "%s%s%s holds %llu of %u", x.nunits,
+                     required ? p->levels[required - 1].name : "cluster", required ? " " : "",
+                     required ? tg_tree_path(&s->cluster.tree, best, path, sizeof path) : "",
+                     (unsigned long long)h, tg_gang_must(g));
     }
     for (uint32_t i = 0; i < x.nunits; i++)
         hide_unit(&x, x.units[i], 0);

@@ -209,8 +209,8 @@ static int sample_take(struct tg_replay *r, int64_t t)
         }
     }
     for (uint32_t d = 0; d < tr->ndom; d++)
-        if (nall[d] && nfree[d] == nall[d])
-            s->free_dom[tr->dom[d].level]++;
+        if (nall[d] && nfree[d] == nall[d] && (tr->dom[d].level == 0 || tr->dom[d].name))
+            s->free_dom[tr->dom[d].level]++; /* a "" domain is none: its nodes lack the label */
     r->sampled_change = r->changes;
     r->nsamples++;
     return 0;

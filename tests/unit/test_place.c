@@ -326,6 +326,157 @@ static void test_preferred_keeps_gang_whole(void **state)
     free(y);
 }
 
+/* ---- nodes lacking a level's label ------------------------------------------------
+ * A gang that requires a level uses only nodes that carry that level's label;
+ * a preferred level takes each node lacking it as a domain of its own; no
+ * placement is named after a missing label ("-" or an empty segment). */
+
+/* The default policy's zone and block labels, then the hostname. */
+#define ZB(host) "topology.kubernetes.io/zone: z, cloud.google.com/gce-topology-block: b, " \
+                 "kubernetes.io/hostname: " host
+#define RACK(r)   ", topogang.io/rack: " r
+#define CLIQUE(c) ", nvidia.com/gpu.clique: " c
+
+/* One gang of npods x gpus on 8-GPU nodes, and what simulate says of it. */
+struct lcase {
+    int zrn;                            /* 1: POLICY (zone, rack, node); 0: the default one */
+    const char *node[7][2];             /* name, labels; up to a NULL name */
+    const char *topology;
+    int npods, gpus;
+    const char *status, *level, *domain, *reason; /* NULL: not checked */
+};
+
+static const struct lcase LCASES[] = {
+    /* the issue: four GPU nodes of one rack without an NVLink clique share no NVLink */
+    {0, {{"n0", ZB("n0") RACK("r")}, {"n1", ZB("n1") RACK("r")}, {"n2", ZB("n2") RACK("r")},
+            {"n3", ZB("n3") RACK("r")}},
+     "{required: nvlink-domain}", 4, 8, "Unschedulable", NULL, NULL,
+     "no nvlink-domain in the cluster; 4 nodes lacking label nvidia.com/gpu.clique"},
+    /* even a gang that fits one such node cannot use it */
+    {0, {{"n0", ZB("n0") RACK("r")}}, "{required: nvlink-domain}", 1, 2, "Unschedulable",
+     NULL, NULL, "1 node lacking label nvidia.com/gpu.clique"},
+    /* beside them, two nodes of clique c1 take a 2-pod gang */
+    {0, {{"n0", ZB("n0") RACK("r")}, {"n1", ZB("n1") RACK("r")}, {"n2", ZB("n2") RACK("r")},
+            {"n3", ZB("n3") RACK("r")}, {"c0", ZB("c0") RACK("r2") CLIQUE("c1")},
+            {"c1", ZB("c1") RACK("r2") CLIQUE("c1")}},
+     "{required: nvlink-domain}", 2, 8, "Scheduled", "nvlink-domain", "z/b/r2/c1", NULL},
+    /* two nodes without kubernetes.io/hostname are not one node */
+    {1, {{"a", "topology.kubernetes.io/zone: z1, topogang.io/rack: r1"},
+              {"b", "topology.kubernetes.io/zone: z1, topogang.io/rack: r1"}},
+     "{required: node}", 2, 8, "Unschedulable", NULL, NULL,
+     "2 nodes lacking label kubernetes.io/hostname"},
+    /* nodes without the rack label are not a rack */
+    {1, {{"n0", "kubernetes.io/hostname: n0, topology.kubernetes.io/zone: z1, topogang.io/rack: r1"},
+              {"n1", "kubernetes.io/hostname: n1, topology.kubernetes.io/zone: z1"},
+              {"n2", "kubernetes.io/hostname: n2, topology.kubernetes.io/zone: z1"}},
+     "{required: rack}", 2, 8, "Unschedulable", NULL, NULL,
+     "best rack z1/r1 holds 1; 2 nodes lacking label topogang.io/rack"},
+    /* no zone label: the racks still hold gangs, named without a zone */
+    {1, {{"a", "kubernetes.io/hostname: a, topogang.io/rack: r1"},
+              {"b", "kubernetes.io/hostname: b, topogang.io/rack: r1"}},
+     "{required: rack}", 2, 8, "Scheduled", "rack", "r1", NULL},
+    /* no rack label but a clique: the clique still holds a gang requiring it */
+    {0, {{"a", ZB("a") CLIQUE("c1")}, {"b", ZB("b") CLIQUE("c1")}},
+     "{required: nvlink-domain}", 2, 8, "Scheduled", "nvlink-domain", "z/b/c1", NULL},
+};
+
+static void test_level_labels(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof LCASES / sizeof LCASES[0]; k++) {
+        const struct lcase *c = &LCASES[k];
+        char *y = NULL, req[32];
+        for (int i = 0; i < 7 && c->node[i][0]; i++)
+            tu_node_labels(&y, c->node[i][0], c->node[i][1], 8);
+        group(&y, "g", c->npods, c->topology);
+        snprintf(req, sizeof req, "nvidia.com/gpu: %d", c->gpus);
+        pods(&y, "g", "g", c->npods, req, NULL);
+        cJSON *res = tu_simulate(c->zrn ? POLICY : NULL, y);
+        const cJSON *g = tu_gang(res, "ml/g");
+        print_message("case %zu: %s %s %s %s\n", k, tu_str(g, "status"), tu_str(g, "level"),
+                      tu_str(g, "domain"), tu_str(g, "reason"));
+        assert_string_equal(tu_str(g, "status"), c->status);
+        int scheduled = !strcmp(c->status, "Scheduled");
+        assert_int_equal(count_on(res, "g", c->npods, NULL), scheduled ? 0 : c->npods);
+        if (c->level)
+            assert_string_equal(tu_str(g, "level"), c->level);
+        if (c->domain)
+            assert_string_equal(tu_str(g, "domain"), c->domain);
+        if (c->reason)
+            assert_non_null(strstr(tu_str(g, "reason"), c->reason));
+        cJSON_Delete(res);
+        free(y);
+    }
+}
+
+/* n 8-GPU nodes n0.. of zone z, block b, rack r, none with an NVLink clique. */
+static void rack_without_cliques(char **y, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char name[8], l[160];
+        snprintf(name, sizeof name, "n%d", i);
+        snprintf(l, sizeof l, ZB("%s") RACK("r"), name);
+        tu_node_labels(y, name, l, 8);
+    }
+}
+
+/* Five nodes of rack r without a clique; two gangs prefer an NVLink domain. */
+static void test_preferred_level_lacking_label(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack_without_cliques(&y, 5);
+    group(&y, "wide", 4, "{required: rack, preferred: nvlink-domain}");
+    pods(&y, "wide", "wide", 4, "nvidia.com/gpu: 8", NULL);
+    group(&y, "narrow", 2, "{required: rack, preferred: nvlink-domain}");
+    pods(&y, "narrow", "narrow", 2, "nvidia.com/gpu: 2", NULL);
+    cJSON *res = tu_simulate(NULL, y);
+    /* four nodes sharing no NVLink are one rack, not one NVLink domain */
+    const cJSON *g = tu_gang(res, "ml/wide");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_str(g, "level"), "rack");
+    assert_string_equal(tu_str(g, "domain"), "z/b/r");
+    /* a gang that fits one node takes one node, its own domain there */
+    g = tu_gang(res, "ml/narrow");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    const char *n0 = tu_node_of(res, "ml/narrow-0"), *n1 = tu_node_of(res, "ml/narrow-1");
+    assert_non_null(n0);
+    assert_non_null(n1);
+    assert_string_equal(n0, n1);
+    assert_string_equal(tu_str(g, "level"), "node");
+    char want[64];
+    snprintf(want, sizeof want, "z/b/r/%s", n0);
+    assert_string_equal(tu_str(g, "domain"), want);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Preemption and reservations plan only in domains of the required level:
+ * a pod of lower priority on a node lacking the label is never evicted
+ * for a gang that cannot use that node. */
+static void test_no_preemption_without_the_label(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack_without_cliques(&y, 4);
+    tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: low\n  namespace: ml\n"
+               "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: u1, controller: true}]\n"
+               "spec:\n  nodeName: n0\n  priority: 0\n"
+               "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: 8}}}]\n"
+               "status: {phase: Running}\n");
+    group(&y, "g", 4, "{required: nvlink-domain}, priority: 100");
+    pods(&y, "g", "g", 4, "nvidia.com/gpu: 8", NULL);
+    cJSON *res = tu_simulate(NULL, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "preempts")), 0);
+    const char *why = tu_str(g, "reason");
+    assert_non_null(strstr(why, "3 nodes lacking label nvidia.com/gpu.clique"));
+    assert_non_null(strstr(why, "preemption cannot help: no nvlink-domain in the cluster"));
+    cJSON_Delete(res);
+    free(y);
+}
+
 static void test_queue_order_and_bad_refs(void **state)
 {
     (void)state;
@@ -368,6 +519,9 @@ int main(void)
         cmocka_unit_test(test_spread_and_pack),
         cmocka_unit_test(test_preferred_keeps_gang_whole),
         cmocka_unit_test(test_queue_order_and_bad_refs),
+        cmocka_unit_test(test_level_labels),
+        cmocka_unit_test(test_preferred_level_lacking_label),
+        cmocka_unit_test(test_no_preemption_without_the_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

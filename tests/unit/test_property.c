@@ -6,7 +6,12 @@
  *  - an Unschedulable single-shape gang has no domain of its required level
  *    that could hold it, and a schedulable one is never refused;
  *  - pack keeps the gang inside one preferred-level domain whenever one can
- *    hold it. Seeded, so a failure replays. */
+ *    hold it;
+ *  - with labels missing at random: members carry the required level's
+ *    label and share its value, a node lacking a preferred level's label is
+ *    a domain of its own there, and the domain named is the tightest one
+ *    whose label every member carries, never "-" or an empty segment.
+ * Seeded, so a failure replays. */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -23,6 +28,7 @@ enum { MAXN = 24 };
 
 struct mnode {
     int zone, rack, gpus, used, tainted;
+    int has[4];                         /* carries the label of level 1 zone, 2 rack, 3 node */
     char name[16];
 };
 
@@ -35,17 +41,22 @@ static int rnd(int n)
     return (int)(rng % (uint64_t)n);
 }
 
-/* domain id of node i at level (1 zone, 2 rack, 3 node; 0 the cluster) */
+/* domain id of node i at level (1 zone, 2 rack, 3 node; 0 the cluster), or
+ * -1 when the node lacks the level's label. Nodes lacking the zone label
+ * share racks by their rack label (zone 9 here), as the labels say. */
 static int dom(const struct mnode *m, int i, int level)
 {
-    return level == 0 ? 0 : level == 1 ? m[i].zone : level == 2 ? m[i].zone * 10 + m[i].rack : 1000 + i;
+    if (level && !m[i].has[level])
+        return -1;
+    int zone = m[i].has[1] ? m[i].zone : 9;
+    return level == 0 ? 0 : level == 1 ? zone : level == 2 ? zone * 10 + m[i].rack : 1000 + i;
 }
 
 static int capacity(const struct mnode *m, int nn, int level, int d, int g)
 {
     int c = 0;
     for (int i = 0; i < nn; i++)
-        if (dom(m, i, level) == d && !m[i].tainted)
+        if (d >= 0 && dom(m, i, level) == d && !m[i].tainted)
             c += (m[i].gpus - m[i].used) / g;
     return c;
 }
@@ -58,6 +69,34 @@ static int any_domain_holds(const struct mnode *m, int nn, int level, int n, int
     return 0;
 }
 
+/* A preferred level pref below the required req: a domain of pref, or a node
+ * lacking pref's label (its own domain there), that carries req's label
+ * and holds the gang. */
+static int any_pref_holds(const struct mnode *m, int nn, int req, int pref, int n, int g)
+{
+    for (int i = 0; i < nn; i++) {
+        if (dom(m, i, req) < 0 || m[i].tainted)
+            continue;
+        int c = dom(m, i, pref) >= 0 ? capacity(m, nn, pref, dom(m, i, pref), g)
+                                     : (m[i].gpus - m[i].used) / g;
+        if (c >= n)
+            return 1;
+    }
+    return 0;
+}
+
+/* The path of node i's domain at level: the labels it carries down to it. */
+static void path_of(const struct mnode *m, int i, int level, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (level >= 1 && m[i].has[1])
+        snprintf(buf + strlen(buf), n - strlen(buf), "z%d", m[i].zone);
+    if (level >= 2 && m[i].has[2])
+        snprintf(buf + strlen(buf), n - strlen(buf), "%sr%d", *buf ? "/" : "", m[i].rack);
+    if (level >= 3 && m[i].has[3])
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", *buf ? "/" : "", m[i].name);
+}
+
 static int node_index(const struct mnode *m, int nn, const char *name)
 {
     for (int i = 0; i < nn; i++)
@@ -66,7 +105,30 @@ static int node_index(const struct mnode *m, int nn, const char *name)
     return -1;
 }
 
-static void trial(int t, int ngangs)
+/* A gang's placement with labels missing (drop): each member carries the
+ * required level's label, all share one domain at the level named, which
+ * is as tight as the required one, and the path names it by its labels. */
+static void check_named(const struct mnode *m, const cJSON *g, const int *idx, int n, int req)
+{
+    static const char *const lv[] = {"cluster", "zone", "rack", "node"};
+    const char *level = tu_str(g, "level"), *domain = tu_str(g, "domain");
+    int l = 0;
+    while (l < 4 && strcmp(lv[l], level))
+        l++;
+    assert_true(l < 4 && l >= req);
+    char want[64];
+    path_of(m, idx[0], l, want, sizeof want);
+    assert_string_equal(domain, want);
+    for (int i = 0; i < n; i++) {
+        assert_true(dom(m, idx[i], req) >= 0);
+        assert_true(l == 0 || dom(m, idx[i], l) >= 0);
+        assert_int_equal(dom(m, idx[i], l), dom(m, idx[0], l));
+    }
+    assert_null(strchr(domain, '-'));
+    assert_null(strstr(domain, "//"));
+}
+
+static void trial(int t, int ngangs, int drop)
 {
     struct mnode m[MAXN];
     int nn = 0;
@@ -83,12 +145,22 @@ static void trial(int t, int ngangs)
                 x->gpus = (int[]){0, 2, 4, 8, 8}[rnd(5)];
                 x->used = x->gpus ? rnd(x->gpus + 1) : 0;
                 x->tainted = rnd(8) == 0;
+                for (int l = 1; l < 4; l++)
+                    x->has[l] = !drop || rnd(4) != 0;
                 snprintf(x->name, sizeof x->name, "n%d", nn);
                 char zone[8], rack[8];
                 snprintf(zone, sizeof zone, "z%d", z);
                 snprintf(rack, sizeof rack, "r%d", r);
-                tu_node(&y, x->name, zone, rack, x->gpus,
-                        x->tainted ? "taints: [{key: bad, effect: NoSchedule}]" : NULL);
+                if (x->has[3])
+                    tu_node(&y, x->name, x->has[1] ? zone : "", x->has[2] ? rack : "", x->gpus,
+                            x->tainted ? "taints: [{key: bad, effect: NoSchedule}]" : NULL);
+                else /* without kubernetes.io/hostname */
+                    tu_cat(&y, "---\nkind: Node\nmetadata:\n  name: %s\n  labels: {%s%s%s%s%s}\n"
+                               "spec: {%s}\nstatus: {allocatable: {nvidia.com/gpu: \"%d\", pods: \"110\"}}\n",
+                           x->name, x->has[1] ? "topology.kubernetes.io/zone: " : "",
+                           x->has[1] ? zone : "", x->has[1] && x->has[2] ? ", " : "",
+                           x->has[2] ? "topogang.io/rack: " : "", x->has[2] ? rack : "",
+                           x->tainted ? "taints: [{key: bad, effect: NoSchedule}]" : "", x->gpus);
                 if (x->used)
                     tu_cat(&y, "---\nkind: Pod\nmetadata: {name: used-%d, namespace: other}\n"
                                "spec: {nodeName: %s, containers: [{resources: {requests: {nvidia.com/gpu: %d}}}]}\n",
@@ -135,12 +207,13 @@ static void trial(int t, int ngangs)
         int scheduled = !strcmp(tu_str(g, "status"), "Scheduled");
         /* brute force on the state this gang saw (earlier gangs applied below) */
         int feasible = any_domain_holds(m, nn, greq[k], gn[k], gg[k]);
-        int pref_ok = any_domain_holds(m, nn, gpref[k], gn[k], gg[k]);
+        int pref_ok = gpref[k] > greq[k] ? any_pref_holds(m, nn, greq[k], gpref[k], gn[k], gg[k])
+                                         : feasible;
         if (scheduled != feasible)
             print_error("trial %d gang %d: scheduled=%d but brute force says feasible=%d\n%s\n", t,
                         k, scheduled, feasible, y);
         assert_int_equal(scheduled, feasible);
-        int placed = 0, first = -1, same_req = 1, same_pref = 1;
+        int placed = 0, first = -1, same_req = 1, same_pref = 1, idx_of[8];
         for (int i = 0; i < gn[k]; i++) {
             char pod[32];
             snprintf(pod, sizeof pod, "ml/g%d-%d", k, i);
@@ -149,18 +222,22 @@ static void trial(int t, int ngangs)
                 continue;
             int idx = node_index(m, nn, node);
             assert_true(idx >= 0);
-            placed++;
+            idx_of[placed++] = idx;
             m[idx].used += gg[k];
             assert_true(m[idx].used <= m[idx].gpus); /* never over-committed */
             assert_false(m[idx].tainted);
             if (first < 0)
                 first = idx;
-            same_req &= dom(m, idx, greq[k]) == dom(m, first, greq[k]);
-            same_pref &= dom(m, idx, gpref[k]) == dom(m, first, gpref[k]);
+            same_req &= dom(m, idx, greq[k]) >= 0 && dom(m, idx, greq[k]) == dom(m, first, greq[k]);
+            /* a node lacking the preferred level's label is its own domain there */
+            int p = dom(m, idx, gpref[k]), p0 = dom(m, first, gpref[k]);
+            same_pref &= (p >= 0 ? p : 100000 + idx) == (p0 >= 0 ? p0 : 100000 + first);
         }
         assert_int_equal(placed, scheduled ? gn[k] : 0); /* all or nothing */
         if (scheduled) {
             assert_true(same_req);
+            if (drop)
+                check_named(m, g, idx_of, placed, greq[k]);
             if (pref_ok && !same_pref)
                 print_error("trial %d gang %d: a %s could hold it but it was split\n%s\n", t, k,
                             lvname[gpref[k]], y);
@@ -623,14 +700,24 @@ static void test_single_gang(void **state)
 {
     (void)state;
     for (int t = 0; t < 300; t++)
-        trial(t, 1);
+        trial(t, 1, 0);
 }
 
 static void test_gang_sequences(void **state)
 {
     (void)state;
     for (int t = 0; t < 200; t++)
-        trial(t, 4);
+        trial(t, 4, 0);
+}
+
+/* Some nodes lack the zone, rack or hostname label (each 1 in 4). */
+static void test_missing_labels(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 300; t++)
+        trial(t, 1, 1);
+    for (int t = 0; t < 200; t++)
+        trial(t, 4, 1);
 }
 
 int main(void)
@@ -638,6 +725,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_gang),
         cmocka_unit_test(test_gang_sequences),
+        cmocka_unit_test(test_missing_labels),
         cmocka_unit_test(test_heterogeneous),
         cmocka_unit_test(test_constraints),
     };

@@ -293,6 +293,54 @@ static const cJSON *summary(const cJSON *res)
     return cJSON_GetObjectItemCaseSensitive(res, "summary");
 }
 
+/* ---- labels ---------------------------------------------------------------------------- */
+
+/* Nodes lacking a level's label: a gang requiring the level never uses them,
+ * no run is named after a missing label, and they are no free domain. */
+static void no_domain_named_after_a_missing_label(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    tu_node_labels(&y, "a", "topogang.io/rack: r1", 8);
+    tu_node_labels(&y, "b", "topogang.io/rack: r1", 8);
+    tu_node_labels(&y, "c", "kubernetes.io/hostname: c", 8);
+    pgroup(&y, "pair", 2, NULL, "topology: {required: rack}");
+    rpod(&y, "pair-0", "pair", 0, "10m", 8, NULL, -1);
+    rpod(&y, "pair-1", "pair", 0, "10m", 8, NULL, -1);
+    rpod(&y, "solo", NULL, 0, "5m", 8, NULL, -1);
+    pgroup(&y, "late", 1, NULL, "topology: {required: rack}");
+    rpod(&y, "late-0", "late", 60, "1m", 8, NULL, -1);
+    cJSON *res = replay(y);
+    const cJSON *pair = tu_gang(res, "ml/pair"), *solo = tu_gang(res, "ml/solo");
+    const cJSON *late = tu_gang(res, "ml/late");
+    assert_string_equal(tu_str(run_of(pair, 0), "domain"), "r1");
+    assert_string_equal(tu_str(run_of(pair, 0), "level"), "rack");
+    /* the gang of one on c, which lacks the rack label: named by its own node */
+    assert_string_equal(tu_str(run_of(solo, 0), "domain"), "c");
+    assert_string_equal(tu_str(run_of(solo, 0), "level"), "node");
+    /* c is free from 5m, but a gang requiring a rack waits for r1 (10m) */
+    assert_int_equal(num(run_of(late, 0), "start"), 600);
+    assert_string_equal(tu_str(run_of(late, 0), "domain"), "r1");
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(res, "gangs"))
+    {
+        const cJSON *r;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(g, "runs"))
+        {
+            const char *d = tu_str(r, "domain");
+            assert_non_null(d);
+            assert_null(strchr(d, '-'));
+            assert_null(strstr(d, "//"));
+        }
+    }
+    /* one rack: c's missing label is no second one */
+    const cJSON *fd = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(summary(res), "fragmentation"), "freeDomains");
+    assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(fd, "rack"), "max"), 1);
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* ---- time ---------------------------------------------------------------------------- */
 
 /* Two nodes; a (1h) and b (30m) take them; c arrives at 20m and starts when
@@ -806,6 +854,7 @@ int main(void)
         cmocka_unit_test(plot_is_one_svg),
         cmocka_unit_test(bad_durations),
         cmocka_unit_test(example_trace),
+        cmocka_unit_test(no_domain_named_after_a_missing_label),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -214,6 +214,56 @@ static void test_kind_list_and_stdin(void **state)
     assert_non_null(strstr(out, "\"pod\":\"a/x\",\"node\":\"n\""));
 }
 
+/* The issue's case as a user runs it: four GPU nodes without an NVLink
+ * clique label are no NVLink domain, in the table and in JSON. */
+static void test_missing_label_output(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    for (int i = 0; i < 4; i++) {
+        char name[8], labels[160];
+        snprintf(name, sizeof name, "n%d", i);
+        snprintf(labels, sizeof labels, "topology.kubernetes.io/zone: z, cloud.google.com/gce-topology-block: b, "
+                 "topogang.io/rack: r, kubernetes.io/hostname: %s", name);
+        tu_node_labels(&y, name, labels, 8);
+    }
+    const char *groups[][2] = {{"nvl", "{required: nvlink-domain}"},
+                               {"wide", "{required: rack, preferred: nvlink-domain}"}};
+    for (int k = 0; k < 2; k++) {
+        tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: %s, namespace: ml}\n"
+                   "spec: {minMember: 4, topology: %s}\n", groups[k][0], groups[k][1]);
+        for (int i = 0; i < 4; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s-%d", groups[k][0], i);
+            tu_pod(&y, name, groups[k][0], "nvidia.com/gpu: 8", NULL);
+        }
+    }
+    const char *p = write_tmp("nolabel.yaml", y);
+    free(y);
+    char args[512];
+    snprintf(args, sizeof args, "simulate -f %s", p);
+    assert_int_equal(run(args), 0);
+    assert_null(strstr(out, "/-"));
+    const char *wide = strstr(out, "ml/wide");
+    assert_non_null(wide);
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(wide, "\n"), wide);
+    assert_non_null(strstr(line, "Scheduled"));
+    assert_non_null(strstr(line, " rack "));
+    assert_non_null(strstr(line, " z/b/r "));
+    snprintf(args, sizeof args, "simulate -o json -f %s", p);
+    assert_int_equal(run(args), 0);
+    cJSON *res = cJSON_Parse(out);
+    assert_non_null(res);
+    const cJSON *g = tu_gang(res, "ml/nvl");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_non_null(strstr(tu_str(g, "reason"), "4 nodes lacking label nvidia.com/gpu.clique"));
+    g = tu_gang(res, "ml/wide");
+    assert_string_equal(tu_str(g, "domain"), "z/b/r");
+    assert_string_equal(tu_str(g, "level"), "rack");
+    cJSON_Delete(res);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -237,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_kind_list_and_stdin),
         cmocka_unit_test(test_priority_classes),
+        cmocka_unit_test(test_missing_label_output),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -52,7 +52,24 @@ static void test_tree(void **state)
     assert_int_equal(dom_of(&c, "n1", 1), dom_of(&c, "n3", 1));
     char path[128];
     assert_string_equal(tg_tree_path(&c.tree, r1, path, sizeof path), "za/r1");
-    assert_string_equal(tg_tree_path(&c.tree, dom_of(&c, "n4", 2), path, sizeof path), "-/r9");
+    /* n4 lacks the zone label: its rack is named without one, never "-" */
+    uint32_t r9 = dom_of(&c, "n4", 2);
+    assert_string_equal(tg_tree_path(&c.tree, r9, path, sizeof path), "r9");
+    assert_true(tg_tree_labelled(&c.tree, r9, 2));
+    assert_false(tg_tree_labelled(&c.tree, r9, 1)); /* its "" zone is no zone */
+    assert_true(tg_tree_labelled(&c.tree, r9, 0));
+    assert_true(tg_tree_labelled(&c.tree, r1, 1));
+    assert_int_equal(tg_tree_named(&c.tree, r9), r9);
+    assert_int_equal(tg_tree_named(&c.tree, dom_of(&c, "n4", 1)), 0); /* the cluster */
+    assert_string_equal(tg_tree_path(&c.tree, 0, path, sizeof path), "");
+    /* n5 lacks the rack label: the tightest real domain holding it is its zone */
+    assert_int_equal(tg_cluster_node_set(&c, mknode("n5", "za", "", 8)), 0);
+    uint32_t loose = dom_of(&c, "n5", 2);
+    assert_false(tg_tree_labelled(&c.tree, loose, 2));
+    assert_true(tg_tree_labelled(&c.tree, loose, 1));
+    assert_int_equal(tg_tree_named(&c.tree, loose), dom_of(&c, "n1", 1));
+    assert_string_equal(tg_tree_path(&c.tree, loose, path, sizeof path), "za");
+    tg_cluster_node_remove(&c, tg_intern("n5"));
 
     /* n2 changes racks: aggregates follow */
     assert_int_equal(tg_cluster_node_set(&c, mknode("n2", "za", "r2", 8)), 0);

@@ -91,6 +91,13 @@ void tu_node(char **buf, const char *name, const char *zone, const char *rack, i
                 "nvidia.com/gpu: \"%d\"}\n", extra_spec ? extra_spec : "", gpus);
 }
 
+void tu_node_labels(char **buf, const char *name, const char *labels, int gpus)
+{
+    tu_cat(buf, "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  labels: {%s}\n"
+                "status:\n  allocatable: {cpu: \"64\", memory: 512Gi, pods: \"110\", "
+                "nvidia.com/gpu: \"%d\"}\n", name, labels, gpus);
+}
+
 void tu_pod(char **buf, const char *name, const char *group, const char *requests,
             const char *extra_spec)
 {

@@ -24,6 +24,8 @@ void tu_cat(char **buf, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* A Node with 8 GPUs and the given zone/rack/clique labels ("" omits one). */
 void tu_node(char **buf, const char *name, const char *zone, const char *rack, int gpus,
              const char *extra_spec);
+/* A Node of `gpus` GPUs with exactly the labels given ("k: v, k: v"). */
+void tu_node_labels(char **buf, const char *name, const char *labels, int gpus);
 /* A pending topogang pod in namespace ns with an optional group label. */
 void tu_pod(char **buf, const char *name, const char *group, const char *requests,
             const char *extra_spec);
