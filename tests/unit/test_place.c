@@ -464,7 +464,9 @@ static void test_no_preemption_without_the_label(void **state)
                "spec:\n  nodeName: n0\n  priority: 0\n"
                "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: 8}}}]\n"
                "status: {phase: Running}\n");
-    group(&y, "g", 4, "{required: nvlink-domain}, priority: 100");
+    tu_cat(&y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+               "metadata: {name: training}\nvalue: 100\n");
+    group(&y, "g", 4, "{required: nvlink-domain}, priorityClassName: training");
     pods(&y, "g", "g", 4, "nvidia.com/gpu: 8", NULL);
     cJSON *res = tu_simulate(NULL, y);
     const cJSON *g = tu_gang(res, "ml/g");
