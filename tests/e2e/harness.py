@@ -693,3 +693,74 @@ def make_namespace(api, ns):
     api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                "metadata": {"name": ns}})
     # the default ServiceAccount is not needed: cluster-up turns that admission off
+
+
+def run_cases(name, cases, failures, policy, nodes=32, rack_size=4, blocks=2):
+    """The python e2e suites' runner: one control plane (argv[1] names one to
+    reuse; "" or none: a new one), the fake GPU nodes, then each case of
+    cases (argv[2:] or TOPOGANG_CASES=a,b: only those) with a fresh ctx
+    ({api, cluster, bin, work, policy, scheds, proxies, alloc}); the
+    schedulers (resumed if stopped) and fault proxies a case left are ended
+    after it. A case fails when it appended to failures or raised. policy
+    is the policy file's text. Counts like cmocka; returns the exit status
+    (77: no control plane, SKIP)."""
+    import shutil
+    import tempfile
+    src = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+    binary = os.environ.get("TOPOGANG_BIN") or os.path.join(src, "build/topogang")
+    work = tempfile.mkdtemp(prefix=f"tg-e2e-{name}.")
+    reuse = (sys.argv[1] if len(sys.argv) > 1 else None) or None
+    only = sys.argv[2:] or [c for c in os.environ.get("TOPOGANG_CASES", "").split(",") if c]
+    try:
+        cluster = Cluster(src, work, reuse)
+    except Skip as e:
+        log(f"SKIP: {e}")
+        return 77
+    api = Api(cluster)
+    path = os.path.join(work, "policy.yaml")
+    with open(path, "w") as f:
+        f.write(policy)
+    ctx = {"api": api, "cluster": cluster, "bin": binary, "work": work, "policy": path, "scheds": [],
+           "proxies": []}
+
+    def end_case():
+        for s in ctx["scheds"]:
+            if s.alive():
+                s.proc.send_signal(signal.SIGCONT)  # a case may have left one stopped
+            s.kill()
+        for px in ctx["proxies"]:
+            px.close()
+        ctx["scheds"], ctx["proxies"] = [], []
+
+    passed = failed = 0
+    try:
+        ctx["alloc"] = setup_cluster(cluster, api, src, nodes=nodes, rack_size=rack_size, blocks=blocks)
+        for c in cases:
+            case = c.__name__[5:]
+            if only and case not in only:
+                continue
+            log(f"[ RUN      ] {case}")
+            before = len(failures)
+            try:
+                c(ctx)
+            except Exception as e:  # noqa: BLE001
+                failures.append(f"{type(e).__name__}: {e}")
+                log(f"    FAIL: {type(e).__name__}: {e}")
+            end_case()
+            if len(failures) == before:
+                passed += 1
+                log(f"[       OK ] {case}")
+            else:
+                failed += 1
+                log(f"[  FAILED  ] {case}")
+    finally:
+        end_case()
+        cluster.down()
+    log(f"[==========] {passed + failed} test(s) run.")
+    log(f"[  PASSED  ] {passed} test(s).")
+    if failed:
+        log(f"[  FAILED  ] {failed} test(s)")
+        log(f"logs kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0

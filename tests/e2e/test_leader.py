@@ -29,16 +29,13 @@ Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import calendar
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Api, Cluster, FaultProxy, PodWatch, Scheduler, Skip, gang_pod, log,  # noqa: E402
-                     make_namespace, podgroup, setup_cluster)
+from harness import (run_cases, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
 
 LEASE_S = 4
 failures = []
@@ -225,62 +222,8 @@ CASES = [case_stopped_leader_mid_bind, case_skew_leader_fast, case_skew_leader_s
 
 
 def main():
-    src = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-    binary = os.environ.get("TOPOGANG_BIN") or os.path.join(src, "build/topogang")
-    work = tempfile.mkdtemp(prefix="tg-e2e-leader.")
-    reuse = sys.argv[1] if len(sys.argv) > 1 else None
-    try:
-        cluster = Cluster(src, work, reuse)
-    except Skip as e:
-        log(f"SKIP: {e}")
-        return 77
-    api = Api(cluster)
-    policy = os.path.join(work, "policy.yaml")
-    with open(policy, "w") as f:
-        f.write("api: {qps: 20, burst: 20}\ngang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n")
-    ctx = {"api": api, "cluster": cluster, "bin": binary, "work": work, "policy": policy, "scheds": [],
-           "proxies": []}
-    passed = failed = 0
-    only = os.environ.get("TOPOGANG_CASES", "").split(",") if os.environ.get("TOPOGANG_CASES") else None
-    try:
-        ctx["alloc"] = setup_cluster(cluster, api, src, nodes=32, rack_size=4, blocks=2)
-        for c in CASES:
-            name = c.__name__[5:]
-            if only and name not in only:
-                continue
-            log(f"[ RUN      ] {name}")
-            before = len(failures)
-            try:
-                c(ctx)
-            except Exception as e:  # noqa: BLE001
-                fail(f"{type(e).__name__}: {e}")
-            for s in ctx["scheds"]:
-                if s.alive():
-                    s.proc.send_signal(signal.SIGCONT)
-                s.kill()
-            for px in ctx["proxies"]:
-                px.close()
-            ctx["scheds"], ctx["proxies"] = [], []
-            if len(failures) == before:
-                passed += 1
-                log(f"[       OK ] {name}")
-            else:
-                failed += 1
-                log(f"[  FAILED  ] {name}")
-    finally:
-        for s in ctx["scheds"]:
-            if s.alive():
-                s.proc.send_signal(signal.SIGCONT)
-            s.kill()
-        cluster.down()
-    log(f"[==========] {passed + failed} test(s) run.")
-    log(f"[  PASSED  ] {passed} test(s).")
-    if failed:
-        log(f"[  FAILED  ] {failed} test(s)")
-        log(f"logs kept in {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
+    return run_cases("leader", CASES, failures, "api: {qps: 20, burst: 20}\ngang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n",
+                     nodes=32, rack_size=4, blocks=2)
 
 
 if __name__ == "__main__":

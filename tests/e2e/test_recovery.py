@@ -42,15 +42,12 @@ in 2 racks of 4), for what test_crash.py found at random:
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Api, Cluster, Scheduler, Skip, gang_pod, log, make_namespace,  # noqa: E402
-                     podgroup, setup_cluster)
+from harness import (run_cases, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
 
 failures = []
 
@@ -313,55 +310,8 @@ CASES = [case_timeout_rolls_back_half_bound, case_lost_bind_answer_is_found,
 
 
 def main():
-    src = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-    binary = os.environ.get("TOPOGANG_BIN") or os.path.join(src, "build/topogang")
-    work = tempfile.mkdtemp(prefix="tg-e2e-recovery.")
-    reuse = sys.argv[1] if len(sys.argv) > 1 else None
-    try:
-        cluster = Cluster(src, work, reuse)
-    except Skip as e:
-        log(f"SKIP: {e}")
-        return 77
-    api = Api(cluster)
-    policy = os.path.join(work, "policy.yaml")
-    with open(policy, "w") as f:
-        f.write("gang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n")
-    ctx = {"api": api, "cluster": cluster, "bin": binary, "work": work, "policy": policy, "scheds": [],
-           "proxies": []}
-    passed = failed = 0
-    try:
-        ctx["alloc"] = setup_cluster(cluster, api, src, nodes=8, rack_size=4, blocks=1)
-        for c in CASES:
-            name = c.__name__[5:]
-            log(f"[ RUN      ] {name}")
-            before = len(failures)
-            try:
-                c(ctx)
-            except Exception as e:  # noqa: BLE001
-                fail(f"{type(e).__name__}: {e}")
-            for s in ctx["scheds"]:
-                s.kill()
-            for px in ctx["proxies"]:
-                px.close()
-            ctx["scheds"], ctx["proxies"] = [], []
-            if len(failures) == before:
-                passed += 1
-                log(f"[       OK ] {name}")
-            else:
-                failed += 1
-                log(f"[  FAILED  ] {name}")
-    finally:
-        for s in ctx["scheds"]:
-            s.kill()
-        cluster.down()
-    log(f"[==========] {passed + failed} test(s) run.")
-    log(f"[  PASSED  ] {passed} test(s).")
-    if failed:
-        log(f"[  FAILED  ] {failed} test(s)")
-        log(f"logs kept in {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
+    return run_cases("recovery", CASES, failures, "gang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n",
+                     nodes=8, rack_size=4, blocks=1)
 
 
 if __name__ == "__main__":

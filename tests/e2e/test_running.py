@@ -37,15 +37,12 @@ of 4). A gang's life is read from the API (scheduler/loss.h):
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Api, Cluster, FaultProxy, PodWatch, Scheduler, Skip, gang_pod, log,  # noqa: E402
-                     make_namespace, podgroup, setup_cluster)
+from harness import (run_cases, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
 
 failures = []
 RACK = "topogang.io/rack"
@@ -338,55 +335,8 @@ CASES = [case_restart_keeps_running_members, case_keep_after_grace_across_restar
 
 
 def main():
-    src = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-    binary = os.environ.get("TOPOGANG_BIN") or os.path.join(src, "build/topogang")
-    work = tempfile.mkdtemp(prefix="tg-e2e-running.")
-    reuse = (sys.argv[1] if len(sys.argv) > 1 else None) or None  # "": a new one
-    only = sys.argv[2:]  # case names to run (all when none)
-    try:
-        cluster = Cluster(src, work, reuse)
-    except Skip as e:
-        log(f"SKIP: {e}")
-        return 77
-    api = Api(cluster)
-    ctx = {"api": api, "cluster": cluster, "bin": binary, "work": work, "scheds": [], "proxies": []}
-    ctx["policy"] = policy_file(ctx, "policy.yaml")
-    passed = failed = 0
-    try:
-        ctx["alloc"] = setup_cluster(cluster, api, src, nodes=32, rack_size=4, blocks=2)
-        for c in CASES:
-            name = c.__name__[5:]
-            if only and name not in only:
-                continue
-            log(f"[ RUN      ] {name}")
-            before = len(failures)
-            try:
-                c(ctx)
-            except Exception as e:  # noqa: BLE001
-                fail(f"{type(e).__name__}: {e}")
-            for s in ctx["scheds"]:
-                s.kill()
-            for px in ctx["proxies"]:
-                px.close()
-            ctx["scheds"], ctx["proxies"] = [], []
-            if len(failures) == before:
-                passed += 1
-                log(f"[       OK ] {name}")
-            else:
-                failed += 1
-                log(f"[  FAILED  ] {name}")
-    finally:
-        for s in ctx["scheds"]:
-            s.kill()
-        cluster.down()
-    log(f"[==========] {passed + failed} test(s) run.")
-    log(f"[  PASSED  ] {passed} test(s).")
-    if failed:
-        log(f"[  FAILED  ] {failed} test(s)")
-        log(f"logs kept in {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
+    return run_cases("running", CASES, failures, "gang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n",
+                     nodes=32, rack_size=4, blocks=2)
 
 
 if __name__ == "__main__":
