@@ -695,13 +695,32 @@ def make_namespace(api, ns):
     # the default ServiceAccount is not needed: cluster-up turns that admission off
 
 
-def run_cases(name, cases, failures, policy, nodes=32, rack_size=4, blocks=2):
+failures = []  # the python suites' failed checks of the case running (run_cases counts them)
+
+
+def fail(msg):
+    log(f"    FAIL: {msg}")
+    failures.append(msg)
+
+
+def wait(pred, timeout, what, step=0.2):
+    """pred() true within timeout seconds (polled every step), else a failure."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    fail(f"timed out after {timeout} s waiting for: {what}")
+    return False
+
+
+def run_cases(name, cases, policy, nodes=32, rack_size=4, blocks=2):
     """The python e2e suites' runner: one control plane (argv[1] names one to
     reuse; "" or none: a new one), the fake GPU nodes, then each case of
     cases (argv[2:] or TOPOGANG_CASES=a,b: only those) with a fresh ctx
     ({api, cluster, bin, work, policy, scheds, proxies, alloc}); the
     schedulers (resumed if stopped) and fault proxies a case left are ended
-    after it. A case fails when it appended to failures or raised. policy
+    after it. A case fails when it called fail() or raised. policy
     is the policy file's text. Counts like cmocka; returns the exit status
     (77: no control plane, SKIP)."""
     import shutil
@@ -744,8 +763,7 @@ def run_cases(name, cases, failures, policy, nodes=32, rack_size=4, blocks=2):
             try:
                 c(ctx)
             except Exception as e:  # noqa: BLE001
-                failures.append(f"{type(e).__name__}: {e}")
-                log(f"    FAIL: {type(e).__name__}: {e}")
+                fail(f"{type(e).__name__}: {e}")
             end_case()
             if len(failures) == before:
                 passed += 1

@@ -35,25 +35,14 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, fail, wait as harness_wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
 
 LEASE_S = 4
-failures = []
 
-
-def fail(msg):
-    log(f"    FAIL: {msg}")
-    failures.append(msg)
 
 
 def wait(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.1)
-    fail(f"timed out after {timeout} s waiting for: {what}")
-    return False
+    return harness_wait(pred, timeout, what, step=0.1)
 
 
 def replica(ctx, name, lease, env=None):
@@ -222,7 +211,7 @@ CASES = [case_stopped_leader_mid_bind, case_skew_leader_fast, case_skew_leader_s
 
 
 def main():
-    return run_cases("leader", CASES, failures, "api: {qps: 20, burst: 20}\ngang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n",
+    return run_cases("leader", CASES, "api: {qps: 20, burst: 20}\ngang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n",
                      nodes=32, rack_size=4, blocks=2)
 
 

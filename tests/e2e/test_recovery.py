@@ -47,24 +47,10 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
-
-failures = []
+from harness import (run_cases, fail, wait, Scheduler, gang_pod, make_namespace, podgroup)  # noqa: E402
 
 
-def fail(msg):
-    log(f"    FAIL: {msg}")
-    failures.append(msg)
 
-
-def wait(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.2)
-    fail(f"timed out after {timeout} s waiting for: {what}")
-    return False
 
 
 DENY_BIND = """apiVersion: admissionregistration.k8s.io/v1
@@ -310,7 +296,7 @@ CASES = [case_timeout_rolls_back_half_bound, case_lost_bind_answer_is_found,
 
 
 def main():
-    return run_cases("recovery", CASES, failures, "gang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n",
+    return run_cases("recovery", CASES, "gang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n",
                      nodes=8, rack_size=4, blocks=1)
 
 

@@ -42,25 +42,11 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
 
-failures = []
 RACK = "topogang.io/rack"
 
 
-def fail(msg):
-    log(f"    FAIL: {msg}")
-    failures.append(msg)
-
-
-def wait(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.2)
-    fail(f"timed out after {timeout} s waiting for: {what}")
-    return False
 
 
 def pod(api, ns, name):
@@ -335,7 +321,7 @@ CASES = [case_restart_keeps_running_members, case_keep_after_grace_across_restar
 
 
 def main():
-    return run_cases("running", CASES, failures, "gang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n",
+    return run_cases("running", CASES, "gang: {reserveAfterSeconds: 0}\npreemption: {enabled: false}\n",
                      nodes=32, rack_size=4, blocks=2)
 
 
