@@ -167,8 +167,14 @@ EOF
   wait_for 10 "bound members deleted" bash -c "[ \$($K get pods -n d --no-headers 2>/dev/null | grep -c '^rb-[012] ') = 0 ]"
   check "rb-3 still pending, unbound" is_eq "$($K get pod -n d rb-3 -o jsonpath='{.spec.nodeName}')" ""
   check "rollback counted" test "$(metric 18104 topogang_gang_rollbacks_total)" -ge 1
+  # The RolledBack Event keeps the explanation; the status says what is true
+  # now: the rollback, or (once the deletes are seen, a race with this read)
+  # that the gang waits for the members it lost.
+  local ev; ev=$($K get events -n d --field-selector reason=RolledBack,involvedObject.name=rb -o jsonpath='{.items[*].message}')
+  case "$ev" in *"rolled back"*"rb-3"*) ;; *) fail "RolledBack Event explains the rollback, got: $ev";; esac
   local msg; msg=$(pg_field d rb '{.status.conditions[0].message}')
-  case "$msg" in *"rolled back"*"rb-3"*) ;; *) fail "status explains the rollback, got: $msg";; esac
+  case "$msg" in *"rolled back"*"rb-3"*|"waiting for members: 1 pending + 0 bound"*) ;;
+    *) fail "status explains the rollback or the wait after it, got: $msg";; esac
   $K delete validatingadmissionpolicybinding deny-one-binding >/dev/null
   $K delete validatingadmissionpolicy deny-one-binding >/dev/null
   wipe d; stop_sched s1
