@@ -411,7 +411,8 @@ static void usage(FILE *f)
         "                               127.0.0.1:8080 for one address; '' disables)\n"
         "      --health-bind-address ADDR:PORT\n"
         "                               /healthz /readyz, their own connections (default :8081)\n"
-        "      --listen ADDR:PORT       both on one address (older form of the two above)\n"
+        "      --listen ADDR:PORT       both on one address (older form of the two above; not\n"
+        "                               with them)\n"
         "      --allow-insecure-http    accept an http:// API server (tests; no TLS, the token\n"
         "                               travels in clear)\n"
         "      --leader-elect           elect a leader with a coordination.k8s.io Lease\n"
@@ -538,7 +539,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"help", no_argument, NULL, 'h'},               {NULL, 0, NULL, 0},
     };
     const char *lease = NULL, *sched_name = NULL;
-    int opt, lease_given = 0;
+    int opt, lease_given = 0, bind_given = 0;
     enum tg_log_level lvl;
     o->kubeconfig = getenv("KUBECONFIG");
     o->metrics_addr = ":8080";
@@ -555,8 +556,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'c': o->cfile = optarg; break;
         case 's': sched_name = optarg; break;
         case 'l': o->listen = optarg; break;
-        case 'M': o->metrics_addr = optarg; break;
-        case 'H': o->health_addr = optarg; break;
+        case 'M': o->metrics_addr = optarg; bind_given = 1; break;
+        case 'H': o->health_addr = optarg; bind_given = 1; break;
         case 'A': o->allow_http = 1; break;
         case 'e': o->leader_elect = 1; break;
         case 'L': lease = optarg; lease_given = 1; break;
@@ -578,6 +579,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     }
     if (optind < argc)
         return bad("unexpected argument '%s'", argv[optind]);
+    if (o->listen && bind_given)
+        return bad("%s", "--listen puts /metrics and the probes on one address: give it or "
+                         "--metrics-bind-address/--health-bind-address, not both");
     if (o->listen)
         o->metrics_addr = o->health_addr = o->listen;
     int rc = settle_opts(o, lease, sched_name, lease_given);

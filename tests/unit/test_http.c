@@ -232,6 +232,15 @@ static void scheduler_flags(void **state)
     assert_non_null(strstr(out, "plain http://"));
     assert_non_null(strstr(out, "--allow-insecure-http"));
 
+    /* --listen and a bind address: which would win is not the user's guess */
+    snprintf(cmd, sizeof cmd, "'%s' scheduler --kubeconfig '%s' --listen :1 "
+             "--metrics-bind-address :2 2>&1", bin, kc);
+    p = popen(cmd, "r");
+    n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    assert_int_equal(WEXITSTATUS(pclose(p)), 2);
+    assert_non_null(strstr(out, "--listen puts /metrics and the probes on one address"));
+
     int mport = free_port(), hport = free_port();
     int v6 = have_ipv6();
     write_kubeconfig(kc, "https://127.0.0.1:1");
