@@ -221,6 +221,8 @@ static void housekeeping(struct tg_daemon *d)
     tg_metrics_set(TG_G_RELISTS, (int64_t)relists);
     tg_metrics_set(TG_G_WATCH_RESTARTS, (int64_t)restarts);
     tg_metrics_set(TG_G_DECODE_ERRORS, (int64_t)decode);
+    if (d->client)
+        tg_metrics_set(TG_G_FENCED_WRITES, (int64_t)tg_client_stats(d->client)->fenced);
     tg_metrics_set(TG_G_BAD_TOPOLOGY, (int64_t)tg_numa_bad_annotations());
     tg__binder_tick(d->binder);
     if (d->synced)

@@ -60,6 +60,8 @@ static const char *const gauge_name[TG_G__GAUGES][2] = {
     {"topogang_informer_relists", "Relists after the first list (410 Gone or errors)."},
     {"topogang_informer_watch_restarts", "Watch streams restarted after errors."},
     {"topogang_informer_decode_errors", "Objects the decoder rejected."},
+    {"topogang_fenced_writes", "Leader-only writes (Bindings, deletes, status patches) not sent or "
+                               "aborted because this replica's renew deadline had passed."},
     {"topogang_inflight_binds", "Binding requests in flight."},
     {"topogang_bad_topology_annotations", "Node topology annotations ignored as unreadable."},
     {NULL, NULL},

@@ -35,7 +35,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, fail, wait as harness_wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, fail, wait as harness_wait, http_get, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
 
 LEASE_S = 4
 
@@ -145,6 +145,10 @@ def case_stopped_leader_mid_bind(ctx):
         for line in log_text(a).splitlines():
             if "stood down" in line:
                 log(f"    stop-a: {line}")
+    fenced = []
+    if wait(lambda: fenced.append(metric(a, "topogang_fenced_writes")) or (fenced[-1] or 0) >= 1, 10,
+            "stop-a's topogang_fenced_writes >= 1 (its queued Bindings dropped)"):
+        log(f"    stop-a: topogang_fenced_writes {fenced[-1]}")
     if not a.alive():
         fail(f"stop-a exited {a.proc.returncode} after SIGCONT (see {a.log})")
     elif a.is_leader():
@@ -154,6 +158,15 @@ def case_stopped_leader_mid_bind(ctx):
     watch.stopping = True
     for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]:
         api.delete_pod(ns, p["metadata"]["name"])
+
+
+def metric(s, name):
+    """The value of an unlabelled series on s's /metrics (None: unread)."""
+    st, body = http_get(s.port, "/metrics")
+    for line in (body or "").splitlines() if st == 200 else []:
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
 
 
 def lease_renew_offset(api, lease):
