@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -683,6 +684,11 @@ static void verbose_trace_redacts_token(void **s)
 
 int main(void)
 {
+    /* the scripted server may still be writing when the client, as it
+     * should, closes a watch it found malformed: an EPIPE for that write,
+     * not a signal that ends the test (libcurl and libmicrohttpd send with
+     * MSG_NOSIGNAL for the same reason) */
+    signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(faults_restart_and_relist),
         cmocka_unit_test(undecodable_events_drop_the_cached_object),

@@ -325,10 +325,15 @@ case_helm_running() {
   K delete node $(jp nodes -o name | grep '^node/fake' | sed 's|^node/||') --wait=false >/dev/null 2>&1
   K delete pod --all --wait=false >/dev/null 2>&1
   K delete -k "$SRC/manifests/" --wait=false >/dev/null 2>&1
-  wait_for 180 "the kustomize install gone (namespace $NS)" bash -c "! $TG_K8S_BIN/kubectl --kubeconfig $KUBECONFIG get ns $NS" || return
+  # both namespaces: the chart makes the agent's namespace too, and helm will not adopt
+  # (or create) one that still exists, Terminating
+  wait_for 180 "the kustomize install gone (namespaces $NS, $AGENT_NS)" bash -c \
+    "! $TG_K8S_BIN/kubectl --kubeconfig $KUBECONFIG get ns $NS && ! $TG_K8S_BIN/kubectl --kubeconfig $KUBECONFIG get ns $AGENT_NS" || return
   local t0=$SECONDS
-  check "helm install" "$helm" --kubeconfig "$KUBECONFIG" install topogang "$SRC/charts/topogang" \
-    -n $NS --create-namespace
+  if ! "$helm" --kubeconfig "$KUBECONFIG" install topogang "$SRC/charts/topogang" \
+    -n $NS --create-namespace >"$WORK/helm-install.log" 2>&1; then
+    fail "helm install: $(tail -3 "$WORK/helm-install.log")"
+  fi
   wait_for 120 "2 scheduler pods Running and Ready" all_running $NS app.kubernetes.io/component=scheduler 2 || return
   wait_for 60 "the agent pod Running" all_running $AGENT_NS app.kubernetes.io/name=topogang-agent 1
   echo "figure: helm install -> both scheduler replicas Ready in $((SECONDS - t0)) s"
