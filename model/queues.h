@@ -1,0 +1,70 @@
+/* Tenant queues (issue 19): the Queue objects of KAI (scheduling.run.ai/v2),
+ * Volcano (scheduling.volcano.sh/v1beta1) and topogang (topogang.io/v1alpha1),
+ * decoded into one shape, as users of those schedulers already write them.
+ * How the cluster is divided among them is scheduler/fairshare.h; which
+ * queue a gang belongs to is the gang layer's business (its PodGroup's or
+ * pods' queue label/field, else its namespace's default, else the default
+ * queue).
+ *
+ *   KAI      spec.parentQueue, spec.priority (the over-quota tier),
+ *            spec.resources.{gpu,cpu,memory}.{quota,limit,overQuotaWeight},
+ *            in GPUs, millicores and megabytes; -1 means unlimited
+ *   Volcano  spec.parent, spec.weight, spec.capability (limit),
+ *            spec.deserved (quota), spec.guarantee (kept as guarantee)
+ *   topogang spec.parent, spec.priority, spec.resources: a map from any
+ *            resource's Kubernetes name (nvidia.com/gpu, cpu, memory,
+ *            rdma/...) to {quota, limit, overQuotaWeight}, amounts as
+ *            Kubernetes quantities
+ *
+ * Amounts are in the model's units (model/resources.h): cpu in millicores,
+ * memory in bytes, every other resource in units (KAI's GPUs may be
+ * fractional, hence double). A problem in the spec (a negative quota, a bad
+ * quantity, an unknown field) keeps the queue with what was valid and sets
+ * `problem` ("spec.resources.gpu.quota: must be >= 0 or -1"), so the
+ * scheduler can put it in a condition and an Event while the rest works; a
+ * queue is refused (TG_EPARSE) only when it has no name. */
+#ifndef TG_MODEL_QUEUES_H
+#define TG_MODEL_QUEUES_H
+
+#include <stdint.h>
+
+#include "model/objects.h"
+
+enum tg_queue_api { TG_QAPI_TOPOGANG, TG_QAPI_KAI, TG_QAPI_VOLCANO, TG_QAPI_N };
+
+#define TG_QUEUE_UNLIMITED (-1.0)
+
+/* One resource of a queue. */
+struct tg_queue_res {
+    uint32_t name;                      /* interned Kubernetes name: "nvidia.com/gpu", "cpu" */
+    double quota;                       /* deserved when demanded (KAI quota, Volcano deserved);
+                                           0: none */
+    double limit;                       /* never exceeded (KAI limit, Volcano capability);
+                                           TG_QUEUE_UNLIMITED: no limit */
+    double weight;                      /* share of the surplus (KAI overQuotaWeight, Volcano
+                                           weight); default 1 */
+    double guarantee;                   /* Volcano spec.guarantee; 0 elsewhere */
+};
+
+struct tg_queue_obj {
+    uint32_t name;                      /* interned; Queues are cluster-scoped */
+    uint32_t parent;                    /* interned parent's name; 0: top level */
+    uint8_t api;                        /* enum tg_queue_api */
+    int32_t priority;                   /* over-quota tier: higher tiers share the surplus
+                                           first (KAI spec.priority, ours); 0 */
+    struct tg_queue_res *res;           /* owned, sorted by name (the interned id) */
+    uint32_t nres;
+    char *problem;                      /* owned "field: why", NULL when the spec is clean */
+    char *uid, *rv;                     /* owned, may be NULL */
+    int64_t created_ms;
+};
+
+/* Decodes a Queue of any of the three APIs (told apart by apiVersion) into
+ * *out (the caller frees it with tg_queue_obj_free). Returns 0, or TG_EPARSE
+ * with the object and the field reported through d. */
+int tg_queue_obj_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_queue_obj **out);
+void tg_queue_obj_free(struct tg_queue_obj **q);
+/* The resource named `name` (interned) of q, or NULL. */
+const struct tg_queue_res *tg_queue_obj_res(const struct tg_queue_obj *q, uint32_t name);
+
+#endif
