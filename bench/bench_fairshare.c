@@ -137,6 +137,13 @@ int main(int argc, char **argv)
         t[r] = now_ms() - t0;
     }
     qsort(t, runs, sizeof *t, cmp_double);
+    double top = 0;                     /* demand exceeds capacity: all of it is divided */
+    for (uint32_t q = 0; q < 5; q++)
+        top += tg_fairshare_share(fs, q, gpu);
+    if (top != (double)cap[2].val) {
+        fprintf(stderr, "departments' GPU shares %g, capacity %lld\n", top, (long long)cap[2].val);
+        return 1;
+    }
     printf("fair shares of %u queues (depth 3) over %u nodes / %u pods: median %.3f ms, "
            "p90 %.3f ms (%u runs)\n", NQ, nodes, pods, t[runs / 2], t[runs * 9 / 10], runs);
 

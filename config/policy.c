@@ -6,7 +6,8 @@
  *   gang.{scheduleTimeoutSeconds,bindRetries,reserveAfterSeconds,memberLossGraceSeconds,
  *   onMemberLoss},
  *   api.{qps,burst,bindConcurrency}, numa.{defaultPolicy,policyLabel},
- *   preemption.{enabled,evictBarePods}, priority.allowPodGroupPriority. */
+ *   preemption.{enabled,evictBarePods}, priority.allowPodGroupPriority,
+ *   queues.{defaultQueue,usageHalfLifeSeconds}. */
 #include "config/policy.h"
 #include "model/objects.h"
 #include "util/err.h"
@@ -64,6 +65,8 @@ static const struct opt opts[] = {
     {"preemption.enabled", T_BOOL, F(preemption), 0, 0, 0, NULL, NULL, "true"},
     {"preemption.evictBarePods", T_BOOL, F(evict_bare_pods), 0, 0, 0, NULL, NULL, "false"},
     {"priority.allowPodGroupPriority", T_BOOL, F(allow_pg_priority), 0, 0, 0, NULL, NULL, "false"},
+    {"queues.defaultQueue", T_STR, F(default_queue), S(default_queue), 0, 0, NULL, NULL, "default"},
+    {"queues.usageHalfLifeSeconds", T_INT, F(usage_half_life_s), 0, 0, 31536000, NULL, NULL, "0"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -329,6 +332,19 @@ static int policy_doc(void *ud, cJSON *root, const struct tg_yaml_lines *lines)
     return 0;
 }
 
+/* A Kubernetes object name (DNS-1123 subdomain), as Queues are named. */
+static int is_object_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (!n || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-' ||
+              s[i] == '.'))
+            return 0;
+    return 1;
+}
+
 int tg_policy_parse(const char *yaml, size_t n, const char *origin, struct tg_policy *out,
                     struct tg_sb *errs)
 {
@@ -350,6 +366,12 @@ int tg_policy_parse(const char *yaml, size_t n, const char *origin, struct tg_po
             tg_sb_printf(&perrs, "%s%s", i ? ", " : "", p.levels[i].name);
         tg_sb_puts(&perrs, ")");
         put_problem(errs, tg_sb_str(&perrs));
+        x.nerr++;
+    }
+    if (!is_object_name(p.default_queue)) {
+        tg_sb_printf(errs, "%s: queues.defaultQueue: \"%s\" is not a Queue name (lower-case "
+                     "letters, digits, '-' and '.', starting and ending with a letter or digit)\n",
+                     origin, p.default_queue);
         x.nerr++;
     }
     if (p.api_burst < p.api_qps) {

@@ -46,6 +46,9 @@ struct tg_policy {
     int allow_pg_priority;              /* a PodGroup's numeric spec.priority counts (capped
                                            at the highest non-system PriorityClass); else
                                            only PriorityClasses give priority */
+    char default_queue[254];            /* the Queue of a gang that names none (issue 19) */
+    int64_t usage_half_life_s;          /* time fairness: usage decays by half in this
+                                           many seconds; 0 off (scheduler/fairshare.h) */
     int64_t api_qps, api_burst, bind_concurrency;
     int numa_default;                   /* enum tg_numa_policy */
     char numa_label[320];               /* node label naming a node's policy */

@@ -225,6 +225,25 @@ static void remainders_go_to_the_oldest(void **state)
     tg_fairshare_free(&fs);
 }
 
+/* A fractional GPU quota (KAI allows 0.5): 3 GPUs, a (quota .5) and b (no
+ * quota) wanting 3 each. Quota: a .5; 2.5 left, offered 1.25 each: a and b
+ * take 1 each, holding back .25; the .5 left goes to the older a (min(1,
+ * .5)): a 2, b 1. */
+static void fractional_quota_remainder(void **state)
+{
+    (void)state;
+    queue("a", NULL, 0.5, -1, 1);
+    queue("b", NULL, 0, -1, 1);
+    struct tg_fairshare *fs = build(NULL);
+    gpus(fs, 3);
+    demand(fs, "a", 3);
+    demand(fs, "b", 3);
+    tg_fairshare_update(fs);
+    assert_true(share(fs, "a") == 2);
+    assert_true(share(fs, "b") == 1);
+    tg_fairshare_free(&fs);
+}
+
 /* quota -1 deserves the whole capacity (KAI); quotas over the capacity are
  * each granted (KAI does not scale them down) and nothing is left over. */
 static void unlimited_and_oversubscribed_quotas(void **state)
@@ -431,8 +450,15 @@ static void bad_trees_name_the_field(void **state)
     qres[nq - 1][1] = (struct tg_queue_res){RDMA_NAME, 4, -1, 1, 0};
     rd->nres = 2;
     queue("ok", NULL, 0, -1, 1)->api = TG_QAPI_VOLCANO;
+    queue("pair", NULL, 8, -1, 1);
+    queue("left", "pair", 6, -1, 1);
+    queue("right", "pair", 6, -1, 1);
     struct tg_fairshare *fs = build(NULL);
-    assert_int_equal(tg_fairshare_count(fs), 8);
+    assert_int_equal(tg_fairshare_count(fs), 11);
+    assert_string_equal(tg_fairshare_problem(fs, 8),
+                        "spec.resources.gpu.quota: 8 is less than its children's quotas "
+                        "together (12)");
+    assert_null(tg_fairshare_problem(fs, 9));
     assert_string_equal(tg_fairshare_problem(fs, 0), "spec.parentQueue: cycle x -> y -> x");
     assert_string_equal(tg_fairshare_problem(fs, 1), "spec.parentQueue: cycle y -> x -> y");
     assert_string_equal(tg_fairshare_problem(fs, 2), "spec.parentQueue: no queue nowhere");
@@ -456,7 +482,8 @@ static void bad_trees_name_the_field(void **state)
     demand(fs, "x", 5);
     tg_fairshare_update(fs);
     assert_true(share(fs, "x") == 0);
-    /* ok: quota 8 of its demand 20; rdma: 2; the 6 left by weights 1:1. */
+    /* ok: quota 8 of its demand 20; rdma: 2; pair nothing (no demand); the
+     * 6 left by weights 1:1. */
     assert_true(share(fs, "ok") == 11);
     assert_true(share(fs, "rdma") == 5);
     /* greedy's quota 12 is granted though ok has 11 (KAI does not scale a
@@ -611,6 +638,7 @@ int main(void)
         cmocka_unit_test_setup(limits_cap_the_share, setup),
         cmocka_unit_test_setup(hierarchy_divides_the_parents_share, setup),
         cmocka_unit_test_setup(remainders_go_to_the_oldest, setup),
+        cmocka_unit_test_setup(fractional_quota_remainder, setup),
         cmocka_unit_test_setup(unlimited_and_oversubscribed_quotas, setup),
         cmocka_unit_test_setup(dirty_only_on_demand_or_capacity, setup),
         cmocka_unit_test_setup(admission_against_limits, setup),

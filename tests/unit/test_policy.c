@@ -19,6 +19,8 @@ static void test_defaults(void **state)
     assert_int_equal(tg_policy_level(&p, "rack"), 3);
     assert_int_equal(tg_policy_level(&p, "nope"), -1);
     assert_int_equal(p.gang_timeout_s, 300);
+    assert_string_equal(p.default_queue, "default");
+    assert_int_equal(p.usage_half_life_s, 0);
 }
 
 static void test_valid(void **state)
@@ -32,7 +34,8 @@ static void test_valid(void **state)
                     "scoring: {topology: 10, binpack: 0, numa: 5}\n"
                     "gang: {scheduleTimeoutSeconds: 60, bindRetries: 1}\n"
                     "api: {qps: 50, burst: 100, bindConcurrency: 8}\n"
-                    "numa: {defaultPolicy: single-numa-node}\n";
+                    "numa: {defaultPolicy: single-numa-node}\n"
+                    "queues: {defaultQueue: research.shared, usageHalfLifeSeconds: 604800}\n";
     struct tg_policy p;
     struct tg_sb err = {0};
     assert_int_equal(tg_policy_parse(y, strlen(y), "cfg", &p, &err), 0);
@@ -51,6 +54,8 @@ static void test_valid(void **state)
     assert_int_equal(tg_policy_parse(dump.s, dump.len, "dump", &q, &err), 0);
     assert_int_equal(q.nlevels, 2);
     assert_int_equal(q.api_qps, 50);
+    assert_string_equal(q.default_queue, "research.shared");
+    assert_int_equal(q.usage_half_life_s, 604800);
     tg_sb_free(&dump);
     tg_sb_free(&err);
 }
@@ -131,6 +136,11 @@ static void test_errors(void **state)
     expect_error("api: {burst: 1e94}\n", "cfg.yaml:1: api.burst: must be a whole number");
     expect_error("api: {burst: .nan}\n", "cfg.yaml:1: api.burst: must be a whole number");
     expect_error("gang: {bindRetries: -1e300}\n", "gang.bindRetries: must be a whole number");
+    expect_error("queues: {defaultQueue: Team_A}\n",
+                 "cfg.yaml: queues.defaultQueue: \"Team_A\" is not a Queue name");
+    expect_error("queues: {defaultQueue: \"\"}\n", "queues.defaultQueue: \"\" is not a Queue name");
+    expect_error("queues: {usageHalfLifeSeconds: -5}\n",
+                 "cfg.yaml:1: queues.usageHalfLifeSeconds: must be a whole number from 0 to 31536000");
 }
 
 int main(void)
