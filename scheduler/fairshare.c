@@ -516,13 +516,16 @@ static double divide_tier(const struct tg_fairshare *fs, uint32_t *g, uint32_t n
 }
 
 /* Largest held-back fraction first, then the older queue, then the name. */
-static const struct tg_fairshare *cmp_fs;
-static uint32_t cmp_r;
-static int by_remainder(const void *a, const void *b)
+struct sort_ctx {
+    const struct tg_fairshare *fs;
+    uint32_t r;
+};
+static int by_remainder(const void *a, const void *b, void *ud)
 {
-    const struct fsq *x = &cmp_fs->q[*(const uint32_t *)a], *y = &cmp_fs->q[*(const uint32_t *)b];
-    if (x->rem[cmp_r] != y->rem[cmp_r])
-        return x->rem[cmp_r] > y->rem[cmp_r] ? -1 : 1;
+    const struct sort_ctx *k = ud;
+    const struct fsq *x = &k->fs->q[*(const uint32_t *)a], *y = &k->fs->q[*(const uint32_t *)b];
+    if (x->rem[k->r] != y->rem[k->r])
+        return x->rem[k->r] > y->rem[k->r] ? -1 : 1;
     if (x->created_ms != y->created_ms)
         return x->created_ms < y->created_ms ? -1 : 1;
     return strcmp(tg_str(x->name), tg_str(y->name));
@@ -537,9 +540,8 @@ static double divide_remainder(struct tg_fairshare *fs, uint32_t *g, uint32_t n,
     for (uint32_t i = 0; i < n; i++)
         if (fs->q[g[i]].has_rem[r])
             g[m++] = g[i];
-    cmp_fs = fs;
-    cmp_r = r;
-    qsort(g, m, sizeof *g, by_remainder);
+    struct sort_ctx k = {fs, r};
+    qsort_r(g, m, sizeof *g, by_remainder, &k);
     for (uint32_t i = 0; i < m && total != 0; i++) {
         double give = fmin(1, total);
         fs->q[g[i]].fair[r] += give;
@@ -548,9 +550,10 @@ static double divide_remainder(struct tg_fairshare *fs, uint32_t *g, uint32_t n,
     return total;
 }
 
-static int by_tier(const void *a, const void *b)
+static int by_tier(const void *a, const void *b, void *ud)
 {
-    int32_t x = cmp_fs->q[*(const uint32_t *)a].priority, y = cmp_fs->q[*(const uint32_t *)b].priority;
+    const struct tg_fairshare *fs = ud;
+    int32_t x = fs->q[*(const uint32_t *)a].priority, y = fs->q[*(const uint32_t *)b].priority;
     return x > y ? -1 : x < y;
 }
 
@@ -568,8 +571,7 @@ static void divide(struct tg_fairshare *fs, uint32_t *g, uint32_t n, uint32_t r,
     }
     if (left <= 0)
         return;
-    cmp_fs = fs;
-    qsort(g, n, sizeof *g, by_tier);
+    qsort_r(g, n, sizeof *g, by_tier, fs);
     uint32_t t0 = 0;
     for (uint32_t i = 1; i <= n; i++)
         if (i == n || fs->q[g[i]].priority != fs->q[g[t0]].priority) {
