@@ -658,8 +658,9 @@ static double dominant(const struct tg_fairshare *fs, const struct fsq *q, int u
     for (uint32_t r = 0; r < fs->nres; r++) {
         double have = usage ? norm_usage(fs, q, r) : q->alloc[r];
         double share = usage ? (fs->cap[r] > 0 ? q->fair[r] / fs->cap[r] : 0) : q->fair[r];
-        if (have <= 0)
-            continue;
+        if (have <= 0 || (usage && share <= 0))
+            continue;                   /* past usage of a resource it has no share of now:
+                                           not a reason to be last for ever */
         key = fmax(key, share > 0 ? have / share : INFINITY);
     }
     return key;

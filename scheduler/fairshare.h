@@ -129,8 +129,8 @@ int tg_fairshare_admit(const struct tg_fairshare *fs, uint32_t q, const struct t
 /* The order between queues (DRF): the largest allocated/fair-share ratio
  * over the resources (a resource allocated with no fair share counts as
  * infinite), plus, with time fairness, the largest decayed usage over fair
- * share (both as fractions of the capacity). Lower goes first: the queue
- * furthest below its fair share. */
+ * share (both as fractions of the capacity; resources with no fair share
+ * left out). Lower goes first: the queue furthest below its fair share. */
 double tg_fairshare_order_key(const struct tg_fairshare *fs, uint32_t q);
 /* Comparator on two queues: -1 when a goes first, 1 when b does, 0 when the
  * same queue. Ties: the order key, then the higher tier, then the older,

@@ -397,6 +397,11 @@ static void decayed_usage(void **state)
     alloc(fs, "a", -7);
     tg_fairshare_tick(fs, 661000);
     assert_true(fabs(tg_fairshare_usage(fs, a, GPU) - u / 1024) < 1e-6);
+    /* No demand, so no share now: its past usage does not make it last. */
+    demand(fs, "a", -16);
+    tg_fairshare_update(fs);
+    assert_true(share(fs, "a") == 0);
+    assert_true(tg_fairshare_order_key(fs, a) == 0);
     tg_fairshare_free(&fs);
 }
 
