@@ -271,6 +271,62 @@ static void unlimited_and_oversubscribed_quotas(void **state)
     tg_fairshare_free(&fs);
 }
 
+/* KAI's own expectations: the cases of KAI's unit test of the division,
+ * pkg/scheduler/plugins/proportion/resource_division/resource_division_test.go
+ * at NVIDIA/KAI-Scheduler 72de64fc (Apache-2.0), whose numbers KAI's test
+ * suite asserts for setResourceShare: "two queues" (quota 2, weight 2,
+ * request 6 each, then the entry's changes; queue 1 created first), "divides
+ * the remainder even when using priorities" and the whole-number cases of
+ * "single queue within quota". Cases with a fractional request or capacity
+ * are left out (topogang's demand and capacity are whole model units). */
+struct kai_case {
+    const char *name;
+    int n;
+    double total, quota[3], limit[3], weight[3], request[3];
+    int prio[3];
+    double expect[3];
+};
+
+static const struct kai_case kai_cases[] = {
+    {"allocates many available gpus", 2, 15, {2, 2}, {-1, -1}, {2, 2}, {6, 6}, {0}, {6, 6}},
+    {"allocates exact requested amount", 2, 12, {2, 2}, {-1, -1}, {2, 2}, {6, 6}, {0}, {6, 6}},
+    {"allocates GPUs proportionally", 2, 8, {2, 2}, {-1, -1}, {1, 3}, {6, 6}, {0}, {3, 5}},
+    {"doesn't allocate more than allowed", 2, 12, {2, 2}, {5, -1}, {2, 2}, {6, 6}, {0}, {5, 6}},
+    {"remainder to the largest remaining", 2, 11, {2, 2}, {-1, -1}, {1, 4}, {10, 10}, {0}, {3, 8}},
+    {"remainder by creation time", 2, 11, {2, 2}, {-1, -1}, {2, 2}, {6, 6}, {0}, {6, 5}},
+    {"priority doesn't affect deserved", 2, 4, {2, 2}, {-1, -1}, {2, 2}, {6, 6}, {1, 2}, {2, 2}},
+    {"priority does affect over-quota", 2, 6, {2, 2}, {-1, -1}, {2, 2}, {6, 6}, {1, 2}, {2, 4}},
+    {"priority over overQuotaWeight", 2, 6, {2, 2}, {-1, -1}, {100, 1}, {6, 6}, {1, 2}, {2, 4}},
+    {"remainder even with priorities", 3, 5, {2, 2, 1}, {-1, -1, -1}, {2, 2, 2}, {5, 5, 0},
+     {2, 2, 1}, {3, 2, 0}},
+    {"up to deserved when over subscribed", 1, 1, {3}, {-1}, {0}, {2}, {0}, {2}},
+    {"up to full quota", 1, 7, {3}, {-1}, {0}, {5}, {0}, {3}},
+    {"fraction stated in deserved", 1, 2, {1.5}, {-1}, {0}, {2}, {0}, {1.5}},
+    {"nothing if deserved is zero", 1, 2, {0}, {-1}, {0}, {2}, {0}, {0}},
+};
+
+static void kai_own_cases(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof kai_cases / sizeof kai_cases[0]; k++) {
+        const struct kai_case *c = &kai_cases[k];
+        static const char *names[] = {"q1", "q2", "q3"};
+        setup(NULL);
+        for (int i = 0; i < c->n; i++)
+            queue(names[i], NULL, c->quota[i], c->limit[i], c->weight[i])->priority = c->prio[i];
+        struct tg_fairshare *fs = build(NULL);
+        gpus(fs, (int64_t)c->total);
+        for (int i = 0; i < c->n; i++)
+            demand(fs, names[i], (int64_t)c->request[i]);
+        tg_fairshare_update(fs);
+        for (int i = 0; i < c->n; i++)
+            if (share(fs, names[i]) != c->expect[i])
+                fail_msg("%s: %s's share %g, KAI's %g", c->name, names[i], share(fs, names[i]),
+                         c->expect[i]);
+        tg_fairshare_free(&fs);
+    }
+}
+
 /* Recomputed only when demand or capacity changed; a bind does not. */
 static void dirty_only_on_demand_or_capacity(void **state)
 {
@@ -637,6 +693,7 @@ static void property_random_trees(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(kai_own_cases, setup),
         cmocka_unit_test_setup(quota_then_weights_whole_units, setup),
         cmocka_unit_test_setup(demand_caps_and_rounds, setup),
         cmocka_unit_test_setup(over_quota_tiers, setup),
