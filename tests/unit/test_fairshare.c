@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "scheduler/fairshare.h"
+#include "util/err.h"
 #include "util/intern.h"
 
 static uint32_t GPU, CPU = TG_RES_CPU;
@@ -325,6 +326,35 @@ static void kai_own_cases(void **state)
                          c->expect[i]);
         tg_fairshare_free(&fs);
     }
+}
+
+/* An empty tree works; a capacity of more resources than a tree divides is
+ * refused with TG_ERANGE, keeping the first; demand of a resource the tree
+ * does not divide is ignored. */
+static void capacity_bounds(void **state)
+{
+    (void)state;
+    struct tg_fairshare *fs = build(NULL);
+    assert_int_equal(tg_fairshare_count(fs), 0);
+    assert_int_equal(tg_fairshare_find(fs, tg_intern("a")), -1);
+    struct tg_rq cap[TG_FS_MAX_RES + 4];
+    for (uint32_t i = 0; i < TG_FS_MAX_RES + 4; i++) {
+        char name[32];
+        int n = snprintf(name, sizeof name, "example.com/r%u", i);
+        cap[i] = (struct tg_rq){(uint32_t)tg_res_id(name, (size_t)n), 1};
+    }
+    assert_int_equal(tg_fairshare_set_capacity(fs, cap, TG_FS_MAX_RES + 4), TG_ERANGE);
+    assert_int_equal(tg_fairshare_update(fs), 1);
+    tg_fairshare_free(&fs);
+    queue("a", NULL, 0, -1, 1);
+    fs = build(NULL);
+    assert_int_equal(tg_fairshare_set_capacity(fs, cap, TG_FS_MAX_RES - 1), 0);
+    tg_fairshare_demand_add(fs, 0, &cap[TG_FS_MAX_RES + 1], 1, 1);
+    assert_true(tg_fairshare_demand(fs, 0, cap[TG_FS_MAX_RES + 1].res) == 0);
+    tg_fairshare_demand_add(fs, 0, &cap[3], 1, 1);
+    tg_fairshare_update(fs);
+    assert_true(tg_fairshare_share(fs, 0, cap[3].res) == 1);
+    tg_fairshare_free(&fs);
 }
 
 /* Recomputed only when demand or capacity changed; a bind does not. */
@@ -702,6 +732,7 @@ int main(void)
         cmocka_unit_test_setup(remainders_go_to_the_oldest, setup),
         cmocka_unit_test_setup(fractional_quota_remainder, setup),
         cmocka_unit_test_setup(unlimited_and_oversubscribed_quotas, setup),
+        cmocka_unit_test_setup(capacity_bounds, setup),
         cmocka_unit_test_setup(dirty_only_on_demand_or_capacity, setup),
         cmocka_unit_test_setup(admission_against_limits, setup),
         cmocka_unit_test_setup(drf_order, setup),
