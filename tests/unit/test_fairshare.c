@@ -357,6 +357,31 @@ static void capacity_bounds(void **state)
     tg_fairshare_free(&fs);
 }
 
+/* Volcano Queues on the same model: guarantee is a floor under deserved
+ * (the quota), capability the limit, and problems name Volcano's fields. */
+static void volcano_mapping(void **state)
+{
+    (void)state;
+    struct tg_queue_obj *v = queue("vc", NULL, 2, 8, 1);
+    v->api = TG_QAPI_VOLCANO;
+    qres[0][0].guarantee = 4;
+    queue("vc-child", "vc", 6, -1, 1)->api = TG_QAPI_VOLCANO;
+    queue("other", NULL, 0, -1, 1);
+    struct tg_fairshare *fs = build(NULL);
+    assert_true(tg_fairshare_quota(fs, 0, GPU) == 4);
+    assert_true(tg_fairshare_limit(fs, 0, GPU) == 8);
+    assert_string_equal(tg_fairshare_problem(fs, 1),
+                        "spec.deserved.nvidia.com/gpu: 6 exceeds parent vc's quota 4");
+    gpus(fs, 10);
+    demand(fs, "vc-child", 20);
+    demand(fs, "other", 20);
+    tg_fairshare_update(fs);
+    /* vc: 4 (guarantee), other 0; 6 left by 1:1: vc +3 = 7 (limit 8), other 3. */
+    assert_true(share(fs, "vc") == 7);
+    assert_true(share(fs, "other") == 3);
+    tg_fairshare_free(&fs);
+}
+
 /* Recomputed only when demand or capacity changed; a bind does not. */
 static void dirty_only_on_demand_or_capacity(void **state)
 {
@@ -732,6 +757,7 @@ int main(void)
         cmocka_unit_test_setup(remainders_go_to_the_oldest, setup),
         cmocka_unit_test_setup(fractional_quota_remainder, setup),
         cmocka_unit_test_setup(unlimited_and_oversubscribed_quotas, setup),
+        cmocka_unit_test_setup(volcano_mapping, setup),
         cmocka_unit_test_setup(capacity_bounds, setup),
         cmocka_unit_test_setup(dirty_only_on_demand_or_capacity, setup),
         cmocka_unit_test_setup(admission_against_limits, setup),
