@@ -1,5 +1,5 @@
 /* The scheduling flow; see engine.h. */
-#include "scheduler/engine.h"
+#include "scheduler/internal.h"
 #include "model/quantity.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -1158,4 +1158,90 @@ int tg_engine_workload_set(struct tg_engine *e, const struct tg_workload *w)
 void tg_engine_workload_delete(struct tg_engine *e, const char *key)
 {
     tg_gangs_workload_delete(&e->gangs, key, workload_requeue, e);
+}
+
+/* ---- the embedders' contract (engine.h) ------------------------------------------------ */
+
+int tg_engine_new(struct tg_engine **out, const struct tg_policy *p, const struct tg_clock *clock)
+{
+    struct tg_engine *e = malloc(sizeof *e);
+    if (!e)
+        return TG_ENOMEM;
+    int rc = tg_engine_init(e, p, clock);
+    if (rc) {
+        free(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+void tg_engine_delete(struct tg_engine *e)
+{
+    if (!e)
+        return;
+    tg_engine_free(e);
+    free(e);
+}
+
+const struct tg_cluster *tg_engine_cluster(const struct tg_engine *e)
+{
+    return &e->sched.cluster;
+}
+
+const struct tg_policy *tg_engine_policy(const struct tg_engine *e)
+{
+    return &e->sched.policy;
+}
+
+struct tg_grec *tg_engine_gang(const struct tg_engine *e, const char *key)
+{
+    return tg_gangs_get(&e->gangs, key);
+}
+
+const char *tg_engine_gang_key(const struct tg_engine *e, const struct tg_pod *p, char *buf,
+                               size_t n)
+{
+    return tg_gang_key_of(&e->gangs, p, buf, n);
+}
+
+struct tg_grec *tg_engine_gang_next(const struct tg_engine *e, uint32_t *pos)
+{
+    const struct tg_hslot *s = tg_hmap_next(&e->gangs.by_key, pos);
+    return s ? (struct tg_grec *)(uintptr_t)s->val : NULL;
+}
+
+const struct tg_podgroup *tg_engine_podgroup(const struct tg_engine *e, const char *key)
+{
+    return tg_gangs_podgroup(&e->gangs, key);
+}
+
+const struct tg_engine_stats *tg_engine_stats(const struct tg_engine *e)
+{
+    return &e->stats;
+}
+
+void tg_engine_counts(const struct tg_engine *e, struct tg_engine_counts *out)
+{
+    memcpy(out->state, e->queue.count, sizeof out->state);
+    out->queued = tg_queue_len(&e->queue);
+    out->pending_pods = e->gangs.pidx.len;
+    out->reservations = e->queue.nresv;
+    out->nominations = e->nnoms;
+}
+
+int64_t tg_engine_latest_deadline(const struct tg_engine *e)
+{
+    return tg_queue_latest_deadline(&e->queue);
+}
+
+void tg_engine_set_owner_kinds(struct tg_engine *e, unsigned kinds)
+{
+    e->gangs.owner_kinds = kinds;
+}
+
+void tg_engine_on_gang_freed(struct tg_engine *e, void (*fn)(void *ud, struct tg_grec *g), void *ud)
+{
+    e->gang_freed = fn;
+    e->ud = ud;
 }

@@ -10,6 +10,7 @@
 #include "testutil.h"
 #include "config/policy.h"
 #include "scheduler/engine.h"
+#include "scheduler/internal.h" /* the tests embed an engine and look inside */
 #include "scheduler/sim/load.h"
 #include "util/intern.h"
 
