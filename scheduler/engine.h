@@ -3,8 +3,14 @@
  *
  *   object events -> model (cluster, tree) + gang assembly (gang.h)
  *                 -> queue (queue.h): which gang next
- *                 -> cycle: place (cycle.h), else preempt (preempt.h), else
+ *                 -> a decision in steps (engine.c): gate (may it be tried;
+ *                    queue admission will go there), place (cycle.h), else
+ *                    preempt (preempt.h; reclaim will go there), else
  *                    reserve -> a decision for the embedder to carry out.
+ *
+ * The layouts (engine, gang table, queue) are the core's, in
+ * scheduler/internal.h; embedders hold a struct tg_engine * and use the
+ * accessors at the end of this file (scripts/check-layers enforces it).
  *
  * The engine does no I/O and reads no clock of its own: the daemon feeds it
  * informer events and runs it on wall time, binding what it decides through
