@@ -257,9 +257,27 @@ int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p)
 
 /* ---- objects in --------------------------------------------------------------------- */
 
+/* Field by field: struct tg_rq and struct tg_taint have padding, whose bytes
+ * the decoder leaves as malloc gave them (a memcmp saw a heartbeat as a
+ * change, and woke every waiting gang, depending on the heap). */
 static int same_rq(const struct tg_rq *a, uint32_t na, const struct tg_rq *b, uint32_t nb)
 {
-    return na == nb && (!na || !memcmp(a, b, na * sizeof *a));
+    if (na != nb)
+        return 0;
+    for (uint32_t i = 0; i < na; i++)
+        if (a[i].res != b[i].res || a[i].val != b[i].val)
+            return 0;
+    return 1;
+}
+
+static int same_taints(const struct tg_taint *a, uint32_t na, const struct tg_taint *b, uint32_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (uint32_t i = 0; i < na; i++)
+        if (a[i].key != b[i].key || a[i].val != b[i].val || a[i].effect != b[i].effect)
+            return 0;
+    return 1;
 }
 
 /* Can the change from old to n make room or open a node? */
@@ -271,8 +289,7 @@ static int node_helps(const struct tg_node_obj *old, const struct tg_node_obj *n
         return n->ready > old->ready || n->unschedulable < old->unschedulable;
     if (!same_rq(old->alloc, old->nalloc, n->alloc, n->nalloc))
         return 1;
-    if (old->ntaints != n->ntaints ||
-        (n->ntaints && memcmp(old->taints, n->taints, n->ntaints * sizeof *n->taints)))
+    if (!same_taints(old->taints, old->ntaints, n->taints, n->ntaints))
         return 1;
     if (old->nlabels != n->nlabels ||
         (n->nlabels && memcmp(old->labels, n->labels, n->nlabels * sizeof *n->labels)))
