@@ -1,5 +1,5 @@
 /* The scheduling flow; see engine.h. */
-#include "scheduler/engine.h"
+#include "scheduler/internal.h"
 #include "model/quantity.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -257,9 +257,27 @@ int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p)
 
 /* ---- objects in --------------------------------------------------------------------- */
 
+/* Field by field: struct tg_rq and struct tg_taint have padding, whose bytes
+ * the decoder leaves as malloc gave them (a memcmp saw a heartbeat as a
+ * change, and woke every waiting gang, depending on the heap). */
 static int same_rq(const struct tg_rq *a, uint32_t na, const struct tg_rq *b, uint32_t nb)
 {
-    return na == nb && (!na || !memcmp(a, b, na * sizeof *a));
+    if (na != nb)
+        return 0;
+    for (uint32_t i = 0; i < na; i++)
+        if (a[i].res != b[i].res || a[i].val != b[i].val)
+            return 0;
+    return 1;
+}
+
+static int same_taints(const struct tg_taint *a, uint32_t na, const struct tg_taint *b, uint32_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (uint32_t i = 0; i < na; i++)
+        if (a[i].key != b[i].key || a[i].val != b[i].val || a[i].effect != b[i].effect)
+            return 0;
+    return 1;
 }
 
 /* Can the change from old to n make room or open a node? */
@@ -271,8 +289,7 @@ static int node_helps(const struct tg_node_obj *old, const struct tg_node_obj *n
         return n->ready > old->ready || n->unschedulable < old->unschedulable;
     if (!same_rq(old->alloc, old->nalloc, n->alloc, n->nalloc))
         return 1;
-    if (old->ntaints != n->ntaints ||
-        (n->ntaints && memcmp(old->taints, n->taints, n->ntaints * sizeof *n->taints)))
+    if (!same_taints(old->taints, old->ntaints, n->taints, n->ntaints))
         return 1;
     if (old->nlabels != n->nlabels ||
         (n->nlabels && memcmp(old->labels, n->labels, n->nlabels * sizeof *n->labels)))
@@ -951,14 +968,21 @@ static int place_done(struct tg_engine *e, struct tg_grec *g, struct tg_decision
     return tg_queue_done(q, &g->q, TG_QDONE_PLACED);
 }
 
-/* Decides for one popped gang. */
-static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
+/* ---- a decision: gate, place, preempt (later reclaim), reserve ----------------------
+ *
+ * decide() runs the steps in order on one popped gang. Each step either
+ * decides (sets d->kind, and returns what tg_queue_done or its planning
+ * returned) or leaves d->kind TG_D_NONE for the next step; a step returns
+ * TG_ENOMEM when it could not finish (the gang is requeued with backoff).
+ * gate runs before the model is touched; place, preempt and reserve run with
+ * g's own held room removed and lower nominations hidden (decide puts both
+ * back). */
+
+/* g has been waiting past its timeout with fewer than minMember placed:
+ * note it once (the daemon rolls it back), and keep its deadline armed. */
+static void gate_timeout(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d, int64_t now)
 {
-    struct tg_queue *q = &e->queue;
-    int64_t now = tg_engine_now(e);
     uint32_t min = tg_grec_min(g);
-    d->gang = g;
-    e->stats.attempts++;
     if (!g->timed_out && g->nmembers < min && now - g->first_seen_ms >= timeout_ms(e, g)) {
         g->timed_out = 1;
         d->timed_out = 1;
@@ -968,6 +992,15 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     /* brought back by the point it may reserve room: its timeout is ahead */
     if (g->q.deadline_ms == INT64_MAX && g->nmembers < min)
         arm_deadline(e, g);
+}
+
+/* Whether g may be tried at all: its definition resolves, its PodGroup
+ * exists and names known levels, enough members are here. Decides INVALID
+ * or WAITING when not. */
+static int gate(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d, int64_t now)
+{
+    struct tg_queue *q = &e->queue;
+    gate_timeout(e, g, d, now);
     int bad;
     if (tg_grec_unresolved(g, &bad, d->reason, sizeof d->reason)) { /* issue 9: gang.h */
         d->kind = bad ? TG_D_INVALID : TG_D_WAITING;
@@ -989,7 +1022,7 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         snprintf(d->reason, sizeof d->reason, "PodGroup %s: %s", g->key, err);
         return tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
     }
-    uint32_t unplaced = tg_grec_unplaced(g);
+    uint32_t unplaced = tg_grec_unplaced(g), min = tg_grec_min(g);
     if (unplaced + g->nmembers < min) {
         d->kind = TG_D_WAITING;
         snprintf(d->reason, sizeof d->reason,
@@ -999,16 +1032,27 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
          * daemon then deletes them) */
         return tg_queue_done(q, &g->q, g->nmembers ? TG_QDONE_UNSCHEDULABLE : TG_QDONE_PARKED);
     }
+    /* QUEUE ADMISSION GOES HERE (issue 19): a gang whose queue is at its
+     * limit (its queue's usage plus this gang's request above the queue's
+     * limit) is decided here, before the model is touched: it waits with a
+     * reason naming the queue, the resource and the numbers, and is woken
+     * when its queue's usage falls (not by every cluster event). Nothing of
+     * queues is implemented yet. */
+    return 0;
+}
 
+/* Places g (inside its nomination's domain when it holds one). Decides
+ * PLACE, or NOMINATED while its victims are still leaving (then the model is
+ * already put back: decide returns at once); else leaves the placement's
+ * reason in d->reason. */
+static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
+{
     int rc, placed = 0;
-    phantoms_remove(e, g);
-    set_blocks(e, g);
-    lower_noms_hide(e, g, g->priority, 1);
     if ((rc = view(e, g, d)))
-        goto out;
+        return rc;
     set_hint(g, &d->view);
     if ((rc = attempt(e, g, d, &placed)))
-        goto out;
+        return rc;
     if (!placed && g->q.nom) {
         if (victims_remaining(e, g->q.nom)) {
             d->kind = TG_D_NOMINATED;
@@ -1017,62 +1061,83 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
             lower_noms_hide(e, g, g->priority, 0);
             phantoms_restore(e, g);
             e->sched.nblocks = 0;
-            return tg_queue_done(q, &g->q, TG_QDONE_WAITING);
+            return tg_queue_done(&e->queue, &g->q, TG_QDONE_WAITING);
         }
         /* the victims are gone and it still does not fit there: from scratch */
         nomination_drop(e, g, 1);
         d->view.within = NONE;
         if ((rc = attempt(e, g, d, &placed)))
-            goto out;
+            return rc;
     }
-    if (placed) {
-        rc = place_done(e, g, d);
-        goto out;
-    }
+    if (placed)
+        return place_done(e, g, d);
     snprintf(d->reason, sizeof d->reason, "%s", d->result.reason);
-    /* preemption */
-    const struct tg_policy *p = &e->sched.policy;
-    if (p->preemption && !g->preempt_never) {
-        struct tg_pdbs pdbs = {e->pdbs, e->npdbs};
-        struct tg_preempt_in in = {.gang = &d->view, .priority = g->priority,
-                                   .exclude = evicted_by(e, g->key), .pdbs = &pdbs,
-                                   .now_ms = now, .evict_bare = p->evict_bare_pods};
-        if ((rc = tg_preempt_plan(&e->sched, &e->gangs, &in, &d->preemption)))
-            goto out;
-        if (d->preemption.domain != NONE && !d->preemption.nvictims &&
-            !d->preemption.nleaving) {
-            /* room there already (a domain the placement's short list skipped) */
-            d->view.within = d->preemption.domain;
-            if ((rc = attempt(e, g, d, &placed)))
-                goto out;
-            if (placed) {
-                rc = place_done(e, g, d);
-                goto out;
-            }
-            d->preemption.domain = NONE;
-        }
-        if (d->preemption.domain != NONE) {
-            lower_noms_displaced(e, g, d->preemption.domain);
-            if ((rc = nominate(e, g, &d->view, &d->preemption)))
-                goto out;
-            d->kind = d->preemption.nvictims ? TG_D_PREEMPT : TG_D_NOMINATED;
-            snprintf(d->reason, sizeof d->reason, "%s%s", d->preemption.nvictims ? "preempting in " : "waiting in ",
-                     d->preemption.reason);
-            if (d->preemption.nvictims) {
-                e->stats.preemptions++;
-                for (uint32_t i = 0; i < d->preemption.nvictims; i++) {
-                    e->stats.victim_gangs += d->preemption.victims[i].gang != NULL;
-                    e->stats.victim_pods += d->preemption.victims[i].npods;
-                }
-            }
-            rc = tg_queue_done(q, &g->q, TG_QDONE_WAITING);
-            goto out;
-        }
-        if (d->preemption.reason[0]) {
-            size_t l = strlen(d->reason);
-            snprintf(d->reason + l, sizeof d->reason - l, "; %s", d->preemption.reason);
+    return 0;
+}
+
+/* The preemption g's plan made: it holds the domain's room (nominated) and
+ * its victims are evicted (PREEMPT), or it waits for pods already leaving. */
+static int preempt_nominate(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
+{
+    int rc;
+    lower_noms_displaced(e, g, d->preemption.domain);
+    if ((rc = nominate(e, g, &d->view, &d->preemption)))
+        return rc;
+    d->kind = d->preemption.nvictims ? TG_D_PREEMPT : TG_D_NOMINATED;
+    snprintf(d->reason, sizeof d->reason, "%s%s", d->preemption.nvictims ? "preempting in " : "waiting in ",
+             d->preemption.reason);
+    if (d->preemption.nvictims) {
+        e->stats.preemptions++;
+        for (uint32_t i = 0; i < d->preemption.nvictims; i++) {
+            e->stats.victim_gangs += d->preemption.victims[i].gang != NULL;
+            e->stats.victim_pods += d->preemption.victims[i].npods;
         }
     }
+    return tg_queue_done(&e->queue, &g->q, TG_QDONE_WAITING);
+}
+
+/* Makes room for g by preempting pods of lower priority (preempt.h), when
+ * the policy and g allow it. Decides PLACE (room found without victims),
+ * PREEMPT or NOMINATED; else adds the planner's reason to d->reason. */
+static int preempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d, int64_t now)
+{
+    const struct tg_policy *p = &e->sched.policy;
+    /* RECLAIM GOES HERE (issue 19): before preempting by priority, a gang of a
+     * queue below its fair share may take back room lent to queues above
+     * theirs (victims chosen by queue, never below their own fair share);
+     * it decides PREEMPT/NOMINATED the same way (preempt_nominate). */
+    if (!p->preemption || g->preempt_never)
+        return 0;
+    int rc, placed = 0;
+    struct tg_pdbs pdbs = {e->pdbs, e->npdbs};
+    struct tg_preempt_in in = {.gang = &d->view, .priority = g->priority,
+                               .exclude = evicted_by(e, g->key), .pdbs = &pdbs,
+                               .now_ms = now, .evict_bare = p->evict_bare_pods};
+    if ((rc = tg_preempt_plan(&e->sched, &e->gangs, &in, &d->preemption)))
+        return rc;
+    if (d->preemption.domain != NONE && !d->preemption.nvictims && !d->preemption.nleaving) {
+        /* room there already (a domain the placement's short list skipped) */
+        d->view.within = d->preemption.domain;
+        if ((rc = attempt(e, g, d, &placed)))
+            return rc;
+        if (placed)
+            return place_done(e, g, d);
+        d->preemption.domain = NONE;
+    }
+    if (d->preemption.domain != NONE)
+        return preempt_nominate(e, g, d);
+    if (d->preemption.reason[0]) {
+        size_t l = strlen(d->reason);
+        snprintf(d->reason + l, sizeof d->reason - l, "; %s", d->preemption.reason);
+    }
+    return 0;
+}
+
+/* Nothing helped: UNSCHEDULABLE, and a reservation when g is a starving
+ * head (maybe_reserve); its deadline is armed. */
+static int reserve(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
+{
+    int rc;
     d->kind = TG_D_UNSCHEDULABLE;
     e->stats.unschedulable++;
     char note[1024];
@@ -1081,17 +1146,38 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         snprintf(d->reason + l, sizeof d->reason - l, "; %s", note);
     }
     if ((rc = maybe_reserve(e, g, &d->view, d)))
-        goto out;
-    rc = tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
+        return rc;
+    rc = tg_queue_done(&e->queue, &g->q, TG_QDONE_UNSCHEDULABLE);
     arm_deadline(e, g);
-out:
+    return rc;
+}
+
+/* Decides for one popped gang: the steps above, in order. */
+static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
+{
+    int64_t now = tg_engine_now(e);
+    d->gang = g;
+    e->stats.attempts++;
+    int rc = gate(e, g, d, now);
+    if (rc || d->kind != TG_D_NONE)
+        return rc;
+    phantoms_remove(e, g);
+    set_blocks(e, g);
+    lower_noms_hide(e, g, g->priority, 1);
+    rc = place(e, g, d);
+    if (d->kind == TG_D_NOMINATED) /* waiting for its victims: place put the model back */
+        return rc;
+    if (!rc && d->kind == TG_D_NONE)
+        rc = preempt(e, g, d, now);
+    if (!rc && d->kind == TG_D_NONE)
+        rc = reserve(e, g, d);
     lower_noms_hide(e, g, g->priority, 0);
     e->sched.nblocks = 0;
     if (rc && g->q.state == TG_Q_INFLIGHT) {
         /* not a verdict (out of memory): tried again when its backoff ends,
          * not only once the cluster changes */
-        tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
-        if (tg_queue_add(q, &g->q))
+        tg_queue_done(&e->queue, &g->q, TG_QDONE_UNSCHEDULABLE);
+        if (tg_queue_add(&e->queue, &g->q))
             e->stats.nomem++;
     }
     return rc;
@@ -1158,4 +1244,90 @@ int tg_engine_workload_set(struct tg_engine *e, const struct tg_workload *w)
 void tg_engine_workload_delete(struct tg_engine *e, const char *key)
 {
     tg_gangs_workload_delete(&e->gangs, key, workload_requeue, e);
+}
+
+/* ---- the embedders' contract (engine.h) ------------------------------------------------ */
+
+int tg_engine_new(struct tg_engine **out, const struct tg_policy *p, const struct tg_clock *clock)
+{
+    struct tg_engine *e = malloc(sizeof *e);
+    if (!e)
+        return TG_ENOMEM;
+    int rc = tg_engine_init(e, p, clock);
+    if (rc) {
+        free(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+void tg_engine_delete(struct tg_engine *e)
+{
+    if (!e)
+        return;
+    tg_engine_free(e);
+    free(e);
+}
+
+const struct tg_cluster *tg_engine_cluster(const struct tg_engine *e)
+{
+    return &e->sched.cluster;
+}
+
+const struct tg_policy *tg_engine_policy(const struct tg_engine *e)
+{
+    return &e->sched.policy;
+}
+
+struct tg_grec *tg_engine_gang(const struct tg_engine *e, const char *key)
+{
+    return tg_gangs_get(&e->gangs, key);
+}
+
+const char *tg_engine_gang_key(const struct tg_engine *e, const struct tg_pod *p, char *buf,
+                               size_t n)
+{
+    return tg_gang_key_of(&e->gangs, p, buf, n);
+}
+
+struct tg_grec *tg_engine_gang_next(const struct tg_engine *e, uint32_t *pos)
+{
+    const struct tg_hslot *s = tg_hmap_next(&e->gangs.by_key, pos);
+    return s ? (struct tg_grec *)(uintptr_t)s->val : NULL;
+}
+
+const struct tg_podgroup *tg_engine_podgroup(const struct tg_engine *e, const char *key)
+{
+    return tg_gangs_podgroup(&e->gangs, key);
+}
+
+const struct tg_engine_stats *tg_engine_stats(const struct tg_engine *e)
+{
+    return &e->stats;
+}
+
+void tg_engine_counts(const struct tg_engine *e, struct tg_engine_counts *out)
+{
+    memcpy(out->state, e->queue.count, sizeof out->state);
+    out->queued = tg_queue_len(&e->queue);
+    out->pending_pods = e->gangs.pidx.len;
+    out->reservations = e->queue.nresv;
+    out->nominations = e->nnoms;
+}
+
+int64_t tg_engine_latest_deadline(const struct tg_engine *e)
+{
+    return tg_queue_latest_deadline(&e->queue);
+}
+
+void tg_engine_set_owner_kinds(struct tg_engine *e, unsigned kinds)
+{
+    e->gangs.owner_kinds = kinds;
+}
+
+void tg_engine_on_gang_freed(struct tg_engine *e, void (*fn)(void *ud, struct tg_grec *g), void *ud)
+{
+    e->gang_freed = fn;
+    e->ud = ud;
 }

@@ -3,8 +3,14 @@
  *
  *   object events -> model (cluster, tree) + gang assembly (gang.h)
  *                 -> queue (queue.h): which gang next
- *                 -> cycle: place (cycle.h), else preempt (preempt.h), else
+ *                 -> a decision in steps (engine.c): gate (may it be tried;
+ *                    queue admission will go there), place (cycle.h), else
+ *                    preempt (preempt.h; reclaim will go there), else
  *                    reserve -> a decision for the embedder to carry out.
+ *
+ * The layouts (engine, gang table, queue) are the core's, in
+ * scheduler/internal.h; embedders hold a struct tg_engine * and use the
+ * accessors at the end of this file (scripts/check-layers enforces it).
  *
  * The engine does no I/O and reads no clock of its own: the daemon feeds it
  * informer events and runs it on wall time, binding what it decides through
@@ -27,6 +33,7 @@
 #ifndef TG_SCHEDULER_ENGINE_H
 #define TG_SCHEDULER_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "scheduler/cycle.h"
@@ -57,6 +64,8 @@ struct tg_decision {
     char reason[2048];                  /* for people: status, Events, simulate */
 };
 
+struct tg_engine;                       /* opaque: see tg_engine_new */
+
 struct tg_engine_stats {
     uint64_t attempts, placed, unschedulable, preemptions, victim_gangs, victim_pods,
              reservations, nominations_dropped, timeouts;
@@ -65,26 +74,12 @@ struct tg_engine_stats {
                                            objects are handed over again */
 };
 
-struct tg_engine {
-    struct tg_sched sched;              /* the model and the policy */
-    struct tg_gangs gangs;
-    struct tg_queue queue;
-    struct tg_clock clock;
-    struct tg_engine_stats stats;
-    struct tg_grec **noms;              /* gangs holding a nomination */
-    uint32_t nnoms, capnoms;
-    const struct tg_pdb **pdbs;         /* the caller's objects */
-    uint32_t npdbs, cappdbs;
-    struct tg_hmap evicted_by;          /* victim gang key -> struct tg__evicted (no thrash) */
-    /* The embedder's hooks: a gang record is about to be freed. */
-    void (*gang_freed)(void *ud, struct tg_grec *g);
-    void *ud;
-};
 
-/* Initialises e with a policy (copied) on a clock (copied). Returns 0 or
- * TG_ENOMEM; free with tg_engine_free. */
-int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct tg_clock *clock);
-void tg_engine_free(struct tg_engine *e);
+/* The engine is opaque to its embedders (its layout is the core's, in
+ * scheduler/internal.h). *out: a new engine with a policy (copied) on a clock
+ * (copied). Returns 0 or TG_ENOMEM; free with tg_engine_delete (NULL: no-op). */
+int tg_engine_new(struct tg_engine **out, const struct tg_policy *p, const struct tg_clock *clock);
+void tg_engine_delete(struct tg_engine *e);
 /* A new policy: levels rebuilt when they changed, every waiting gang woken. */
 int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p);
 int64_t tg_engine_now(const struct tg_engine *e);
@@ -113,7 +108,7 @@ void tg_engine_podgroup_delete(struct tg_engine *e, const char *key);
 /* Workloads whose pods form gangs with no PodGroup (model/workload.h: Job,
  * JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, TrainJob), kept by pointer
  * until replaced or deleted; the gangs they define are woken. Which kinds
- * count is e->gangs.owner_kinds (the embedder sets it before any pod).
+ * count is set by tg_engine_set_owner_kinds (the embedder calls it before any pod).
  * Set returns 0 or TG_ENOMEM. */
 int tg_engine_workload_set(struct tg_engine *e, const struct tg_workload *w);
 void tg_engine_workload_delete(struct tg_engine *e, const char *key);
@@ -163,5 +158,45 @@ void tg_engine_wake(struct tg_engine *e);
 /* The reservation g holds (NULL: none), and the domain's path. */
 const struct tg_reservation *tg_engine_reservation(const struct tg_engine *e,
                                                    const struct tg_grec *g);
+
+/* ---- the embedders' contract: a few reads and two settings ---------------------------
+ *
+ * This is all the daemon and `simulate` see of the engine's state; nothing
+ * returned may be written, and pointers stay valid until the next call that
+ * changes the engine. Add to this list rather than reach into the layouts. */
+
+/* The model (nodes, usage, tree) and the policy in force. */
+const struct tg_cluster *tg_engine_cluster(const struct tg_engine *e);
+const struct tg_policy *tg_engine_policy(const struct tg_engine *e);
+/* The gang record of a key (NULL: none); the gang key of a pod, into buf
+ * (returns buf); the next gang in no particular order (start with *pos = 0;
+ * NULL at the end; the engine must not change meanwhile). The records are
+ * the engine's: the embedder writes only g->user. */
+struct tg_grec *tg_engine_gang(const struct tg_engine *e, const char *key);
+const char *tg_engine_gang_key(const struct tg_engine *e, const struct tg_pod *p, char *buf,
+                               size_t n);
+struct tg_grec *tg_engine_gang_next(const struct tg_engine *e, uint32_t *pos);
+/* The PodGroup the engine holds under a key (NULL: none). */
+const struct tg_podgroup *tg_engine_podgroup(const struct tg_engine *e, const char *key);
+
+/* What the engine has done and holds, for metrics and reports. */
+const struct tg_engine_stats *tg_engine_stats(const struct tg_engine *e);
+struct tg_engine_counts {
+    uint32_t state[TG_Q__N];            /* gangs per queue state (enum tg_qstate) */
+    uint32_t queued;                    /* gangs in the queue (not out) */
+    uint32_t pending_pods;              /* pending pods of this scheduler */
+    uint32_t reservations, nominations;
+};
+void tg_engine_counts(const struct tg_engine *e, struct tg_engine_counts *out);
+/* The latest finite timeout or reserve deadline of a queued gang; INT64_MIN
+ * when none (the replay's end: past it no timer can change anything). */
+int64_t tg_engine_latest_deadline(const struct tg_engine *e);
+
+/* Settings: which workload owner kinds form gangs (bit per enum tg_wl_kind;
+ * set before any pod), and the hook called before a gang record is freed
+ * (the embedder frees g->user there). */
+void tg_engine_set_owner_kinds(struct tg_engine *e, unsigned kinds);
+void tg_engine_on_gang_freed(struct tg_engine *e, void (*fn)(void *ud, struct tg_grec *g),
+                             void *ud);
 
 #endif

@@ -3,6 +3,7 @@
  * replaced by its update never leaves a dangling key); placed members
  * through the cluster listener and each record's position (usage.gpos). */
 #include "scheduler/gang.h"
+#include "scheduler/internal.h"
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/vec.h"

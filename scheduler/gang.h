@@ -104,36 +104,9 @@ struct tg_pclass {
     uint8_t system;                     /* set by tg_gangs_pclass_set: tg_prioclass_is_system */
 };
 
-struct tg_gangs {
-    struct tg_cluster *cluster;
-    struct tg_hmap by_key;              /* key -> struct tg_grec * */
-    struct tg_imap by_group;            /* ns << 32 | group (interned) -> the gang of that
-                                           PodGroup: tg_gangs_of_usage builds no key */
-    struct tg_hmap pgs;                 /* PodGroup key -> const struct tg_podgroup * */
-    struct tg_hmap pidx;                /* pending pod key (owned) -> its place in its gang */
-    struct tg_imap pclass;              /* interned name -> struct tg_pclass * */
-    uint32_t default_class;             /* interned name of the globalDefault class, 0 none */
-    int32_t user_max;                   /* highest non-system class value (none:
-                                           TG_PRIO_USER_MAX) */
-    uint32_t user_max_name;             /* interned name of that class, 0 none */
-    /* Called before a record is freed (the embedder frees g->user; the queue
-     * entry is already out of the queue). */
-    void (*freed)(void *ud, struct tg_grec *g);
-    /* Called when a placed member goes away (room freed). */
-    void (*member_gone)(void *ud, struct tg_grec *g, const struct tg_usage *u);
-    /* Called when a pending member moved to another gang (its group label or
-     * its owner changed): g may have nothing left (NULL: g is freed if so). */
-    void (*pending_left)(void *ud, struct tg_grec *g);
-    void *ud;
-    struct tg_hmap umem;                /* placed member's pod key -> the gang it joined */
-    struct tg_hmap wls;                 /* workload key -> const struct tg_workload * */
-    const struct tg_policy *policy;     /* the levels peers' topology resolves to; NULL none */
-    uint32_t sched;                     /* interned schedulerName: its bound pods join
-                                           derived gangs */
-    unsigned owner_kinds;               /* bit per enum tg_wl_kind whose pods form derived
-                                           gangs (the embedder reads those workloads);
-                                           0 at init: none */
-};
+
+/* The gang table is the core's (its layout in scheduler/internal.h). */
+struct tg_gangs;
 
 /* Listens to c's records. Returns 0 or TG_ENOMEM. Free with tg_gangs_free. */
 int tg_gangs_init(struct tg_gangs *gs, struct tg_cluster *c);

@@ -3,6 +3,7 @@
  * order), backoff (by expiry), head (every queued entry, queue order) and
  * deadline (by timeout); unsched and waiting are lists. */
 #include "scheduler/queue.h"
+#include "scheduler/internal.h"
 #include "util/err.h"
 #include "util/vec.h"
 
@@ -501,4 +502,13 @@ const struct tg_reservation *tg_queue_reservation(const struct tg_queue *q,
         if (q->resv[i].owner == owner)
             return &q->resv[i];
     return NULL;
+}
+
+int64_t tg_queue_latest_deadline(const struct tg_queue *q)
+{
+    int64_t latest = INT64_MIN;
+    for (uint32_t i = 0; i < q->deadline.n; i++)
+        if (q->deadline.v[i]->deadline_ms > latest && q->deadline.v[i]->deadline_ms != INT64_MAX)
+            latest = q->deadline.v[i]->deadline_ms;
+    return latest;
 }

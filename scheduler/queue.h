@@ -70,10 +70,6 @@ struct tg_qent {
     struct tg_nomination *nom;          /* NULL: not nominated */
 };
 
-struct tg_qheap {
-    struct tg_qent **v;
-    uint32_t n, cap;
-};
 
 struct tg_reservation {
     struct tg_qent *owner;
@@ -82,19 +78,9 @@ struct tg_reservation {
     int64_t since_ms;
 };
 
-#define TG_MAX_RESERVATIONS 4
 
-struct tg_queue {
-    const struct tg_clock *clock;
-    struct tg_qheap active, backoff, head, deadline;
-    struct tg_qent unsched;             /* list heads (sentinels) */
-    struct tg_qent waiting;
-    uint32_t count[TG_Q__N];
-    int64_t backoff_initial_ms, backoff_max_ms, flush_ms;
-    uint64_t wakes;                     /* tg_queue_wake calls */
-    struct tg_reservation resv[TG_MAX_RESERVATIONS];
-    uint32_t nresv;
-};
+/* The queue itself is the core's (its layout in scheduler/internal.h). */
+struct tg_queue;
 
 /* A fresh entry for a gang with this key (kept by reference). */
 void tg_qent_init(struct tg_qent *e, const char *key);

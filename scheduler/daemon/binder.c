@@ -178,7 +178,7 @@ void tg__binder_tick(struct tg__binder *b)
     const struct tg_hslot *s;
     while ((s = tg_hmap_next(&b->assumed, &pos))) {
         struct assumed *a = (struct assumed *)(uintptr_t)s->val;
-        const struct tg_usage *u = tg_cluster_usage(&b->e->sched.cluster, a->key);
+        const struct tg_usage *u = tg_cluster_usage(tg_engine_cluster(b->e), a->key);
         if (u && u->kind == TG_USAGE_ASSUMED && a->expiry > now)
             continue; /* not seen bound yet */
         if (u && u->kind == TG_USAGE_ASSUMED) {
@@ -304,7 +304,7 @@ static void complete(struct bindop *op)
     else
         rolled_back(op);
     /* by key: the record may have gone (and come back) while the binds ran */
-    struct tg_grec *g = tg_gangs_get(&b->e->gangs, op->gang);
+    struct tg_grec *g = tg_engine_gang(b->e, op->gang);
     if (g)
         tg_engine_bind_done(b->e, g, ok, op->failed > 0);
     op_free(op);
@@ -390,7 +390,7 @@ static void on_bound(void *ud, const struct tg_resp *r)
             op->nretry++;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
             enqueue(b, op);
-        } else if (!final && p->tries < b->e->sched.policy.bind_retries && !b->stopping) {
+        } else if (!final && p->tries < tg_engine_policy(b->e)->bind_retries && !b->stopping) {
             p->state = B_WAIT;
             op->nretry++;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
@@ -425,7 +425,7 @@ static struct bindpod *next_waiting(struct bindop *op, int64_t now, int *later)
 
 void tg__binder_pump(struct tg__binder *b)
 {
-    uint32_t limit = (uint32_t)b->e->sched.policy.bind_concurrency;
+    uint32_t limit = (uint32_t)tg_engine_policy(b->e)->bind_concurrency;
     if (tg_client_fenced(b->c))
         return; /* not the lease holder (any more): tg__binder_standdown abandons the ops */
     struct bindop *op = b->queue.qnext;
@@ -467,8 +467,8 @@ void tg__binder_pump(struct tg__binder *b)
  * informer's and may change before the binds end). */
 static int op_fill(struct tg__binder *b, struct bindop *op, const struct tg_decision *d)
 {
-    const struct tg_cluster *c = &b->e->sched.cluster;
-    const struct tg_policy *pol = &b->e->sched.policy;
+    const struct tg_cluster *c = tg_engine_cluster(b->e);
+    const struct tg_policy *pol = tg_engine_policy(b->e);
     char path[512];
     tg_tree_path(&c->tree, d->result.domain, path, sizeof path);
     if (!(op->gang = strdup(d->gang->key)) || !(op->domain = strdup(path)) ||
@@ -516,7 +516,7 @@ int tg__binder_bind(struct tg__binder *b, const struct tg_decision *d)
     op->b = b;
     op->must = d->must;
     const struct tg_podgroup *pg = d->gang->pg;
-    int64_t timeout_s = pg && pg->timeout_s ? pg->timeout_s : b->e->sched.policy.gang_timeout_s;
+    int64_t timeout_s = pg && pg->timeout_s ? pg->timeout_s : tg_engine_policy(b->e)->gang_timeout_s;
     op->giveup_ms = (int64_t)uv_now(b->loop) + timeout_s * 1000;
     op->first_seen_ms = d->gang->first_seen_ms;
     if (op->n == 0) { /* cannot happen: a PLACE places someone */
@@ -626,7 +626,7 @@ static void abandon_end(struct bindop *op)
     struct tg__binder *b = op->b;
     all_del(op);
     note(op, TG__BIND_ABANDONED, 0);
-    struct tg_grec *g = tg_gangs_get(&b->e->gangs, op->gang);
+    struct tg_grec *g = tg_engine_gang(b->e, op->gang);
     if (g)
         tg_engine_bind_done(b->e, g, op->ok >= op->must && op->ok > 0, 1);
     op_free(op);

@@ -155,7 +155,7 @@ static void condition_body(struct tg_sb *b, const struct tg_engine *e, const str
     tg_format_microtime(tg__wall_ms() / 1000 * 1000, when, sizeof when);
     strcpy(strchr(when, '.'), "Z");
     snprintf(msg, sizeof msg, "%s: preempting to accommodate a higher priority gang %s (priority %d)",
-             e->sched.policy.scheduler_name, g->key, g->priority);
+             tg_engine_policy(e)->scheduler_name, g->key, g->priority);
     tg_sb_puts(b, "{\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\","
                   "\"reason\":\"PreemptionByScheduler\",\"message\":");
     tg_sb_json_str(b, msg);
@@ -192,7 +192,7 @@ static int evict_victims(struct tg__evictor *ev, const struct tg_store *bound,
 /* status.nominatedNodeName on every preemptor member: the node it holds. */
 static void nominate(struct tg__evictor *ev, const struct tg_decision *d)
 {
-    const struct tg_cluster *c = &ev->e->sched.cluster;
+    const struct tg_cluster *c = tg_engine_cluster(ev->e);
     for (uint32_t i = 0; d->preemption.slots && i < d->view.npods; i++) {
         uint32_t slot = d->preemption.slots[i];
         if (slot == TG_NONE)

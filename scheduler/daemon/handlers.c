@@ -67,7 +67,7 @@ static void nomem(struct tg__handlers *h, const char *what, const char *key, int
 static void podgroup_set(struct tg__handlers *h, const struct tg_podgroup *pg)
 {
     tg_engine_podgroup_set(h->engine, pg);
-    if (tg_gangs_podgroup(&h->engine->gangs, pg->key) != pg)
+    if (tg_engine_podgroup(h->engine, pg->key) != pg)
         nomem(h, "PodGroup", pg->key, TG_ENOMEM);
 }
 
@@ -86,7 +86,7 @@ static void node_set(void *ud, const void *obj)
             h->lost++;
         }
     }
-    tg_metrics_set(TG_G_NODES, h->engine->sched.cluster.nready);
+    tg_metrics_set(TG_G_NODES, tg_engine_cluster(h->engine)->nready);
     changed(h);
 }
 static void node_update(void *ud, const void *old, const void *obj)
@@ -98,7 +98,7 @@ static void node_delete(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
     tg_engine_node_remove(h->engine, ((const struct tg_node_obj *)obj)->name);
-    tg_metrics_set(TG_G_NODES, h->engine->sched.cluster.nready);
+    tg_metrics_set(TG_G_NODES, tg_engine_cluster(h->engine)->nready);
 }
 
 /* ---- pods ------------------------------------------------------------------------------- */
@@ -141,7 +141,7 @@ static void pending_delete(void *ud, const void *obj)
 static void members(struct tg__handlers *h, const struct tg_pod *p)
 {
     char key[512];
-    tg_gang_key_of(&h->engine->gangs, p, key, sizeof key);
+    tg_engine_gang_key(h->engine, p, key, sizeof key);
     if (h->on_members && strcmp(key, p->key))
         h->on_members(h->ud, key);
 }
@@ -152,7 +152,7 @@ static void bound_set(void *ud, const void *obj)
     struct tg_pod *p = (struct tg_pod *)(uintptr_t)obj;
     resolve(h, p);
     nomem(h, "bound pod", p->key, tg_engine_bound_set(h->engine, p));
-    tg_metrics_set(TG_G_BOUND_PODS, (int64_t)h->engine->sched.cluster.usage.len);
+    tg_metrics_set(TG_G_BOUND_PODS, (int64_t)tg_engine_cluster(h->engine)->usage.len);
     members(h, p);
     changed(h);
 }
@@ -166,7 +166,7 @@ static void bound_delete(void *ud, const void *obj)
     struct tg__handlers *h = ud;
     const struct tg_pod *p = obj;
     tg_engine_bound_gone(h->engine, p->key);
-    tg_metrics_set(TG_G_BOUND_PODS, (int64_t)h->engine->sched.cluster.usage.len);
+    tg_metrics_set(TG_G_BOUND_PODS, (int64_t)tg_engine_cluster(h->engine)->usage.len);
     members(h, p);
     changed(h);
 }
@@ -487,7 +487,7 @@ static void discovered(void *ud, unsigned watched)
             kinds |= 1u << w;
     if (kinds & (1u << TG_WL_TRAINJOB)) /* a TrainJob's pods are its JobSet's */
         kinds |= 1u << TG_WL_JOBSET;
-    h->engine->gangs.owner_kinds = kinds;
+    tg_engine_set_owner_kinds(h->engine, kinds);
     tg_info(C, "gang definitions read from: %s; not served (not watched): %s",
             yes.len ? tg_sb_str(&yes) : "-", no.len ? tg_sb_str(&no) : "-");
     if (!(watched & TG_INF_BIT(TG_INF_RCLAIMS)))

@@ -151,7 +151,7 @@ static void tell(struct tg__loss *l, struct tg_grec *g, const struct lost *x, co
 static void act(struct tg__loss *l, struct tg_grec *g, struct lost *x, const struct tg_store *bound,
                 int64_t now)
 {
-    const struct tg_policy *p = &l->e->sched.policy;
+    const struct tg_policy *p = tg_engine_policy(l->e);
     char what[256];
     int64_t due;
     if (x->state == TG_PGLOSS_WAITING && !x->announced) {
@@ -249,15 +249,15 @@ void tg__loss_tick(struct tg__loss *l, const struct tg_store *bound, int leading
     if (!l->leading) { /* just became the leader (or synced): every gang once */
         l->leading = 1;
         uint32_t pos = 0;
-        const struct tg_hslot *s;
-        while ((s = tg_hmap_next(&l->e->gangs.by_key, &pos)))
-            tg__loss_check(l, (struct tg_grec *)(uintptr_t)s->val, bound);
+        struct tg_grec *g;
+        while ((g = tg_engine_gang_next(l->e, &pos)))
+            tg__loss_check(l, g, bound);
     }
     uint32_t pos = 0;
     const struct tg_hslot *s;
     while ((s = tg_hmap_next(&l->lost, &pos))) {
         struct lost *x = (struct lost *)(uintptr_t)s->val;
-        struct tg_grec *g = tg_gangs_get(&l->e->gangs, x->key);
+        struct tg_grec *g = tg_engine_gang(l->e, x->key);
         if (!g || !g->nmembers || g->nmembers >= tg_grec_min(g))
             resolved(l, g, x);
         else

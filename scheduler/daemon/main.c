@@ -61,7 +61,7 @@ struct tg_daemon {
     struct opts o;
     struct tg_client *client;
     struct tg_informer *inf;
-    struct tg_engine engine;
+    struct tg_engine *engine;
     struct tg__handlers handlers;
     struct tg__report report;
     struct tg__binder *binder;
@@ -71,7 +71,7 @@ struct tg_daemon {
     uv_timer_t tick;
     uv_signal_t sigterm, sigint;
     uint8_t engine_up, handles_up, synced, is_leader, stopping;
-    uint64_t nomem_seen;                /* engine.stats.nomem when last looked at */
+    uint64_t nomem_seen;                /* the engine's stats.nomem when last looked at */
     int64_t housekept_ms, shutdown_deadline_ms;
 };
 
@@ -179,7 +179,7 @@ static int schedule(struct tg_daemon *d)
     for (;;) {
         struct tg_decision dc;
         uint64_t c0 = uv_hrtime();
-        int rc = tg_engine_next(&d->engine, &dc);
+        int rc = tg_engine_next(d->engine, &dc);
         tg_metrics_observe(TG_H_CYCLE, (double)(uv_hrtime() - c0) / 1e9);
         if (rc) {
             /* the gang is back in the queue with a backoff */
@@ -200,15 +200,17 @@ static int schedule(struct tg_daemon *d)
 
 static void housekeeping(struct tg_daemon *d)
 {
-    const struct tg_engine *e = &d->engine;
+    const struct tg_engine *e = d->engine;
     tg_metrics_set(TG_G_LOOP_HEARTBEAT_MS, (int64_t)(uv_hrtime() / 1000000));
-    tg_metrics_set(TG_G_QUEUE_ACTIVE, e->queue.count[TG_Q_ACTIVE]);
-    tg_metrics_set(TG_G_QUEUE_BACKOFF, e->queue.count[TG_Q_BACKOFF]);
-    tg_metrics_set(TG_G_QUEUE_UNSCHED, e->queue.count[TG_Q_UNSCHED]);
-    tg_metrics_set(TG_G_QUEUE_WAITING, e->queue.count[TG_Q_WAITING]);
-    tg_metrics_set(TG_G_QUEUE_PODS, e->gangs.pidx.len);
-    tg_metrics_set(TG_G_RESERVATIONS, e->queue.nresv);
-    tg_metrics_set(TG_G_NOMINATIONS, e->nnoms);
+    struct tg_engine_counts n;
+    tg_engine_counts(e, &n);
+    tg_metrics_set(TG_G_QUEUE_ACTIVE, n.state[TG_Q_ACTIVE]);
+    tg_metrics_set(TG_G_QUEUE_BACKOFF, n.state[TG_Q_BACKOFF]);
+    tg_metrics_set(TG_G_QUEUE_UNSCHED, n.state[TG_Q_UNSCHED]);
+    tg_metrics_set(TG_G_QUEUE_WAITING, n.state[TG_Q_WAITING]);
+    tg_metrics_set(TG_G_QUEUE_PODS, n.pending_pods);
+    tg_metrics_set(TG_G_RESERVATIONS, n.reservations);
+    tg_metrics_set(TG_G_NOMINATIONS, n.nominations);
     uint64_t relists = 0, restarts = 0, decode = 0;
     for (int k = 0; k < TG_INF_N; k++) {
         const struct tg_reflector_stats *st = d->inf && d->inf->r[k] ? tg_reflector_stats(d->inf->r[k]) : NULL;
@@ -237,7 +239,7 @@ static void arm(struct tg_daemon *d, int more)
 {
     int64_t delay = d->housekept_ms + HOUSEKEEPING_MS - (int64_t)uv_now(&d->loop);
     if (scheduling(d) && !d->handlers.lost) { /* lost: nothing is decided before the resync */
-        int64_t due = tg_engine_next_due(&d->engine);
+        int64_t due = tg_engine_next_due(d->engine);
         int64_t now = tg__now_ms();
         if (due != INT64_MAX && due - now < delay)
             delay = due - now;
@@ -255,8 +257,8 @@ static void on_tick(uv_timer_t *t)
     /* no decision on a model that misses objects (lost to an allocation
      * failure) until the resync has handed them over; a gang the queue lost
      * comes back the same way */
-    if (d->engine.stats.nomem != d->nomem_seen) {
-        d->nomem_seen = d->engine.stats.nomem;
+    if (tg_engine_stats(d->engine)->nomem != d->nomem_seen) {
+        d->nomem_seen = tg_engine_stats(d->engine)->nomem;
         tg__handlers_lost(&d->handlers);
     }
     tg__handlers_resync(&d->handlers, d->inf, (int64_t)uv_now(&d->loop));
@@ -273,8 +275,10 @@ static void on_synced(void *ud)
     struct tg_daemon *d = ud;
     d->synced = 1;
     tg_metrics_set(TG_G_SYNCED, 1);
-    tg_info(C, "caches synced: %u nodes, %u bound pods, %u pending pods", d->engine.sched.cluster.nready,
-            d->engine.sched.cluster.usage.len, d->engine.gangs.pidx.len);
+    struct tg_engine_counts n;
+    tg_engine_counts(d->engine, &n);
+    tg_info(C, "caches synced: %u nodes, %u bound pods, %u pending pods", tg_engine_cluster(d->engine)->nready,
+            tg_engine_cluster(d->engine)->usage.len, n.pending_pods);
     kick(d);
 }
 
@@ -302,7 +306,7 @@ static void on_podgroup(void *ud, const char *key)
 static void on_members(void *ud, const char *gang_key)
 {
     struct tg_daemon *d = ud;
-    struct tg_grec *g = scheduling(d) ? tg_gangs_get(&d->engine.gangs, gang_key) : NULL;
+    struct tg_grec *g = scheduling(d) ? tg_engine_gang(d->engine, gang_key) : NULL;
     if (g && g->nmembers && g->nmembers < tg_grec_min(g)) /* a member went */
         tg__loss_check(d->loss, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND));
     tg__report_refresh(&d->report, gang_key, 0); /* the scheduled count may have changed */
@@ -628,23 +632,22 @@ static int connect_api(struct tg_daemon *d)
 static int make_core(struct tg_daemon *d)
 {
     struct tg_clock clk = {engine_clock, NULL};
-    if (tg_engine_init(&d->engine, &d->o.policy, &clk))
+    if (tg_engine_new(&d->engine, &d->o.policy, &clk))
         return TG_ENOMEM;
     d->engine_up = 1;
-    d->engine.gang_freed = on_gang_freed;
-    d->engine.ud = d;
-    tg__report_init(&d->report, &d->engine, d->client);
-    if (tg__loss_new(&d->engine, d->client, &d->report, &d->loss))
+    tg_engine_on_gang_freed(d->engine, on_gang_freed, d);
+    tg__report_init(&d->report, d->engine, d->client);
+    if (tg__loss_new(d->engine, d->client, &d->report, &d->loss))
         return TG_ENOMEM;
     struct tg__binder_hooks bh = {on_note, bound_store, d};
-    return tg__binder_new(&d->engine, d->client, &d->loop, &bh, &d->binder);
+    return tg__binder_new(d->engine, d->client, &d->loop, &bh, &d->binder);
 }
 
 static int start_informer(struct tg_daemon *d)
 {
     const struct opts *o = &d->o;
     d->handlers = (struct tg__handlers){
-        .engine = &d->engine, .client = d->client, .scheduler_name = o->scheduler_name,
+        .engine = d->engine, .client = d->client, .scheduler_name = o->scheduler_name,
         .on_change = kick, .on_policy = on_policy, .on_podgroup = on_podgroup,
         .on_members = on_members, .on_synced = on_synced, .ud = d,
         .gang_sources = o->gang_sources};
@@ -656,7 +659,7 @@ static int start_informer(struct tg_daemon *d)
     tg__handlers_wire(&d->handlers, &io);
     int rc = tg_informer_start(d->client, &io, &d->inf);
     if (!rc)
-        rc = tg__evict_new(&d->engine, d->client, &d->evictor);
+        rc = tg__evict_new(d->engine, d->client, &d->evictor);
     return rc;
 }
 
@@ -742,7 +745,7 @@ static void teardown(struct tg_daemon *d)
     tg__evict_free(&d->evictor);
     tg__loss_free(&d->loss);
     if (d->engine_up)
-        tg_engine_free(&d->engine); /* its gang_freed hook frees the report's state */
+        tg_engine_delete(d->engine); /* its gang_freed hook frees the report's state */
     tg__report_free(&d->report);
 }
 

@@ -172,7 +172,7 @@ static void on_status_patched(void *ud, const struct tg_resp *resp)
         r->patches = p->next;
     if (p->next)
         p->next->prev = p->prev;
-    struct tg_grec *g = tg_gangs_get(&r->engine->gangs, p->key);
+    struct tg_grec *g = tg_engine_gang(r->engine, p->key);
     free(p);
     if (g && g->user) {
         ((struct rgang *)g->user)->patch_inflight = 0;
@@ -394,9 +394,8 @@ void tg__report_tick(struct tg__report *r)
         return;
     r->lost = 0;
     uint32_t pos = 0;
-    const struct tg_hslot *s;
-    while ((s = tg_hmap_next(&r->engine->gangs.by_key, &pos))) {
-        struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
+    struct tg_grec *g;
+    while ((g = tg_engine_gang_next(r->engine, &pos))) {
         struct rgang *rg = g->user;
         if (rg && !rg->patch_inflight && !rg->binding && (!rg->sig || rg->want))
             write_status(r, g, 0);
@@ -405,7 +404,7 @@ void tg__report_tick(struct tg__report *r)
 
 void tg__report_refresh(struct tg__report *r, const char *gang_key, int rewrite)
 {
-    struct tg_grec *g = tg_gangs_get(&r->engine->gangs, gang_key);
+    struct tg_grec *g = tg_engine_gang(r->engine, gang_key);
     if (g && g->user && (rewrite || !((struct rgang *)g->user)->binding))
         write_status(r, g, rewrite);
 }
@@ -511,10 +510,10 @@ static void set_nomination(struct tg__report *r, struct tg_grec *g, const struct
         return;
     }
     char path[512];
-    set_str(&rg->nom_domain, tg_tree_path(&r->engine->sched.cluster.tree, dom, path, sizeof path));
+    set_str(&rg->nom_domain, tg_tree_path(&tg_engine_cluster(r->engine)->tree, dom, path, sizeof path));
     rg->nom_victims = 0;
     for (uint32_t i = 0; n && i < n->nvictims; i++)
-        rg->nom_victims += tg_cluster_usage(&r->engine->sched.cluster, n->victims[i]) != NULL;
+        rg->nom_victims += tg_cluster_usage(tg_engine_cluster(r->engine), n->victims[i]) != NULL;
 }
 
 static void set_reservation(struct tg__report *r, struct tg_grec *g)
@@ -523,17 +522,17 @@ static void set_reservation(struct tg__report *r, struct tg_grec *g)
     const struct tg_reservation *v = tg_engine_reservation(r->engine, g);
     char path[512];
     set_str(&rg->resv_domain,
-            v ? tg_tree_path(&r->engine->sched.cluster.tree, v->domain, path, sizeof path) : NULL);
+            v ? tg_tree_path(&tg_engine_cluster(r->engine)->tree, v->domain, path, sizeof path) : NULL);
     rg->resv_since_ms = v ? v->since_ms : 0;
 }
 
 static void placed(struct tg__report *r, struct tg_grec *g, const struct tg_decision *d)
 {
     struct rgang *rg = g->user;
-    const struct tg_policy *p = &r->engine->sched.policy;
+    const struct tg_policy *p = tg_engine_policy(r->engine);
     char path[512];
     set_str(&rg->level, d->result.level ? p->levels[d->result.level - 1].name : "cluster");
-    set_str(&rg->domain, tg_tree_path(&r->engine->sched.cluster.tree, d->result.domain, path,
+    set_str(&rg->domain, tg_tree_path(&tg_engine_cluster(r->engine)->tree, d->result.domain, path,
                                       sizeof path));
     set_str(&rg->nom_domain, NULL);
     set_str(&rg->resv_domain, NULL);
@@ -684,7 +683,7 @@ static void rolled_back(struct tg__report *r, struct tg_grec *g, const char *key
 
 void tg__report_bind(struct tg__report *r, const char *gang_key, const struct tg__bind_note *n)
 {
-    struct tg_grec *g = tg_gangs_get(&r->engine->gangs, gang_key);
+    struct tg_grec *g = tg_engine_gang(r->engine, gang_key);
     if (!g || !state_of(g)) {
         /* the record went meanwhile: how the binds ended is still told */
         if (n->what == TG__BIND_DONE)

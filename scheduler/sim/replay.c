@@ -180,7 +180,7 @@ static int sample_take(struct tg_replay *r, int64_t t)
     s->used = r->used[r->main_res];
     s->queue = r->queue;
     s->waiting = r->waiting;
-    const struct tg_cluster *c = &r->engine.sched.cluster;
+    const struct tg_cluster *c = tg_engine_cluster(r->engine);
     const struct tg_tree *tr = &c->tree;
     if (tr->ndom > r->capdom) {
         uint32_t *a = realloc(r->dom_free, tr->ndom * sizeof *a), *b;
@@ -262,7 +262,7 @@ static struct tg__rgang *gang_of(struct tg_replay *r, struct tg_grec *g)
 static struct tg_grec *grec_of(struct tg_replay *r, const struct tg__rpod *rp)
 {
     char key[512];
-    return tg_gangs_get(&r->engine.gangs, tg_gang_key_of(&r->engine.gangs, &rp->live, key, sizeof key));
+    return tg_engine_gang(r->engine, tg_engine_gang_key(r->engine, &rp->live, key, sizeof key));
 }
 
 static struct tg__run *open_run(struct tg__rgang *g)
@@ -373,7 +373,7 @@ static void binds_over(struct tg_replay *r, struct tg__rgang *g, const struct tg
         run->start = r->now - r->t0;
     struct tg_grec *gr = grec_of(r, rp);
     if (gr)
-        tg_engine_bind_done(&r->engine, gr, 1, 0);
+        tg_engine_bind_done(r->engine, gr, 1, 0);
 }
 
 /* rp's bind succeeded: bound (the pending stream loses it), running. */
@@ -381,8 +381,8 @@ static int bind_pod(struct tg_replay *r, struct tg__rpod *rp)
 {
     struct tg__rgang *g = &r->gangs[rp->gang];
     rp->live.node = rp->node;
-    int rc = tg_engine_bound_set(&r->engine, &rp->live);
-    tg_engine_pending_gone(&r->engine, &rp->live);
+    int rc = tg_engine_bound_set(r->engine, &rp->live);
+    tg_engine_pending_gone(r->engine, &rp->live);
     if (rc)
         return rc;
     rp->state = TG__RP_RUNNING;
@@ -399,7 +399,7 @@ static int bind_pod(struct tg_replay *r, struct tg__rpod *rp)
 
 static int place(struct tg_replay *r, struct tg__rgang *g, const struct tg_decision *d)
 {
-    const struct tg_cluster *c = &r->engine.sched.cluster;
+    const struct tg_cluster *c = tg_engine_cluster(r->engine);
     struct tg__run *run = open_run(g);
     if (!run) {
         char path[512];
@@ -422,7 +422,7 @@ static int place(struct tg_replay *r, struct tg__rgang *g, const struct tg_decis
     g->binding += run->npods - first;
     if (run->npods == first) { /* nothing to bind (cannot happen): do not leave it out */
         struct tg_grec *gr = d->gang;
-        tg_engine_bind_done(&r->engine, gr, 1, 0);
+        tg_engine_bind_done(r->engine, gr, 1, 0);
         return 0;
     }
     for (uint32_t i = first; i < run->npods; i++) {
@@ -443,7 +443,7 @@ static int evict_pod(struct tg_replay *r, struct tg__rpod *rp)
     r->sum.work_lost += (double)rp->main * (double)(r->now - rp->bound_ms) / 1000.0;
     r->sum.victim_pods++;
     rp->live.deleting = 1;
-    int rc = tg_engine_bound_set(&r->engine, &rp->live);
+    int rc = tg_engine_bound_set(r->engine, &rp->live);
     int64_t gone = r->now + (int64_t)rp->live.grace_s * 1000, dur = rp->sp->duration_ms;
     if (dur >= 0 && rp->bound_ms + dur < gone)
         gone = rp->bound_ms + dur > r->now ? rp->bound_ms + dur : r->now;
@@ -467,7 +467,7 @@ static int reincarnate(struct tg_replay *r, struct tg__rpod *rp)
     rp->run = NONE;
     rp->state = TG__RP_PENDING;
     int rc = live_key(r, rp);
-    return rc ? rc : tg_engine_pending_set(&r->engine, &rp->live);
+    return rc ? rc : tg_engine_pending_set(r->engine, &rp->live);
 }
 
 /* g's run was preempted by gang `by`: it ends, and every pod of it comes
@@ -548,12 +548,12 @@ static int preempt(struct tg_replay *r, struct tg__rgang *g, const struct tg_dec
 
 static int reserved(struct tg_replay *r, struct tg__rgang *g, const struct tg_decision *d)
 {
-    const struct tg_reservation *rv = tg_engine_reservation(&r->engine, d->gang);
+    const struct tg_reservation *rv = tg_engine_reservation(r->engine, d->gang);
     r->sum.reservations++;
     if (!rv || g->resv_at >= 0)
         return 0;
     char path[512];
-    tg_tree_path(&r->engine.sched.cluster.tree, rv->domain, path, sizeof path);
+    tg_tree_path(&tg_engine_cluster(r->engine)->tree, rv->domain, path, sizeof path);
     g->resv_at = r->now - r->t0;
     return set_text(&g->resv_domain, path);
 }
@@ -599,11 +599,13 @@ static int carry_out(struct tg_replay *r, const struct tg_decision *d)
 /* Decisions until the engine has none due now. */
 static int drain(struct tg_replay *r)
 {
-    uint64_t budget = 1024 + 16ull * (tg_queue_len(&r->engine.queue) + r->engine.nnoms);
+    struct tg_engine_counts n;
+    tg_engine_counts(r->engine, &n);
+    uint64_t budget = 1024 + 16ull * (n.queued + n.nominations);
     r->cut = 0;
     while (budget--) {
         struct tg_decision d;
-        int rc = tg_engine_next(&r->engine, &d);
+        int rc = tg_engine_next(r->engine, &d);
         if (!rc && d.kind == TG_D_NONE) {
             tg_decision_free(&d);
             return 0;
@@ -629,7 +631,7 @@ static int on_arrive(struct tg_replay *r, struct tg__rpod *rp)
     if (g->state != TG__RG_RUNNING)
         gang_state(r, g, TG__RG_WAITING);
     r->last_change = r->now;
-    return tg_engine_pending_set(&r->engine, &rp->live);
+    return tg_engine_pending_set(r->engine, &rp->live);
 }
 
 /* g's run is over when its last pod is: members still pending are not
@@ -644,7 +646,7 @@ static void run_done(struct tg_replay *r, struct tg__rgang *g, struct tg__rpod *
     for (uint32_t i = 0; i < g->npods; i++) {
         struct tg__rpod *p = &r->pods[g->pods[i]];
         if (p->state == TG__RP_PENDING) {
-            tg_engine_pending_gone(&r->engine, &p->live);
+            tg_engine_pending_gone(r->engine, &p->live);
             p->state = TG__RP_DONE;
         }
     }
@@ -655,7 +657,7 @@ static void run_done(struct tg_replay *r, struct tg__rgang *g, struct tg__rpod *
 static int on_complete(struct tg_replay *r, struct tg__rpod *rp)
 {
     rp->live.phase = TG_PHASE_SUCCEEDED;
-    int rc = tg_engine_bound_set(&r->engine, &rp->live);
+    int rc = tg_engine_bound_set(r->engine, &rp->live);
     use(r, rp, -1);
     rp->state = TG__RP_DONE;
     if (rp->gang != NONE && rp->run != NONE)
@@ -675,7 +677,7 @@ static int handle(struct tg_replay *r, const struct tg__event *ev)
     case EV_COMPLETE:
         return current && rp->state == TG__RP_RUNNING ? on_complete(r, rp) : 0;
     case EV_GONE:
-        tg_engine_bound_gone(&r->engine, ev->key);
+        tg_engine_bound_gone(r->engine, ev->key);
         use(r, rp, -1);
         return 0;
     }
@@ -745,7 +747,7 @@ static void resources(struct tg_replay *r)
 static struct tg__rgang *gang_make(struct tg_replay *r, const struct tg__rpod *rp)
 {
     char key[512];
-    tg_gang_key_of(&r->engine.gangs, rp->sp->pod, key, sizeof key);
+    tg_engine_gang_key(r->engine, rp->sp->pod, key, sizeof key);
     uint64_t v;
     struct tg__rgang *g;
     if (tg_hmap_get(&r->gang_idx, key, strlen(key), &v)) {
@@ -803,7 +805,7 @@ static int build(struct tg_replay *r)
 /* A pod bound in the input: running from the start (Terminating: leaving). */
 static int start_bound(struct tg_replay *r, struct tg__rpod *rp)
 {
-    int rc = tg_engine_bound_set(&r->engine, &rp->live);
+    int rc = tg_engine_bound_set(r->engine, &rp->live);
     if (rc)
         return rc;
     rp->node = rp->live.node;
@@ -841,7 +843,7 @@ static int start_bound(struct tg_replay *r, struct tg__rpod *rp)
 static int feed(struct tg_replay *r)
 {
     const struct tg_simdata *d = r->data;
-    struct tg_engine *e = &r->engine;
+    struct tg_engine *e = r->engine;
     int rc = 0;
     for (uint32_t i = 0; i < d->npcs && !rc; i++)
         rc = tg_engine_pclass_set(e, d->pcs[i].name, &d->pcs[i].pc);
@@ -879,11 +881,11 @@ static int setup(struct tg_replay *r)
         return TG_ENOMEM;
     resources(r);
     struct tg_clock clk = {virtual_clock, r};
-    int rc = tg_engine_init(&r->engine, &r->policy, &clk);
+    int rc = tg_engine_new(&r->engine, &r->policy, &clk);
     if (rc)
         return rc;
     r->engine_up = 1;
-    r->engine.gangs.owner_kinds = r->data->wl_kinds; /* the owners the input holds form gangs */
+    tg_engine_set_owner_kinds(r->engine, r->data->wl_kinds); /* the owners the input holds form gangs */
     return build(r) || feed(r) ? TG_ENOMEM : 0;
 }
 
@@ -892,7 +894,7 @@ static int setup(struct tg_replay *r)
 /* The next time anything can happen; INT64_MAX: the replay is over. */
 static int64_t next_time(const struct tg_replay *r)
 {
-    int64_t due = tg_engine_next_due(&r->engine);
+    int64_t due = tg_engine_next_due(r->engine);
     if (r->cut && due <= r->now)
         due = r->now + 1;
     if (r->nev)
@@ -902,10 +904,9 @@ static int64_t next_time(const struct tg_replay *r)
     /* only the engine's own timers are left: past a quiet spell and every
      * timeout, nothing can change any more */
     int64_t horizon = r->quiet_from + QUIET_MS + r->policy.reserve_after_s * 1000;
-    const struct tg_qheap *dl = &r->engine.queue.deadline;
-    for (uint32_t i = 0; i < dl->n; i++)
-        if (dl->v[i]->deadline_ms > horizon && dl->v[i]->deadline_ms != INT64_MAX)
-            horizon = dl->v[i]->deadline_ms;
+    int64_t last = tg_engine_latest_deadline(r->engine);
+    if (last > horizon)
+        horizon = last;
     return due > horizon ? INT64_MAX : due;
 }
 
@@ -953,7 +954,7 @@ static int summarize(struct tg_replay *r)
     s->wait_p90 = pct(w, nw, 90);
     s->wait_p99 = pct(w, nw, 99);
     free(w);
-    s->attempts = r->engine.stats.attempts;
+    s->attempts = tg_engine_stats(r->engine)->attempts;
     s->end_s = (double)r->end / 1000.0;
     return 0;
 }
@@ -1044,7 +1045,7 @@ void tg_replay_free(struct tg_replay **pr)
     if (!r)
         return;
     if (r->engine_up)
-        tg_engine_free(&r->engine); /* first: it points at the pods */
+        tg_engine_delete(r->engine); /* first: it points at the pods */
     for (uint32_t i = 0; r->pods && i < r->npods; i++)
         free(r->pods[i].live.key);
     for (uint32_t i = 0; r->gangs && i < r->ngangs; i++)

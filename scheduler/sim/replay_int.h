@@ -86,7 +86,7 @@ struct tg_replay {
     const struct tg_simdata *data;
     struct tg_policy policy;
     struct tg_replay_opts opts;
-    struct tg_engine engine;
+    struct tg_engine *engine;
     int engine_up;
     uint32_t ours;                      /* interned schedulerName */
     int64_t t0, now;                    /* absolute clock (ms since the epoch) */

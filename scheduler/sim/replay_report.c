@@ -412,7 +412,7 @@ static void summary_json(const struct tg_replay *r, struct tg_sb *o)
     tg_sb_printf(o, "{\"nodes\":%u,\"gangs\":%u,\"pods\":%u,\"completed\":%u,\"running\":%u,"
                     "\"pending\":%u,\"unschedulable\":%u,\"invalid\":%u,\"neverStarted\":%u,"
                     "\"makespan\":",
-                 r->engine.sched.cluster.nready, s->gangs, s->pods, s->completed, s->running,
+                 tg_engine_cluster(r->engine)->nready, s->gangs, s->pods, s->completed, s->running,
                  s->pending, s->unschedulable, s->invalid, s->never_started);
     tg__replay_secs(o, makespan(r));
     tg_sb_puts(o, ",\"end\":");
@@ -579,7 +579,7 @@ static void summary_text(const struct tg_replay *r, struct tg_sb *o)
     }
     tg_sb_printf(o, "%u gangs (%u pods) on %u nodes over %s: %u completed, %u running, %u pending, "
                     "%u unschedulable, %u invalid; makespan %s\n",
-                 s->gangs, s->pods, r->engine.sched.cluster.nready, clock_text(r->end, a, sizeof a),
+                 s->gangs, s->pods, tg_engine_cluster(r->engine)->nready, clock_text(r->end, a, sizeof a),
                  s->completed, s->running, s->pending, s->unschedulable, s->invalid,
                  clock_text(makespan(r), b, sizeof b));
     tg_sb_puts(o, "utilization:");

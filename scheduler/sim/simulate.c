@@ -44,7 +44,7 @@ struct outcome {
 struct tg_sim {
     struct tg_simdata data;
     struct tg_policy policy;
-    struct tg_engine engine;
+    struct tg_engine *engine;
     int engine_up;
     int64_t now;                        /* the fixed clock */
     struct outcome *out;
@@ -93,7 +93,7 @@ void tg_sim_free(struct tg_sim **psim)
     if (!sim)
         return;
     if (sim->engine_up)
-        tg_engine_free(&sim->engine);
+        tg_engine_delete(sim->engine);
     for (uint32_t i = 0; i < sim->nout; i++)
         outcome_free(&sim->out[i]);
     free(sim->out);
@@ -138,10 +138,10 @@ static int set_text(char **dst, const char *s)
 static int feed(struct tg_sim *sim)
 {
     struct tg_simdata *d = &sim->data;
-    struct tg_engine *e = &sim->engine;
+    struct tg_engine *e = sim->engine;
     uint32_t ours = tg_intern(sim->policy.scheduler_name);
     int rc = 0;
-    e->gangs.owner_kinds = d->wl_kinds; /* the owners the input holds form gangs */
+    tg_engine_set_owner_kinds(e, d->wl_kinds); /* the owners the input holds form gangs */
     for (uint32_t i = 0; i < d->npcs && !rc; i++)
         rc = tg_engine_pclass_set(e, d->pcs[i].name, &d->pcs[i].pc);
     for (uint32_t i = 0; i < d->npgs; i++)
@@ -182,8 +182,8 @@ static int make_outcomes(struct tg_sim *sim)
         if (p->node || p->sched != ours || tg_pod_terminal(p) || p->deleting)
             continue;
         char key[512];
-        tg_gang_key_of(&sim->engine.gangs, p, key, sizeof key);
-        struct tg_grec *g = tg_gangs_get(&sim->engine.gangs, key);
+        tg_engine_gang_key(sim->engine, p, key, sizeof key);
+        struct tg_grec *g = tg_engine_gang(sim->engine, key);
         uint64_t k;
         struct outcome *o;
         if (tg_hmap_get(&sim->out_idx, key, strlen(key), &k)) {
@@ -239,7 +239,7 @@ static int evict(struct tg_sim *sim, struct outcome *o, const struct tg_preempti
     /* remove them after the names are taken: a gang record may go with its last pod */
     for (uint32_t i = o->npre - pl->nvictims; i < o->npre; i++)
         for (uint32_t k = 0; k < o->pre[i].npods; k++)
-            tg_engine_bound_gone(&sim->engine, o->pre[i].pods[k]);
+            tg_engine_bound_gone(sim->engine, o->pre[i].pods[k]);
     return 0;
 }
 
@@ -248,13 +248,13 @@ static int record(struct tg_sim *sim, const struct tg_decision *dc)
     struct outcome *o = outcome_of(sim, dc->gang->key);
     if (!o)
         return 0;
-    const struct tg_cluster *c = &sim->engine.sched.cluster;
+    const struct tg_cluster *c = tg_engine_cluster(sim->engine);
     if (dc->kind == TG_D_PREEMPT && evict(sim, o, &dc->preemption))
         return TG_ENOMEM;
     if (dc->kind != TG_D_PLACE)
         return set_text(&o->reason, dc->reason);
     o->status = TG_GANG_SCHEDULED;
-    const struct tg_policy *p = &sim->engine.sched.policy;
+    const struct tg_policy *p = tg_engine_policy(sim->engine);
     snprintf(o->level, sizeof o->level, "%s",
              dc->result.level ? p->levels[dc->result.level - 1].name : "cluster");
     char path[512];
@@ -290,7 +290,7 @@ int tg_sim_run(struct tg_sim *sim)
             sim->now = d->pods[i].pod->created_ms;
     sim->now += 1000;
     struct tg_clock clk = {fixed_clock, sim};
-    int rc = tg_engine_init(&sim->engine, &sim->policy, &clk);
+    int rc = tg_engine_new(&sim->engine, &sim->policy, &clk);
     if (rc)
         return rc;
     sim->engine_up = 1;
@@ -300,7 +300,7 @@ int tg_sim_run(struct tg_sim *sim)
     uint64_t budget = 4ull * sim->nout + 64;
     while (budget--) {
         struct tg_decision dc;
-        if ((rc = tg_engine_next(&sim->engine, &dc))) {
+        if ((rc = tg_engine_next(sim->engine, &dc))) {
             tg_decision_free(&dc);
             return rc;
         }
@@ -310,13 +310,13 @@ int tg_sim_run(struct tg_sim *sim)
         }
         rc = record(sim, &dc);
         if (!rc && dc.kind == TG_D_PLACE)
-            tg_engine_bind_done(&sim->engine, dc.gang, 1, 0);
+            tg_engine_bind_done(sim->engine, dc.gang, 1, 0);
         tg_decision_free(&dc);
         if (rc)
             return rc;
     }
     struct tg_sim_summary *s = &sim->sum;
-    s->nodes = sim->engine.sched.cluster.nready;
+    s->nodes = tg_engine_cluster(sim->engine)->nready;
     s->gangs = sim->nout;
     for (uint32_t i = 0; i < sim->nout; i++) {
         struct outcome *o = &sim->out[i];

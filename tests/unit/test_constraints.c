@@ -8,6 +8,7 @@
 #include "model/objects.h"
 #include "model/objstore.h"
 #include "scheduler/engine.h"
+#include "scheduler/internal.h" /* the tests embed an engine and look inside */
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/yamljson.h"

@@ -6,10 +6,14 @@
  *   - a gang left short of minMember with members bound (its completion's
  *     binds were rolled back, some of its pods gone) is decided again when
  *     its timeout passes, timed out, so that the daemon rolls it back.
+ *   - the embedders' contract (engine.h's accessors, through an engine made
+ *     by tg_engine_new like the daemon's): what they read is what the
+ *     engine holds, and the gang_freed hook runs when a gang goes.
  */
 #include "testutil.h"
 #include "config/policy.h"
 #include "scheduler/engine.h"
+#include "scheduler/internal.h" /* the tests embed an engine and look inside */
 #include "scheduler/sim/load.h"
 #include "util/intern.h"
 
@@ -177,11 +181,101 @@ static void half_bound_gang_times_out(void **state)
     free(y);
 }
 
+static int freed_calls;
+static char freed_key[64];
+static void on_freed(void *ud, struct tg_grec *g)
+{
+    freed_calls += ud == &freed_calls;
+    snprintf(freed_key, sizeof freed_key, "%s", g->key);
+}
+
+/* ml/big (3 x 8 GPUs in one rack) on two racks of 2 nodes, read through the
+ * accessors only. */
+static void accessors_read_what_the_engine_holds(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    tu_node(&y, "r0-n0", "", "r0", 8, NULL);
+    tu_node(&y, "r0-n1", "", "r0", 8, NULL);
+    tu_node(&y, "r1-n0", "", "r1", 8, NULL);
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+               "metadata: {name: big, namespace: ml}\nspec: {minMember: 3, topology: {required: rack}}\n");
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "big-%d", i);
+        tu_pod(&y, name, "big", "nvidia.com/gpu: 8", NULL);
+    }
+    struct tg_simdata d;
+    load(&d, y);
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    pol.gang_timeout_s = 300;
+    struct tg_engine *e = NULL;
+    struct tg_clock clk = {test_clock, NULL};
+    clock_ms = 1000000;
+    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
+    freed_calls = 0;
+    tg_engine_on_gang_freed(e, on_freed, &freed_calls);
+    for (uint32_t i = 0; i < d.nnodes; i++)
+        assert_int_equal(tg_engine_node_set(e, tg_node_clone(d.nodes[i])), 0);
+    tg_engine_podgroup_set(e, d.pgs[0]);
+    for (uint32_t i = 0; i < d.npods; i++)
+        assert_int_equal(tg_engine_pending_set(e, d.pods[i].pod), 0);
+    assert_int_equal(tg_engine_cluster(e)->nready, 3);
+    assert_int_equal(tg_engine_policy(e)->gang_timeout_s, 300);
+    assert_ptr_equal(tg_engine_podgroup(e, "ml/big"), d.pgs[0]);
+    char key[64];
+    assert_string_equal(tg_engine_gang_key(e, d.pods[0].pod, key, sizeof key), "ml/big");
+    struct tg_grec *g = tg_engine_gang(e, "ml/big");
+    assert_non_null(g);
+    assert_null(tg_engine_gang(e, "ml/none"));
+    uint32_t pos = 0, n = 0;
+    for (struct tg_grec *x; (x = tg_engine_gang_next(e, &pos)); n++)
+        assert_ptr_equal(x, g);
+    assert_int_equal(n, 1);
+    struct tg_engine_counts c;
+    tg_engine_counts(e, &c);
+    assert_int_equal(c.queued, 1);
+    assert_int_equal(c.state[TG_Q_ACTIVE], 1);
+    assert_int_equal(c.pending_pods, 3);
+    /* queued: its timeout is the queue's deadline for it */
+    assert_int_equal(tg_engine_latest_deadline(e), g->first_seen_ms + 300 * 1000);
+
+    struct tg_decision dc;
+    assert_int_equal(tg_engine_next(e, &dc), 0);
+    assert_int_equal(dc.kind, TG_D_UNSCHEDULABLE);
+    tg_decision_free(&dc);
+    assert_int_equal(tg_engine_stats(e)->attempts, 1);
+    assert_int_equal(tg_engine_stats(e)->unschedulable, 1);
+    tg_engine_counts(e, &c);
+    assert_int_equal(c.queued, 1);
+    assert_int_equal(c.state[TG_Q_ACTIVE], 0);
+    assert_int_equal(c.state[TG_Q_BACKOFF] + c.state[TG_Q_UNSCHED], 1);
+    assert_int_equal(c.nominations, 0);
+    /* unschedulable: still armed for its timeout */
+    assert_int_equal(tg_engine_latest_deadline(e), g->first_seen_ms + 300 * 1000);
+
+    /* its pods go: the record is freed and the embedder hears of it first */
+    for (uint32_t i = 0; i < d.npods; i++)
+        tg_engine_pending_gone(e, d.pods[i].pod);
+    assert_int_equal(freed_calls, 1);
+    assert_string_equal(freed_key, "ml/big");
+    assert_null(tg_engine_gang(e, "ml/big"));
+    tg_engine_counts(e, &c);
+    assert_int_equal(c.queued, 0);
+    assert_int_equal(c.pending_pods, 0);
+    assert_int_equal(tg_engine_latest_deadline(e), INT64_MIN);
+    tg_engine_delete(e);
+    tg_simdata_free(&d);
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(podgroup_status_update_does_not_wake),
         cmocka_unit_test(half_bound_gang_times_out),
+        cmocka_unit_test(accessors_read_what_the_engine_holds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

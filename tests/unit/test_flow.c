@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "config/policy.h"
 #include "scheduler/engine.h"
+#include "scheduler/internal.h" /* the tests embed an engine and look inside */
 #include "util/intern.h"
 
 #include <stdio.h>

@@ -20,6 +20,7 @@
 #include "informer/kinds.h"
 #include "scheduler/daemon/internal.h"
 #include "scheduler/engine.h"
+#include "scheduler/internal.h" /* the tests embed an engine and look inside */
 #include "util/err.h"
 #include "util/intern.h"
 

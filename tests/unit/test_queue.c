@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include "scheduler/internal.h" /* the queue's layout: the tests embed one */
 #include "scheduler/queue.h"
 
 static int64_t now;

@@ -95,41 +95,41 @@ static void terminating_members_are_not_placed(void **state)
     assert_int_equal(tg_simdata_load_string(&d, y, strlen(y), "t.yaml", &err), 0);
     struct tg_policy pol;
     policy_of(RACKS, &pol);
-    struct tg_engine e;
+    struct tg_engine *e;
     struct tg_clock clk = {test_clock, NULL};
     clock_ms = 1000000;
-    assert_int_equal(tg_engine_init(&e, &pol, &clk), 0);
+    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
     for (uint32_t i = 0; i < d.nnodes; i++)
-        assert_int_equal(tg_engine_node_set(&e, tg_node_clone(d.nodes[i])), 0);
-    tg_engine_podgroup_set(&e, d.pgs[0]);
+        assert_int_equal(tg_engine_node_set(e, tg_node_clone(d.nodes[i])), 0);
+    tg_engine_podgroup_set(e, d.pgs[0]);
     struct tg_pod *old[2] = {pod_of(&d, "ml/v-0"), pod_of(&d, "ml/v-1")};
     for (int i = 0; i < 2; i++)
-        assert_int_equal(tg_engine_bound_set(&e, old[i]), 0);
-    struct tg_grec *g = tg_gangs_get(&e.gangs, "ml/v");
+        assert_int_equal(tg_engine_bound_set(e, old[i]), 0);
+    struct tg_grec *g = tg_engine_gang(e, "ml/v");
     assert_non_null(g);
     assert_int_equal(g->nmembers, 2);
     /* preempted: Terminating, and recreated */
     for (int i = 0; i < 2; i++) {
         old[i]->deleting = 1;
-        assert_int_equal(tg_engine_bound_set(&e, old[i]), 0);
+        assert_int_equal(tg_engine_bound_set(e, old[i]), 0);
     }
-    assert_non_null(tg_cluster_usage(&e.sched.cluster, "ml/v-0")); /* still holds r0 */
-    assert_int_equal(tg_engine_pending_set(&e, pod_of(&d, "ml/v-0-r1")), 0);
-    assert_int_equal(tg_engine_pending_set(&e, pod_of(&d, "ml/v-1-r1")), 0);
-    g = tg_gangs_get(&e.gangs, "ml/v");
+    assert_non_null(tg_cluster_usage(tg_engine_cluster(e), "ml/v-0")); /* still holds r0 */
+    assert_int_equal(tg_engine_pending_set(e, pod_of(&d, "ml/v-0-r1")), 0);
+    assert_int_equal(tg_engine_pending_set(e, pod_of(&d, "ml/v-1-r1")), 0);
+    g = tg_engine_gang(e, "ml/v");
     assert_int_equal(g->nmembers, 0);
     struct tg_decision dc;
-    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_equal(tg_engine_next(e, &dc), 0);
     assert_int_equal(dc.kind, TG_D_PLACE);
     assert_int_equal(dc.view.nbound, 0);
     assert_int_equal(dc.must, 2);
     assert_int_equal(dc.result.nplaced, 2);
     for (uint32_t i = 0; i < dc.view.npods; i++) {
-        const char *node = tg_str(e.sched.cluster.nodes[dc.result.slot[i]].name);
+        const char *node = tg_str(tg_engine_cluster(e)->nodes[dc.result.slot[i]].name);
         assert_true(!strncmp(node, "r1-", 3));
     }
     tg_decision_free(&dc);
-    tg_engine_free(&e);
+    tg_engine_delete(e);
     tg_simdata_free(&d);
     tg_sb_free(&err);
     free(y);

@@ -6,6 +6,7 @@
 #include "config/policy.h"
 #include "model/workload.h"
 #include "scheduler/engine.h"
+#include "scheduler/internal.h" /* the tests embed an engine and look inside */
 #include "util/intern.h"
 #include "util/err.h"
 

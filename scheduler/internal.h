@@ -1,0 +1,95 @@
+/* The core's private layouts: the engine, the gang table and the queue.
+ *
+ * Included only by the core (the .c files in scheduler/) and by the unit tests that check
+ * its insides. The daemon (scheduler/daemon) and `simulate` (scheduler/sim)
+ * see the engine through engine.h's accessors only; scripts/check-layers
+ * refuses this header anywhere else, so the layouts can change (queues,
+ * reclaim) without reaching into the embedders. */
+#ifndef TG_SCHEDULER_INTERNAL_H
+#define TG_SCHEDULER_INTERNAL_H
+
+#include <stdint.h>
+
+#include "scheduler/engine.h"
+#include "util/hmap.h"
+
+/* ---- the pending queue (queue.h) ----------------------------------------------------- */
+
+struct tg_qheap {
+    struct tg_qent **v;
+    uint32_t n, cap;
+};
+
+#define TG_MAX_RESERVATIONS 4
+
+struct tg_queue {
+    const struct tg_clock *clock;
+    struct tg_qheap active, backoff, head, deadline;
+    struct tg_qent unsched;             /* list heads (sentinels) */
+    struct tg_qent waiting;
+    uint32_t count[TG_Q__N];
+    int64_t backoff_initial_ms, backoff_max_ms, flush_ms;
+    uint64_t wakes;                     /* tg_queue_wake calls */
+    struct tg_reservation resv[TG_MAX_RESERVATIONS];
+    uint32_t nresv;
+};
+
+/* The latest finite deadline of a queued entry; INT64_MIN when none. */
+int64_t tg_queue_latest_deadline(const struct tg_queue *q);
+
+/* ---- the gang table (gang.h) --------------------------------------------------------- */
+
+struct tg_gangs {
+    struct tg_cluster *cluster;
+    struct tg_hmap by_key;              /* key -> struct tg_grec * */
+    struct tg_imap by_group;            /* ns << 32 | group (interned) -> the gang of that
+                                           PodGroup: tg_gangs_of_usage builds no key */
+    struct tg_hmap pgs;                 /* PodGroup key -> const struct tg_podgroup * */
+    struct tg_hmap pidx;                /* pending pod key (owned) -> its place in its gang */
+    struct tg_imap pclass;              /* interned name -> struct tg_pclass * */
+    uint32_t default_class;             /* interned name of the globalDefault class, 0 none */
+    int32_t user_max;                   /* highest non-system class value (none:
+                                           TG_PRIO_USER_MAX) */
+    uint32_t user_max_name;             /* interned name of that class, 0 none */
+    /* Called before a record is freed (the embedder frees g->user; the queue
+     * entry is already out of the queue). */
+    void (*freed)(void *ud, struct tg_grec *g);
+    /* Called when a placed member goes away (room freed). */
+    void (*member_gone)(void *ud, struct tg_grec *g, const struct tg_usage *u);
+    /* Called when a pending member moved to another gang (its group label or
+     * its owner changed): g may have nothing left (NULL: g is freed if so). */
+    void (*pending_left)(void *ud, struct tg_grec *g);
+    void *ud;
+    struct tg_hmap umem;                /* placed member's pod key -> the gang it joined */
+    struct tg_hmap wls;                 /* workload key -> const struct tg_workload * */
+    const struct tg_policy *policy;     /* the levels peers' topology resolves to; NULL none */
+    uint32_t sched;                     /* interned schedulerName: its bound pods join
+                                           derived gangs */
+    unsigned owner_kinds;               /* bit per enum tg_wl_kind whose pods form derived
+                                           gangs (the embedder reads those workloads);
+                                           0 at init: none */
+};
+
+/* ---- the engine (engine.h) ----------------------------------------------------------- */
+
+struct tg_engine {
+    struct tg_sched sched;              /* the model and the policy */
+    struct tg_gangs gangs;
+    struct tg_queue queue;
+    struct tg_clock clock;
+    struct tg_engine_stats stats;
+    struct tg_grec **noms;              /* gangs holding a nomination */
+    uint32_t nnoms, capnoms;
+    const struct tg_pdb **pdbs;         /* the caller's objects */
+    uint32_t npdbs, cappdbs;
+    struct tg_hmap evicted_by;          /* victim gang key -> struct tg__evicted (no thrash) */
+    /* The embedder's hooks: a gang record is about to be freed. */
+    void (*gang_freed)(void *ud, struct tg_grec *g);
+    void *ud;
+};
+
+/* In place (the unit tests embed an engine): as tg_engine_new/_delete. */
+int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct tg_clock *clock);
+void tg_engine_free(struct tg_engine *e);
+
+#endif
