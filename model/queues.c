@@ -406,18 +406,28 @@ static int decode_common(struct qdec *x, const cJSON *spec, int api)
 int tg_queue_obj_decode(const cJSON *obj, struct tg_diag *d, struct tg_queue_obj **out)
 {
     *out = NULL;
-    struct qdec x = {.d = d};
-    const char *av = str(obj, "apiVersion");
-    const cJSON *md = get(obj, "metadata");
-    const char *name = str(md, "name");
-    snprintf(x.what, sizeof x.what, "Queue %.253s (%.100s)", name ? name : "(unnamed)",
-             av ? av : "no apiVersion");
+    const char *av = str(obj, "apiVersion"), *name = str(get(obj, "metadata"), "name");
     int api = tg_queue_api_of(av);
     if (api < 0) {
-        tg_diag_error(d, obj, x.what, "apiVersion", "\"%.100s\" is none of topogang.io, "
+        char what[400];
+        snprintf(what, sizeof what, "Queue %.253s", name ? name : "(unnamed)");
+        tg_diag_error(d, obj, what, "apiVersion", "\"%.100s\" is none of topogang.io, "
                       "scheduling.run.ai, scheduling.volcano.sh", av ? av : "");
         return TG_EPARSE;
     }
+    return tg_queue_obj_decode_api(obj, api, d, out);
+}
+
+int tg_queue_obj_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct tg_queue_obj **out)
+{
+    *out = NULL;
+    if (api < 0 || api >= TG_QAPI_N)
+        return TG_EINVAL;
+    struct qdec x = {.d = d};
+    const cJSON *md = get(obj, "metadata");
+    const char *name = str(md, "name");
+    snprintf(x.what, sizeof x.what, "Queue %.253s (%s)", name ? name : "(unnamed)",
+             tg_queue_apis[api].api_version);
     if (!name || !*name || strlen(name) > 253) {
         tg_diag_error(d, md ? md : obj, x.what, "metadata.name", "is required");
         return TG_EPARSE;

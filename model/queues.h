@@ -64,6 +64,10 @@ struct tg_queue_obj {
  * *out (the caller frees it with tg_queue_obj_free). Returns 0, or TG_EPARSE
  * with the object and the field reported through d. */
 int tg_queue_obj_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_queue_obj **out);
+/* The same for one API (enum tg_queue_api; the informer's collections, whose
+ * list items may carry no apiVersion). TG_EINVAL for an API out of range. */
+int tg_queue_obj_decode_api(const struct cJSON *obj, int api, struct tg_diag *d,
+                            struct tg_queue_obj **out);
 void tg_queue_obj_free(struct tg_queue_obj **q);
 /* The resource named `name` (interned) of q, or NULL. */
 const struct tg_queue_res *tg_queue_obj_res(const struct tg_queue_obj *q, uint32_t name);
