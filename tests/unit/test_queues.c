@@ -7,6 +7,7 @@
 #include "testutil.h"
 #include "model/queues.h"
 #include "model/workload.h"
+#include "scheduler/sim/load.h"
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/yamljson.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int nwarn, nerr;
 static char lastmsg[1024];
@@ -413,6 +415,49 @@ static void test_kai_quickstart(void **state)
     tg_queue_obj_free(&q);
 }
 
+/* simulate reads Queues of the three APIs from its YAML with the same
+ * decoder; a problem is reported with file:line, object and field, and the
+ * queue kept; the fixture of the e2e test loads with exactly its two broken
+ * ones reported. */
+static void test_simulate_reads_queues(void **state)
+{
+    (void)state;
+    const char *src = getenv("TOPOGANG_SRC");
+    assert_non_null(src);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/queues/queues.yaml", src);
+    FILE *err = tmpfile();
+    assert_non_null(err);
+    int saved = dup(fileno(stderr));
+    fflush(stderr);
+    dup2(fileno(err), fileno(stderr));
+    struct tg_simdata d;
+    tg_simdata_init(&d);
+    struct tg_sb e = {0};
+    int rc = tg_simdata_load_path(&d, path, &e);
+    fflush(stderr);
+    dup2(saved, fileno(stderr));
+    close(saved);
+    assert_int_equal(rc, 0);
+    assert_int_equal(d.nqueues, 5);
+    int broken = 0;
+    for (uint32_t i = 0; i < d.nqueues; i++)
+        broken += d.queues[i]->problem != NULL;
+    assert_int_equal(broken, 2);
+    char out[4096] = "";
+    rewind(err);
+    size_t n = fread(out, 1, sizeof out - 1, err);
+    out[n] = 0;
+    fclose(err);
+    /* kai-broken's gpu quota is on line 48 of the fixture, tg-broken's limit on 57 */
+    if (!strstr(out, "queues.yaml:48:") || !strstr(out, "Queue kai-broken (scheduling.run.ai/v2)") ||
+        !strstr(out, "spec.resources.gpu.quota") || !strstr(out, "queues.yaml:57:") ||
+        !strstr(out, "spec.resources.nvidia.com/gpu.limit"))
+        fail_msg("simulate's messages: %s", out);
+    tg_sb_free(&e);
+    tg_simdata_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_decoded_membership),
         cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_kai_quickstart),
+        cmocka_unit_test(test_simulate_reads_queues),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
