@@ -90,6 +90,9 @@ void tg__queues_free(struct tg__queues **q);
 void tg__queues_wire(struct tg__queues *q, struct tg_informer_opts *io);
 /* The informer whose stores hold the decoded Queues (NULL: none yet). */
 void tg__queues_set_informer(struct tg__queues *q, const struct tg_informer *inf);
+/* Whether this process leads: only the leader writes Events and conditions;
+ * on becoming leader it tells each problem the stores hold once. */
+void tg__queues_leading(struct tg__queues *q, int leading);
 /* fn(ud) after every Queue added, changed or deleted (the engine's door). */
 void tg__queues_on_change(struct tg__queues *q, void (*fn)(void *ud), void *ud);
 /* Counts Queue changes: a caller that kept a set compares it to know it is stale. */

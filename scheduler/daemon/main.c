@@ -283,6 +283,7 @@ static void on_leader(void *ud, int is_leader)
 {
     struct tg_daemon *d = ud;
     d->is_leader = (uint8_t)is_leader;
+    tg__queues_leading(d->queues, is_leader);
     if (!is_leader)
         tg__binder_standdown(d->binder); /* nothing more is sent; the next leader decides */
     kick(d);
@@ -734,6 +735,7 @@ static int start(struct tg_daemon *d)
         }
     } else {
         d->is_leader = 1;
+        tg__queues_leading(d->queues, 1);
         tg_metrics_set(TG_G_LEADER, 1);
     }
     tg_info(C, "topogang scheduler %s starting: scheduler name %s, policy %s", o->identity,

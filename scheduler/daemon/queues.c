@@ -11,6 +11,7 @@
  *                           Valid=False (reason InvalidSpec, the same message),
  *                           and Valid=True once a later version is clean.
  *
+ * Only the leader tells (a new leader tells what it finds once more).
  * Nothing else is written, and nothing but the Queue is touched: the engine
  * learns the set through tg__queues_current and on_change (internal.h). */
 #include "scheduler/daemon/internal.h"
@@ -41,9 +42,12 @@ struct tg__queues {
     const struct tg_informer *inf;      /* its stores hold the decoded Queues */
     struct tg_hmap told;                /* "api/name" -> struct qrec * */
     uint64_t generation;
+    int leading;                        /* only the leader tells (tg__queues_leading) */
     void (*on_change)(void *ud);
     void *ud;
 };
+
+static void forget_all(struct tg__queues *q);
 
 int tg__queues_new(struct tg_client *c, struct tg__queues **out)
 {
@@ -59,14 +63,7 @@ void tg__queues_free(struct tg__queues **pq)
     struct tg__queues *q = *pq;
     if (!q)
         return;
-    uint32_t pos = 0;
-    const struct tg_hslot *s;
-    while ((s = tg_hmap_next(&q->told, &pos))) {
-        struct qrec *r = (struct qrec *)(uintptr_t)s->val;
-        free(r->problem);
-        free(r);
-    }
-    tg_hmap_free(&q->told);
+    forget_all(q);
     free(q);
     *pq = NULL;
 }
@@ -131,6 +128,8 @@ static void write_event(struct tg__queues *q, const struct tg_queue_obj *o)
 /* Tells the Queue's owner what changed about its problem since last told. */
 static void tell(struct tg__queues *q, const struct tg_queue_obj *o)
 {
+    if (!q->leading)
+        return;
     char key[300];
     int kl = snprintf(key, sizeof key, "%d/%s", o->api, tg_str(o->name));
     uint64_t v = 0;
@@ -160,6 +159,33 @@ static void tell(struct tg__queues *q, const struct tg_queue_obj *o)
     }
     if (o->api == TG_QAPI_TOPOGANG && (o->problem || same_obj))
         write_condition(q, o);
+}
+
+static void forget_all(struct tg__queues *q)
+{
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&q->told, &pos))) {
+        struct qrec *r = (struct qrec *)(uintptr_t)s->val;
+        free(r->problem);
+        free(r);
+    }
+    tg_hmap_free(&q->told);
+    memset(&q->told, 0, sizeof q->told);
+}
+
+void tg__queues_leading(struct tg__queues *q, int leading)
+{
+    int was = q->leading;
+    q->leading = leading;
+    if (!leading || was)
+        return;
+    forget_all(q); /* a new leader tells each problem it finds once */
+    for (int api = 0; q->inf && api < TG_QAPI_N; api++) {
+        const struct tg_store *s = tg_informer_store(q->inf, TG_INF_OF_QUEUE_API(api));
+        for (uint32_t i = 0; s && i < tg_store_len(s); i++)
+            tell(q, tg_store_at(s, i));
+    }
 }
 
 static void forget(struct tg__queues *q, const struct tg_queue_obj *o)
