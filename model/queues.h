@@ -52,7 +52,8 @@ struct tg_queue_obj {
     uint32_t parent;                    /* interned parent's name; 0: top level */
     uint8_t api;                        /* enum tg_queue_api */
     int32_t priority;                   /* over-quota tier: higher tiers share the surplus
-                                           first (KAI spec.priority, ours); 0 */
+                                           first (spec.priority of all three APIs);
+                                           default 100, KAI's */
     struct tg_queue_res *res;           /* owned, sorted by name (the interned id) */
     uint32_t nres;
     char *problem;                      /* owned "field: why", NULL when the spec is clean */

@@ -18,6 +18,8 @@ broken KAI one and a broken one of ours).
     (with a broken twin): a restarted topogang reads Volcano's Queues too and
     tells the broken one (spec.capability.cpu). tg-broken fixed: its
     condition turns Valid=True, and no Event says anything new of it.
+    kai-broken given another problem (a limit below its quota): one new
+    Event naming that field.
 
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
@@ -161,6 +163,17 @@ def case_volcano_discovered_and_fixed(ctx):
          "tg-broken's condition Valid=True once fixed")
     if len(queue_events(ctx, "tg-broken")) != before:
         fail("an InvalidQueue Event for the fixed Queue tg-broken")
+    # a different problem is a change: told once more, naming the new field
+    n = len(queue_events(ctx, "kai-broken"))
+    r = kubectl(ctx, "patch", "queues.scheduling.run.ai", "kai-broken", "--type=merge", "-p",
+                '{"spec":{"resources":{"gpu":{"quota":8,"limit":2}}}}')
+    if r.returncode:
+        raise RuntimeError(f"changing kai-broken: {r.stderr}")
+    wait(lambda: any("spec.resources.gpu.limit" in e.get("note", "") for e in queue_events(ctx, "kai-broken")),
+         30, "an InvalidQueue Event on kai-broken naming spec.resources.gpu.limit")
+    time.sleep(2)
+    if len(queue_events(ctx, "kai-broken")) != n + 1:
+        fail(f"{len(queue_events(ctx, 'kai-broken')) - n} new Events on kai-broken for one change")
     rep = s.sanitizer_report()
     if rep:
         fail(f"sanitizer: {rep}")
