@@ -103,6 +103,9 @@ uint64_t tg__queues_generation(const struct tg__queues *q);
  * valid until the next informer event (copy what is kept). Returns the count,
  * or TG_ENOMEM. */
 int tg__queues_current(const struct tg__queues *q, const struct tg_queue_obj ***out);
+/* The same over the three APIs' stores (indexed by enum tg_queue_api; NULL:
+ * not watched): what tg__queues_current reads. */
+int tg__queues_merge(const struct tg_store *const st[TG_QAPI_N], const struct tg_queue_obj ***out);
 
 /* ---- binder.c: the binds of a PLACE decision -------------------------------------------- */
 

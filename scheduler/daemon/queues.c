@@ -239,12 +239,18 @@ void tg__queues_wire(struct tg__queues *q, struct tg_informer_opts *io)
 
 int tg__queues_current(const struct tg__queues *q, const struct tg_queue_obj ***out)
 {
+    const struct tg_store *st[TG_QAPI_N] = {0};
+    for (int api = 0; q->inf && api < TG_QAPI_N; api++)
+        st[api] = tg_informer_store(q->inf, TG_INF_OF_QUEUE_API(api));
+    return tg__queues_merge(st, out);
+}
+
+int tg__queues_merge(const struct tg_store *const st[TG_QAPI_N], const struct tg_queue_obj ***out)
+{
     *out = NULL;
     uint32_t n = 0, cap = 0;
-    for (int api = 0; q->inf && api < TG_QAPI_N; api++) {
-        const struct tg_store *s = tg_informer_store(q->inf, TG_INF_OF_QUEUE_API(api));
-        cap += s ? tg_store_len(s) : 0;
-    }
+    for (int api = 0; api < TG_QAPI_N; api++)
+        cap += st[api] ? tg_store_len(st[api]) : 0;
     if (!cap)
         return 0;
     const struct tg_queue_obj **v = malloc(cap * sizeof *v);
@@ -252,9 +258,8 @@ int tg__queues_current(const struct tg__queues *q, const struct tg_queue_obj ***
     if (!v)
         return TG_ENOMEM;
     for (int api = 0; api < TG_QAPI_N; api++) { /* topogang.io, KAI, Volcano: first wins */
-        const struct tg_store *s = tg_informer_store(q->inf, TG_INF_OF_QUEUE_API(api));
-        for (uint32_t i = 0; s && i < tg_store_len(s); i++) {
-            const struct tg_queue_obj *o = tg_store_at(s, i);
+        for (uint32_t i = 0; st[api] && i < tg_store_len(st[api]); i++) {
+            const struct tg_queue_obj *o = tg_store_at(st[api], i);
             uint64_t dummy;
             if (tg_imap_get(&seen, o->name, &dummy))
                 continue;

@@ -7,6 +7,8 @@
 #include "testutil.h"
 #include "model/queues.h"
 #include "model/workload.h"
+#include "informer/kinds.h"
+#include "scheduler/daemon/internal.h"
 #include "scheduler/sim/load.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -458,6 +460,54 @@ static void test_simulate_reads_queues(void **state)
     tg_simdata_free(&d);
 }
 
+/* The set the engine gets from the daemon (tg__queues_merge, what
+ * tg__queues_current reads from the informer's stores): one Queue per name,
+ * topogang.io's before KAI's before Volcano's; an API not watched is no store. */
+static void test_current_set(void **state)
+{
+    (void)state;
+    struct tg_store st[TG_QAPI_N];
+    for (int api = 0; api < TG_QAPI_N; api++)
+        tg_store_init(&st[api], &tg_kind_queue[api]);
+    static const char *const names[TG_QAPI_N][2] = {{"shared", "ours"}, {"shared", "kai"},
+                                                     {"kai", "volcano"}};
+    for (int api = 0; api < TG_QAPI_N; api++)
+        for (int i = 0; i < 2; i++) {
+            char text[200];
+            snprintf(text, sizeof text, "{\"metadata\":{\"name\":\"%s\"}}", names[api][i]);
+            cJSON *j = cJSON_Parse(text);
+            void *o = NULL, *old = NULL;
+            assert_int_equal(tg_kind_queue[api].decode(j, &o), 0);
+            assert_int_equal(tg_store_put(&st[api], o, &old), 0);
+            assert_null(old);
+            cJSON_Delete(j);
+        }
+    const struct tg_store *const all[TG_QAPI_N] = {&st[0], &st[1], &st[2]};
+    const struct tg_queue_obj **v = NULL;
+    int n = tg__queues_merge(all, &v);
+    assert_int_equal(n, 4);
+    const char *want[][2] = {{"shared", "topogang"}, {"ours", "topogang"}, {"kai", "KAI"},
+                             {"volcano", "Volcano"}};
+    for (int i = 0; i < 4; i++) {
+        int found = 0;
+        for (int k = 0; k < n; k++)
+            if (!strcmp(tg_str(v[k]->name), want[i][0])) {
+                found++;
+                assert_string_equal(tg_queue_apis[v[k]->api].name, want[i][1]);
+            }
+        assert_int_equal(found, 1);
+    }
+    free(v);
+    const struct tg_store *const kai_only[TG_QAPI_N] = {NULL, &st[1], NULL};
+    assert_int_equal(tg__queues_merge(kai_only, &v), 2);
+    free(v);
+    const struct tg_store *const none[TG_QAPI_N] = {NULL, NULL, NULL};
+    assert_int_equal(tg__queues_merge(none, &v), 0);
+    assert_null(v);
+    for (int api = 0; api < TG_QAPI_N; api++)
+        tg_store_free(&st[api]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -470,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_kai_quickstart),
         cmocka_unit_test(test_simulate_reads_queues),
+        cmocka_unit_test(test_current_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
