@@ -132,6 +132,7 @@ static void tell(struct tg__queues *q, const struct tg_queue_obj *o)
         return;
     char key[300];
     int kl = snprintf(key, sizeof key, "%d/%s", o->api, tg_str(o->name));
+    kl = kl < (int)sizeof key ? kl : (int)sizeof key - 1; /* names are <= 253: never cut */
     uint64_t v = 0;
     struct qrec *r = tg_hmap_get(&q->told, key, (size_t)kl, &v) ? (struct qrec *)(uintptr_t)v : NULL;
     const char *uid = o->uid ? o->uid : "";
@@ -192,6 +193,7 @@ static void forget(struct tg__queues *q, const struct tg_queue_obj *o)
 {
     char key[300];
     int kl = snprintf(key, sizeof key, "%d/%s", o->api, tg_str(o->name));
+    kl = kl < (int)sizeof key ? kl : (int)sizeof key - 1; /* names are <= 253: never cut */
     uint64_t v;
     if (tg_hmap_get(&q->told, key, (size_t)kl, &v)) {
         struct qrec *r = (struct qrec *)(uintptr_t)v;
