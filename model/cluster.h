@@ -63,6 +63,7 @@ struct tg_usage {
     struct tg_podcons *cons;            /* owned copy of its inter-pod terms and host ports, or NULL */
     uint32_t sched;                     /* interned spec.schedulerName */
     uint32_t derived;                   /* the gang its owner forms (tg_pod.derived), 0 none */
+    uint32_t queue;                     /* the queue the pod names (tg_pod.queue), 0 none */
     struct tg_rq req[];
 };
 

@@ -192,6 +192,11 @@ int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct 
     e->gangs.freed = on_gang_freed;
     e->gangs.pending_left = on_pending_left;
     e->gangs.ud = e;
+    if ((rc = tg__tenants_init(e))) { /* listens after the gang layer */
+        tg_gangs_free(&e->gangs);
+        tg_sched_free(&e->sched);
+        return rc;
+    }
     tg_gangs_set_policy(&e->gangs, &e->sched.policy);
     tg_queue_init(&e->queue, &e->clock);
     return 0;
@@ -202,6 +207,7 @@ void tg_engine_free(struct tg_engine *e)
     /* gang records first: their queue entries point into the queue's heaps */
     tg_gangs_free(&e->gangs);
     tg_queue_free(&e->queue);
+    tg__tenants_free(e);
     tg_sched_free(&e->sched);
     free(e->noms);
     free(e->pdbs);
@@ -303,9 +309,12 @@ static int node_helps(const struct tg_node_obj *old, const struct tg_node_obj *n
 int tg_engine_node_set(struct tg_engine *e, struct tg_node_obj *obj)
 {
     struct tg_cluster *c = &e->sched.cluster;
-    uint32_t slot = tg_cluster_slot(c, obj->name, 0);
+    uint32_t name = obj->name, slot = tg_cluster_slot(c, name, 0);
     int helps = node_helps(slot != NONE ? c->nodes[slot].obj : NULL, obj);
+    tg__tenants_node(e, slot != NONE ? c->nodes[slot].obj : NULL, -1);
     int rc = tg_cluster_node_set(c, obj);
+    slot = tg_cluster_slot(c, name, 0);
+    tg__tenants_node(e, slot != NONE ? c->nodes[slot].obj : NULL, 1);
     if (!rc && helps)
         tg_queue_wake(&e->queue);
     return rc;
@@ -313,6 +322,8 @@ int tg_engine_node_set(struct tg_engine *e, struct tg_node_obj *obj)
 
 void tg_engine_node_remove(struct tg_engine *e, uint32_t name)
 {
+    uint32_t slot = tg_cluster_slot(&e->sched.cluster, name, 0);
+    tg__tenants_node(e, slot != NONE ? e->sched.cluster.nodes[slot].obj : NULL, -1);
     tg_cluster_node_remove(&e->sched.cluster, name);
 }
 
@@ -331,6 +342,7 @@ int tg_engine_pending_set(struct tg_engine *e, struct tg_pod *p)
     int rc = tg_gangs_pending_set(&e->gangs, p, tg_engine_now(e), &g);
     if (rc)
         return rc;
+    tg__tenants_pending(e, g, p, 0);
     if (g->npending != before || g->q.state == TG_Q_OUT)
         requeue(e, g);
     else
@@ -341,6 +353,7 @@ int tg_engine_pending_set(struct tg_engine *e, struct tg_pod *p)
 void tg_engine_pending_gone(struct tg_engine *e, const struct tg_pod *p)
 {
     struct tg_grec *g = tg_gangs_pending_delete(&e->gangs, p);
+    tg__tenants_pending(e, g, p, 1);
     if (g)
         requeue(e, g);
 }
@@ -487,7 +500,7 @@ static int pg_same_spec(const struct tg_podgroup *a, const struct tg_podgroup *b
            a->priority == b->priority && a->has_priority == b->has_priority &&
            a->prio_class == b->prio_class && a->strategy == b->strategy &&
            a->required == b->required && a->preferred == b->preferred &&
-           a->created_ms == b->created_ms;
+           a->created_ms == b->created_ms && a->queue == b->queue;
 }
 
 void tg_engine_podgroup_set(struct tg_engine *e, const struct tg_podgroup *pg)
@@ -497,13 +510,18 @@ void tg_engine_podgroup_set(struct tg_engine *e, const struct tg_podgroup *pg)
     const struct tg_podgroup *old = tg_gangs_podgroup(&e->gangs, pg->key);
     int same = old && pg_same_spec(old, pg);
     struct tg_grec *g = tg_gangs_podgroup_set(&e->gangs, pg);
-    if (g && !same)
+    if (g && !same) {
+        if (e->tenants.fs)
+            tg__tenants_resolve(e, g);
         requeue(e, g);
+    }
 }
 
 void tg_engine_podgroup_delete(struct tg_engine *e, const char *key)
 {
     struct tg_grec *g = tg_gangs_podgroup_delete(&e->gangs, key);
+    if (g && e->tenants.fs)
+        tg__tenants_resolve(e, g);
     if (g)
         requeue(e, g);
 }
@@ -1032,13 +1050,21 @@ static int gate(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d, i
          * daemon then deletes them) */
         return tg_queue_done(q, &g->q, g->nmembers ? TG_QDONE_UNSCHEDULABLE : TG_QDONE_PARKED);
     }
-    /* QUEUE ADMISSION GOES HERE (issue 19): a gang whose queue is at its
-     * limit (its queue's usage plus this gang's request above the queue's
-     * limit) is decided here, before the model is touched: it waits with a
-     * reason naming the queue, the resource and the numbers, and is woken
-     * when its queue's usage falls (not by every cluster event). Nothing of
-     * queues is implemented yet. */
-    return 0;
+    /* queue admission (issue 19, scheduler/tenants.c): its queue exists and
+     * it and every ancestor stay within their limit after this gang */
+    switch (tg__tenants_gate(e, g, d->reason, sizeof d->reason)) {
+    case TG_TENANT_MISSING: /* as a missing PodGroup: the Queue's arrival requeues it */
+        d->kind = TG_D_INVALID;
+        return tg_queue_done(q, &g->q, g->nmembers ? TG_QDONE_UNSCHEDULABLE : TG_QDONE_PARKED);
+    case TG_TENANT_LIMIT:
+        /* any room freed may be its queue's: every freed room wakes it */
+        g->nhint = 0;
+        d->kind = TG_D_UNSCHEDULABLE;
+        e->stats.unschedulable++;
+        return tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
+    default:
+        return 0;
+    }
 }
 
 /* Places g (inside its nomination's domain when it holds one). Decides
@@ -1188,6 +1214,7 @@ int tg_engine_next(struct tg_engine *e, struct tg_decision *d)
     memset(d, 0, sizeof *d);
     d->result.domain = NONE;
     d->preemption.domain = NONE;
+    tg__tenants_order(e);
     for (;;) {
         struct tg_qent *qe = tg_queue_pop(&e->queue);
         if (!qe)
@@ -1227,6 +1254,45 @@ void tg_engine_bind_done(struct tg_engine *e, struct tg_grec *g, int ok, int som
             e->stats.nomem++;
     } else
         tg_gangs_release(&e->gangs, g);
+}
+
+/* ---- tenant queues (issue 19) ----------------------------------------------------- */
+
+/* Every gang parked or waiting may now have its queue (or room under a new
+ * limit): looked at again. */
+static void queues_changed(struct tg_engine *e)
+{
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&e->gangs.by_key, &pos))) {
+        struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
+        if (g->q.state == TG_Q_OUT && tg_grec_unplaced(g))
+            requeue(e, g);
+    }
+    tg_queue_wake(&e->queue);
+}
+
+int tg_engine_queue_set(struct tg_engine *e, struct tg_queue_obj *q)
+{
+    int rc = tg__tenants_set(e, q);
+    queues_changed(e);
+    return rc;
+}
+
+void tg_engine_queue_delete(struct tg_engine *e, uint32_t name)
+{
+    tg__tenants_delete(e, name);
+    queues_changed(e);
+}
+
+const struct tg_fairshare *tg_engine_fairshare(const struct tg_engine *e)
+{
+    return e->tenants.fs;
+}
+
+uint64_t tg_engine_reclaims(const struct tg_engine *e)
+{
+    return e->tenants.reclaims;
 }
 
 /* ---- workloads (issue 9) ---------------------------------------------------------- */

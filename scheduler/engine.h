@@ -135,6 +135,17 @@ void tg_engine_sc_delete(struct tg_engine *e, uint32_t name);
 int tg_engine_claim_set(struct tg_engine *e, struct tg_rclaim *c);
 void tg_engine_claim_delete(struct tg_engine *e, uint32_t ns, uint32_t name);
 
+/* Tenant Queues (model/queues.h; issue 19), taken (also on failure). While
+ * none is held queues are off; once one is, every gang belongs to a queue
+ * (its PodGroup's, its pods', its namespace's default, else the policy's
+ * queues.defaultQueue), waits while that queue does not exist, is placed
+ * only within the limits of its queue and every ancestor, and the queue
+ * furthest below its fair share goes first (scheduler/tenants.c). Every
+ * gang parked for its queue is looked at again. */
+struct tg_queue_obj;
+int tg_engine_queue_set(struct tg_engine *e, struct tg_queue_obj *q);
+void tg_engine_queue_delete(struct tg_engine *e, uint32_t name);
+
 /* ---- the flow ------------------------------------------------------------------ */
 
 /* Tries the next due gang and says what to do. d->kind is TG_D_NONE when
@@ -191,6 +202,14 @@ void tg_engine_counts(const struct tg_engine *e, struct tg_engine_counts *out);
 /* The latest finite timeout or reserve deadline of a queued gang; INT64_MIN
  * when none (the replay's end: past it no timer can change anything). */
 int64_t tg_engine_latest_deadline(const struct tg_engine *e);
+
+/* The division among tenant queues as of the last decision (fairshare.h:
+ * allocated, fair share, quota, limit per queue); NULL while queues are off.
+ * A gang's queue is g->queue. Reclaims: preemptions that took room from
+ * another queue. */
+struct tg_fairshare;
+const struct tg_fairshare *tg_engine_fairshare(const struct tg_engine *e);
+uint64_t tg_engine_reclaims(const struct tg_engine *e);
 
 /* Settings: which workload owner kinds form gangs (bit per enum tg_wl_kind;
  * set before any pod), and the hook called before a gang record is freed

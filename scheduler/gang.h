@@ -95,6 +95,9 @@ struct tg_grec {
     char *eff_problem;                  /* owned: eff's problem when found here */
     const struct tg_workload *wl;       /* derived: its workload, NULL none */
     struct tg_ganghints seen;           /* derived: the last member hints resolved */
+    uint32_t queue;                     /* interned tenant queue it belongs to, 0: not resolved
+                                           (the engine's, scheduler/tenants.c) */
+    uint8_t queue_src;                  /* enum tg_queue_src: where queue came from */
 };
 
 struct tg_pclass {

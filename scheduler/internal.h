@@ -11,6 +11,9 @@
 #include <stdint.h>
 
 #include "scheduler/engine.h"
+#include "model/queues.h"
+#include "model/resources.h"
+#include "scheduler/fairshare.h"
 #include "util/hmap.h"
 
 /* ---- the pending queue (queue.h) ----------------------------------------------------- */
@@ -70,6 +73,40 @@ struct tg_gangs {
                                            0 at init: none */
 };
 
+/* ---- tenant queues (scheduler/tenants.c) -------------------------------------------- */
+
+struct tg_fairshare;
+
+struct tg_tenants {
+    struct tg_imap objs;                /* interned name -> struct tg_queue_obj * (owned) */
+    struct tg_fairshare *fs;            /* NULL while no Queue exists: queues off */
+    struct tg_hmap acct;                /* pod key -> what it counts in which queue (owned) */
+    int64_t cap[TG_RES_MAX];            /* the Nodes' allocatable, summed */
+    uint8_t cap_dirty;
+    uint32_t *rank, *order;             /* per queue index: its rank; queues by rank */
+    uint32_t nrank, caprank;
+    uint64_t reorders;                  /* pending heaps rebuilt for a new order between queues */
+    uint64_t reclaims;                  /* preemptions that took room from another queue */
+};
+
+enum { TG_TENANT_OK, TG_TENANT_MISSING, TG_TENANT_LIMIT };
+
+int tg__tenants_init(struct tg_engine *e);
+void tg__tenants_free(struct tg_engine *e);
+/* Queue objects in (q taken, also on failure). */
+int tg__tenants_set(struct tg_engine *e, struct tg_queue_obj *q);
+void tg__tenants_delete(struct tg_engine *e, uint32_t name);
+/* A Node's allocatable counted (sign +1) or no more (-1). */
+void tg__tenants_node(struct tg_engine *e, const struct tg_node_obj *n, int sign);
+/* A pending pod of g added or changed (gone 0), or gone (gone 1; g may be NULL). */
+void tg__tenants_pending(struct tg_engine *e, struct tg_grec *g, const struct tg_pod *p, int gone);
+/* g's queue resolved again (its counted pods move with it); returns it. */
+uint32_t tg__tenants_resolve(struct tg_engine *e, struct tg_grec *g);
+/* May g be tried: TG_TENANT_OK, or MISSING / LIMIT with the reason in buf. */
+int tg__tenants_gate(struct tg_engine *e, struct tg_grec *g, char *reason, size_t len);
+/* Before a decision: capacity, fair shares and the order between queues. */
+void tg__tenants_order(struct tg_engine *e);
+
 /* ---- the engine (engine.h) ----------------------------------------------------------- */
 
 struct tg_engine {
@@ -83,6 +120,7 @@ struct tg_engine {
     const struct tg_pdb **pdbs;         /* the caller's objects */
     uint32_t npdbs, cappdbs;
     struct tg_hmap evicted_by;          /* victim gang key -> struct tg__evicted (no thrash) */
+    struct tg_tenants tenants;          /* tenant queues (issue 19) */
     /* The embedder's hooks: a gang record is about to be freed. */
     void (*gang_freed)(void *ud, struct tg_grec *g);
     void *ud;

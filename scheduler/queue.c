@@ -100,6 +100,8 @@ static void hfix(const struct heapdef *d, struct tg_qheap *h, struct tg_qent *e)
 
 int tg_qent_cmp(const struct tg_qent *a, const struct tg_qent *b)
 {
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
     if (a->prio != b->prio)
         return a->prio > b->prio ? -1 : 1;
     if (a->created_ms != b->created_ms)
@@ -278,6 +280,36 @@ void tg_queue_update(struct tg_queue *q, struct tg_qent *e, int32_t prio, int64_
         hfix(&BACKOFF, &q->backoff, e);
     if (e->didx != NOIDX)
         hfix(&DEADLINE, &q->deadline, e);
+}
+
+void tg_queue_set_rank(struct tg_queue *q, struct tg_qent *e, uint32_t rank)
+{
+    if (e->rank == rank)
+        return;
+    e->rank = rank;
+    if (e->state == TG_Q_OUT)
+        return;
+    hfix(&HEAD, &q->head, e);
+    if (e->state == TG_Q_ACTIVE)
+        hfix(&ACTIVE, &q->active, e);
+    else if (e->state == TG_Q_BACKOFF)
+        hfix(&BACKOFF, &q->backoff, e);
+    if (e->didx != NOIDX)
+        hfix(&DEADLINE, &q->deadline, e);
+}
+
+static void heapify(const struct heapdef *d, struct tg_qheap *h)
+{
+    for (uint32_t i = h->n / 2; i-- > 0;)
+        down(d, h, i);
+}
+
+void tg_queue_reorder(struct tg_queue *q)
+{
+    heapify(&HEAD, &q->head);
+    heapify(&ACTIVE, &q->active);
+    heapify(&BACKOFF, &q->backoff);
+    heapify(&DEADLINE, &q->deadline);
 }
 
 void tg_queue_remove(struct tg_queue *q, struct tg_qent *e)

@@ -53,6 +53,8 @@ struct tg_nomination {
 /* Queue state of one gang, embedded in its record (gang.h). */
 struct tg_qent {
     const char *key;                    /* the gang's key (owned by the record) */
+    uint32_t rank;                      /* its tenant queue's place in the order between
+                                           queues (issue 19), lower first; 0 without queues */
     int32_t prio;
     int64_t created_ms;
     uint8_t state;                      /* enum tg_qstate */
@@ -98,6 +100,13 @@ int64_t tg_queue_now(const struct tg_queue *q);
 int tg_queue_add(struct tg_queue *q, struct tg_qent *e);
 /* e's order key (prio, created) changed: re-sorts it. */
 void tg_queue_update(struct tg_queue *q, struct tg_qent *e, int32_t prio, int64_t created_ms);
+/* The entry's tenant queue rank changed (its gang moved to another queue):
+ * its heaps are fixed. O(log n). */
+void tg_queue_set_rank(struct tg_queue *q, struct tg_qent *e, uint32_t rank);
+/* The ranks of many entries changed at once (the order between tenant
+ * queues changed): every heap is rebuilt. O(entries); the engine calls it
+ * only when the order between queues changes, not per decision. */
+void tg_queue_reorder(struct tg_queue *q);
 /* Takes e out of the queue (state out); its reservation ends. */
 void tg_queue_remove(struct tg_queue *q, struct tg_qent *e);
 /* Sets or clears (INT64_MAX) e's timeout deadline. */

@@ -1,0 +1,397 @@
+/* Tenant queues in the engine (issue 19): which queue each gang belongs to,
+ * each queue's demand and allocation kept as pods come and go, the fair
+ * shares (scheduler/fairshare.h) recomputed only when dirty, admission
+ * against the queues' limits, and the order between queues.
+ *
+ * Queues are off while the engine holds no Queue object: every gang is then
+ * placed as before. Once one exists, every gang belongs to a queue
+ * (tg_queue_resolve: its PodGroup's, its pods', its namespace's default, else
+ * the policy's queues.defaultQueue); a gang whose queue does not exist waits.
+ *
+ * Accounting, O(depth x resources) per pod event:
+ *   - a pending pod of this scheduler adds its requests to its gang's queue's
+ *     demand (tg__tenants_pending);
+ *   - a bound or assumed record of a pod of this scheduler (cluster listener,
+ *     after the gang layer's) adds to allocation and demand; its removal
+ *     takes them back (a pod still pending keeps its demand);
+ *   - a gang moving to another queue moves its members' entries (only then:
+ *     O(gang size)).
+ * Each entry remembers the queue it was counted in, so a removal always
+ * takes back what was added. Capacity is the sum of the Nodes' allocatable,
+ * kept per resource as Nodes change; the division reads it when dirty.
+ *
+ * The order between queues (DRF) is a rank per queue (tg_fairshare_cmp);
+ * the pending queue orders by rank first, then priority and age. Ranks are
+ * recomputed before each decision in O(queues log queues), and the pending
+ * heaps rebuilt (O(gangs)) only when the order between queues changed. */
+#include "scheduler/internal.h"
+#include "util/err.h"
+#include "util/intern.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAXREQ = 32 };
+
+struct qacct {
+    char *key;                          /* owned: the map key, the pod's "ns/name" */
+    uint32_t queue;                     /* interned: the queue it is counted in */
+    uint8_t placed;                     /* 1: allocation and demand; 0: demand only */
+    uint8_t nreq;
+    struct tg_rq req[];
+};
+
+static void apply(struct tg_engine *e, const struct qacct *a, int sign)
+{
+    struct tg_fairshare *fs = e->tenants.fs;
+    int q = fs && a->queue ? tg_fairshare_find(fs, a->queue) : -1;
+    if (q < 0)
+        return;
+    tg_fairshare_demand_add(fs, (uint32_t)q, a->req, a->nreq, sign);
+    if (a->placed)
+        tg_fairshare_alloc_add(fs, (uint32_t)q, a->req, a->nreq, sign);
+}
+
+static struct qacct *acct_get(const struct tg_engine *e, const char *key)
+{
+    uint64_t v;
+    return tg_hmap_get(&e->tenants.acct, key, strlen(key), &v) ? (struct qacct *)(uintptr_t)v : NULL;
+}
+
+static void acct_drop(struct tg_engine *e, struct qacct *a)
+{
+    apply(e, a, -1);
+    tg_hmap_del(&e->tenants.acct, a->key, strlen(a->key));
+    free(a->key);
+    free(a);
+}
+
+/* Counts key's requests in queue (replacing what it counted before). */
+static void acct_set(struct tg_engine *e, const char *key, uint32_t queue, const struct tg_rq *req,
+                     uint8_t nreq, int placed)
+{
+    struct qacct *old = acct_get(e, key);
+    if (old)
+        acct_drop(e, old);
+    struct qacct *a = malloc(sizeof *a + nreq * sizeof *a->req);
+    if (!a || !(a->key = strdup(key))) {
+        free(a);
+        e->stats.nomem++;
+        return;
+    }
+    a->queue = queue;
+    a->placed = (uint8_t)placed;
+    a->nreq = nreq;
+    if (nreq)
+        memcpy(a->req, req, nreq * sizeof *req);
+    if (tg_hmap_put(&e->tenants.acct, a->key, strlen(a->key), (uint64_t)(uintptr_t)a)) {
+        free(a->key);
+        free(a);
+        e->stats.nomem++;
+        return;
+    }
+    apply(e, a, 1);
+}
+
+static void acct_move(struct tg_engine *e, const char *key, uint32_t queue)
+{
+    struct qacct *a = acct_get(e, key);
+    if (!a || a->queue == queue)
+        return;
+    apply(e, a, -1);
+    a->queue = queue;
+    apply(e, a, 1);
+}
+
+static uint32_t rank_of(const struct tg_engine *e, uint32_t queue)
+{
+    const struct tg_tenants *t = &e->tenants;
+    int q = t->fs && queue ? tg_fairshare_find(t->fs, queue) : -1;
+    return q < 0 || (uint32_t)q >= t->nrank ? UINT32_MAX : t->rank[q];
+}
+
+uint32_t tg__tenants_resolve(struct tg_engine *e, struct tg_grec *g)
+{
+    const struct tg_namespace *ns = tg_objstore_namespace(&e->sched.store, g->ns);
+    struct tg_queue_pick pk = tg_queue_resolve(g->pg, (const struct tg_pod *const *)g->pending,
+                                               g->npending, ns, tg_intern(e->sched.policy.default_queue));
+    if (pk.src >= TG_QSRC_NAMESPACE) /* no pending member names one: a placed member may */
+        for (uint32_t i = 0; i < g->nmembers; i++)
+            if (g->members[i]->queue) {
+                pk.queue = g->members[i]->queue;
+                pk.src = TG_QSRC_POD;
+                break;
+            }
+    g->queue_src = pk.src;
+    if (pk.queue == g->queue)
+        return g->queue;
+    g->queue = pk.queue;
+    for (uint32_t i = 0; i < g->npending; i++)
+        acct_move(e, g->pending[i]->key, g->queue);
+    for (uint32_t i = 0; i < g->nmembers; i++)
+        acct_move(e, g->members[i]->key, g->queue);
+    tg_queue_set_rank(&e->queue, &g->q, rank_of(e, g->queue));
+    return g->queue;
+}
+
+void tg__tenants_pending(struct tg_engine *e, struct tg_grec *g, const struct tg_pod *p, int gone)
+{
+    struct qacct *a = acct_get(e, p->key);
+    if (gone) {
+        if (a && !a->placed)
+            acct_drop(e, a);
+        return;
+    }
+    if (a && a->placed)
+        return; /* its record counts it */
+    if (!g)
+        return;
+    if (!g->queue || (p->queue && p->queue != g->queue))
+        tg__tenants_resolve(e, g);
+    acct_set(e, p->key, g->queue, p->req, p->nreq, 0);
+}
+
+static int is_pending(const struct tg_engine *e, const char *key)
+{
+    uint64_t v;
+    return tg_hmap_get(&e->gangs.pidx, key, strlen(key), &v);
+}
+
+static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
+{
+    (void)c;
+    struct tg_engine *e = ud;
+    if (u->kind == TG_USAGE_NOMINATED || u->deleting || u->sched != e->gangs.sched)
+        return;
+    struct tg_grec *g = tg_gangs_of_usage(&e->gangs, u); /* the gang layer listens first */
+    if (!g)
+        return;
+    uint32_t queue = g->queue ? g->queue : tg__tenants_resolve(e, g);
+    acct_set(e, u->key, queue, u->req, u->nreq, 1);
+}
+
+static void on_record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u)
+{
+    (void)c;
+    struct tg_engine *e = ud;
+    if (u->kind == TG_USAGE_NOMINATED)
+        return;
+    struct qacct *a = acct_get(e, u->key);
+    if (!a || !a->placed)
+        return;
+    if (!is_pending(e, u->key)) {
+        acct_drop(e, a);
+        return;
+    }
+    /* an assumption forgotten: still pending, it still asks */
+    apply(e, a, -1);
+    a->placed = 0;
+    apply(e, a, 1);
+}
+
+int tg__tenants_init(struct tg_engine *e)
+{
+    struct tg_cluster_hooks h = {.record_added = on_record_added,
+                                 .record_removed = on_record_removed, .ud = e};
+    return tg_cluster_listen(&e->sched.cluster, &h);
+}
+
+void tg__tenants_free(struct tg_engine *e)
+{
+    struct tg_tenants *t = &e->tenants;
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&t->acct, &pos))) {
+        struct qacct *a = (struct qacct *)(uintptr_t)s->val;
+        free(a->key);
+        free(a);
+    }
+    tg_hmap_free(&t->acct);
+    const struct tg_islot *is;
+    pos = 0;
+    while ((is = tg_imap_next(&t->objs, &pos))) {
+        struct tg_queue_obj *q = (struct tg_queue_obj *)(uintptr_t)is->val;
+        tg_queue_obj_free(&q);
+    }
+    tg_imap_free(&t->objs);
+    tg_fairshare_free(&t->fs);
+    free(t->rank);
+    free(t->order);
+    memset(t, 0, sizeof *t);
+}
+
+void tg__tenants_node(struct tg_engine *e, const struct tg_node_obj *n, int sign)
+{
+    if (!n)
+        return;
+    for (uint8_t i = 0; i < n->nalloc; i++)
+        if (n->alloc[i].res < TG_RES_MAX && n->alloc[i].val) {
+            e->tenants.cap[n->alloc[i].res] += sign * n->alloc[i].val;
+            e->tenants.cap_dirty = 1;
+        }
+}
+
+/* A new division from the Queue objects held; every entry counted again
+ * (a Queue change is an administrator's act: O(pods) then is fine). */
+static int rebuild(struct tg_engine *e)
+{
+    struct tg_tenants *t = &e->tenants;
+    struct tg_fairshare *fs = NULL;
+    uint32_t n = t->objs.len, k = 0;
+    if (n) {
+        const struct tg_queue_obj **qs = malloc(n * sizeof *qs);
+        if (!qs)
+            return TG_ENOMEM;
+        uint32_t pos = 0;
+        const struct tg_islot *is;
+        while ((is = tg_imap_next(&t->objs, &pos)) && k < n)
+            qs[k++] = (const struct tg_queue_obj *)(uintptr_t)is->val;
+        struct tg_fairshare_opts o = {e->sched.policy.usage_half_life_s, 1.0};
+        int rc = tg_fairshare_build(qs, k, &o, NULL, &fs);
+        free(qs);
+        if (rc)
+            return rc;
+    }
+    tg_fairshare_free(&t->fs);
+    t->fs = fs;
+    t->cap_dirty = 1;
+    if (!fs) { /* queues off: no order between queues */
+        uint32_t gp = 0;
+        const struct tg_hslot *gs;
+        while ((gs = tg_hmap_next(&e->gangs.by_key, &gp)))
+            ((struct tg_grec *)(uintptr_t)gs->val)->q.rank = 0;
+        tg_queue_reorder(&e->queue);
+    }
+    t->nrank = 0; /* every rank recomputed by the next order */
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&t->acct, &pos)))
+        apply(e, (const struct qacct *)(uintptr_t)s->val, 1);
+    return 0;
+}
+
+int tg__tenants_set(struct tg_engine *e, struct tg_queue_obj *q)
+{
+    struct tg_tenants *t = &e->tenants;
+    uint64_t v;
+    if (tg_imap_get(&t->objs, q->name, &v)) {
+        struct tg_queue_obj *old = (struct tg_queue_obj *)(uintptr_t)v;
+        tg_queue_obj_free(&old);
+    }
+    if (tg_imap_put(&t->objs, q->name, (uint64_t)(uintptr_t)q)) {
+        tg_imap_del(&t->objs, q->name);
+        tg_queue_obj_free(&q);
+        rebuild(e);
+        return TG_ENOMEM;
+    }
+    return rebuild(e);
+}
+
+void tg__tenants_delete(struct tg_engine *e, uint32_t name)
+{
+    uint64_t v;
+    if (!tg_imap_get(&e->tenants.objs, name, &v))
+        return;
+    struct tg_queue_obj *old = (struct tg_queue_obj *)(uintptr_t)v;
+    tg_imap_del(&e->tenants.objs, name);
+    tg_queue_obj_free(&old);
+    if (rebuild(e))
+        e->stats.nomem++;
+}
+
+/* The requests of g's members not placed yet, summed per resource. */
+static uint32_t gang_request(const struct tg_engine *e, const struct tg_grec *g, struct tg_rq *out)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->npending; i++) {
+        const struct tg_pod *p = g->pending[i];
+        if (tg_cluster_usage(&e->sched.cluster, p->key))
+            continue;
+        for (uint8_t j = 0; j < p->nreq; j++) {
+            uint32_t k = 0;
+            while (k < n && out[k].res != p->req[j].res)
+                k++;
+            if (k == n) {
+                if (n == MAXREQ)
+                    continue;
+                out[n++] = (struct tg_rq){p->req[j].res, 0};
+            }
+            out[k].val += p->req[j].val;
+        }
+    }
+    return n;
+}
+
+int tg__tenants_gate(struct tg_engine *e, struct tg_grec *g, char *reason, size_t len)
+{
+    struct tg_fairshare *fs = e->tenants.fs;
+    if (!fs)
+        return 0;
+    uint32_t queue = tg__tenants_resolve(e, g);
+    int q = queue ? tg_fairshare_find(fs, queue) : -1;
+    if (q < 0) {
+        snprintf(reason, len, "queue %s does not exist (named by its %s; it waits for the Queue)",
+                 queue ? tg_str(queue) : "(none)", tg_queue_src_name[g->queue_src]);
+        return TG_TENANT_MISSING;
+    }
+    struct tg_rq req[MAXREQ];
+    uint32_t n = gang_request(e, g, req);
+    if (!tg_fairshare_admit(fs, (uint32_t)q, req, n, reason, len))
+        return TG_TENANT_LIMIT;
+    return TG_TENANT_OK;
+}
+
+static int cmp_queue(const void *a, const void *b, void *ud)
+{
+    return tg_fairshare_cmp(ud, *(const uint32_t *)a, *(const uint32_t *)b);
+}
+
+void tg__tenants_order(struct tg_engine *e)
+{
+    struct tg_tenants *t = &e->tenants;
+    if (!t->fs)
+        return;
+    if (t->cap_dirty) {
+        struct tg_rq cap[TG_FS_MAX_RES];
+        uint32_t n = 0;
+        for (uint32_t r = 0; r < TG_RES_MAX && n < TG_FS_MAX_RES; r++)
+            if (t->cap[r] > 0 && r != TG_RES_PODS && r != TG_RES_EPHEMERAL)
+                cap[n++] = (struct tg_rq){r, t->cap[r]};
+        tg_fairshare_set_capacity(t->fs, cap, n);
+        t->cap_dirty = 0;
+    }
+    tg_fairshare_tick(t->fs, tg_engine_now(e)); /* a no-op without time fairness */
+    tg_fairshare_update(t->fs);
+    uint32_t nq = tg_fairshare_count(t->fs);
+    if (nq > t->caprank) {
+        uint32_t *r = realloc(t->rank, nq * sizeof *r), *o;
+        if (r)
+            t->rank = r;
+        if (!r || !(o = realloc(t->order, nq * sizeof *o))) {
+            e->stats.nomem++;
+            return;
+        }
+        t->order = o;
+        t->caprank = nq;
+    }
+    for (uint32_t i = 0; i < nq; i++)
+        t->order[i] = i;
+    qsort_r(t->order, nq, sizeof *t->order, cmp_queue, t->fs);
+    int changed = t->nrank != nq;
+    for (uint32_t i = 0; i < nq; i++) {
+        changed |= t->nrank == nq && t->rank[t->order[i]] != i;
+        t->rank[t->order[i]] = i;
+    }
+    t->nrank = nq;
+    if (!changed)
+        return;
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&e->gangs.by_key, &pos))) {
+        struct tg_grec *g = (struct tg_grec *)(uintptr_t)s->val;
+        g->q.rank = rank_of(e, g->queue);
+    }
+    tg_queue_reorder(&e->queue);
+    t->reorders++;
+}
