@@ -222,6 +222,47 @@ static void rollback(struct tg_sched *s, struct tg_pod **pods, uint32_t n)
         tg_cluster_pod_delete(&s->cluster, pods[i]->key);
 }
 
+/* 1b. the same gang with ranks (shuffled, as topogang.io/rank gives them)
+ * against none, runs interleaved: what rank order adds (scheduler/rank.h). */
+static int bench_ranked(struct tg_sched *s, struct tg_gang *g, uint32_t runs, uint32_t nodes)
+{
+    uint32_t n = g->npods, *perm = calloc(n, sizeof *perm);
+    double *t[2] = {calloc(runs * 4 + 8, sizeof(double)), calloc(runs * 4 + 8, sizeof(double))};
+    for (uint32_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (uint32_t i = n - 1; i > 0; i--) {
+        uint32_t j = rnd(i + 1), k = perm[i];
+        perm[i] = perm[j], perm[j] = k;
+    }
+    for (uint32_t r = 0; r < runs * 4; r++)
+        for (int ranked = 0; ranked < 2; ranked++) {
+            for (uint32_t i = 0; i < n; i++)
+                g->pods[i]->rank = ranked ? 1 + perm[i] : 0;
+            struct tg_result res;
+            double t0 = now_ms();
+            tg_sched_gang(s, g, &res);
+            t[ranked][r] = now_ms() - t0;
+            if (res.status != TG_GANG_SCHEDULED || res.nplaced != n) {
+                fprintf(stderr, "big gang not placed: %s\n", res.reason);
+                return 1;
+            }
+            tg_result_free(&res);
+            rollback(s, g->pods, n);
+        }
+    qsort(t[0], runs * 4, sizeof(double), cmp_d);
+    qsort(t[1], runs * 4, sizeof(double), cmp_d);
+    printf("256-pod x 8-GPU gang on %u nodes, ranks shuffled: median %.3f ms against %.3f ms "
+           "without (%+.1f%%), p90 %.3f against %.3f ms (%u runs each, interleaved)\n",
+           nodes, t[1][runs * 2], t[0][runs * 2], 100.0 * (t[1][runs * 2] / t[0][runs * 2] - 1),
+           t[1][runs * 4 * 9 / 10], t[0][runs * 4 * 9 / 10], runs * 4);
+    for (uint32_t i = 0; i < n; i++)
+        g->pods[i]->rank = 0;
+    free(perm);
+    free(t[0]);
+    free(t[1]);
+    return 0;
+}
+
 /* 4 and 5: gangs whose members keep one per node (and spread over zones). */
 static void bench_serving(const struct tg_policy *pol, uint32_t nodes, uint32_t runs)
 {
@@ -424,6 +465,8 @@ int main(int argc, char **argv)
     qsort(t, runs * 4, sizeof *t, cmp_d);
     printf("256-pod x 8-GPU gang on %u nodes: median %.2f ms, p90 %.2f ms (%u runs)\n", nodes,
            t[runs * 2], t[runs * 4 * 9 / 10], runs * 4);
+    if (bench_ranked(&s, &g, runs, nodes))
+        return 1;
     for (uint32_t i = 0; i < x.npending; i++)
         tg_pod_free(&pending[i]);
     tg_sched_free(&s);
