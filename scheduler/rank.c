@@ -3,6 +3,7 @@
 #include "scheduler/rank.h"
 #include "util/err.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,13 +28,41 @@ static int keyed_cmp(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
+/* Ranks 0..n-1 or near (an indexed Job, a JobSet's pods, topogang.io/rank),
+ * each once: placed by value in one pass. Returns 0 when they are not. */
+static int sort_dense(struct tg_pod *const *pods, uint32_t *mem, uint32_t n, struct tg_arena *a)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t k = key_of(pods[mem[i]]);
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
+    }
+    if (hi == UINT64_MAX || hi - lo >= 2ull * n)
+        return 0;
+    uint32_t span = (uint32_t)(hi - lo) + 1, *at = tg_arena_alloc(a, span * sizeof *at);
+    if (!at)
+        return 0;
+    memset(at, 0xff, span * sizeof *at);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t *x = &at[key_of(pods[mem[i]]) - lo];
+        if (*x != NONE)
+            return 0; /* a rank twice: the general sort orders them by index */
+        *x = mem[i];
+    }
+    for (uint32_t i = 0, k = 0; i < span; i++)
+        if (at[i] != NONE)
+            mem[k++] = at[i];
+    return 1;
+}
+
 int tg_rank_sort(struct tg_pod *const *pods, uint32_t *mem, uint32_t n, struct tg_arena *a)
 {
     uint32_t i = 1;
     while (i < n && (key_of(pods[mem[i - 1]]) < key_of(pods[mem[i]]) ||
                      (key_of(pods[mem[i - 1]]) == key_of(pods[mem[i]]) && mem[i - 1] < mem[i])))
         i++;
-    if (i >= n)
+    if (i >= n || sort_dense(pods, mem, n, a))
         return 0;
     struct keyed *k = tg_arena_alloc(a, n * sizeof *k);
     if (!k)
@@ -47,26 +76,22 @@ int tg_rank_sort(struct tg_pod *const *pods, uint32_t *mem, uint32_t n, struct t
 }
 
 /* Topology order of two node slots: by their domains outermost first
- * (domain ids: the order the tree made them), then by slot. */
+ * (domain ids: the order the tree made them), then by slot. Every node's
+ * deepest domain is at the tree's deepest level (tree.h), so the two walk
+ * up in step until they share a parent. */
 static int topo_cmp(const struct tg_tree *t, uint32_t a, uint32_t b)
 {
     if (a == b)
         return 0;
     uint32_t da = t->leaf[a], db = t->leaf[b];
-    if (da != db) {
-        uint32_t pa[TG_MAX_LEVELS + 1], pb[TG_MAX_LEVELS + 1];
-        uint32_t na = 0, nb = 0;
-        for (uint32_t d = da; d != NONE && na <= TG_MAX_LEVELS; d = t->dom[d].parent)
-            pa[na++] = d;
-        for (uint32_t d = db; d != NONE && nb <= TG_MAX_LEVELS; d = t->dom[d].parent)
-            pb[nb++] = d;
-        while (na && nb) { /* from the root down: the first level where they part */
-            na--, nb--;
-            if (pa[na] != pb[nb])
-                return pa[na] < pb[nb] ? -1 : 1;
-        }
+    assert(t->dom[da].level == t->dom[db].level);
+    if (da == db)
+        return a < b ? -1 : 1;
+    while (t->dom[da].parent != t->dom[db].parent) {
+        da = t->dom[da].parent;
+        db = t->dom[db].parent;
     }
-    return a < b ? -1 : 1;
+    return da < db ? -1 : 1;
 }
 
 static int slot_cmp(const void *a, const void *b, void *t)

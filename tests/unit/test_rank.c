@@ -385,7 +385,8 @@ static cJSON *run_gang(const struct mnode *m, int nn, int np, const int *gpus, c
     for (int i = 0; i < np; i++) {
         char name[16], l[64];
         snprintf(name, sizeof name, "p%02d", i);
-        snprintf(l, sizeof l, "topogang.io/rank: \"%d\"", perm ? perm[i] : 0);
+        /* sparse ranks (every 1000th) take the general sort, dense ones the direct one */
+        snprintf(l, sizeof l, "topogang.io/rank: \"%d\"", perm ? perm[i] * (np % 2 ? 1000 : 1) : 0);
         pod_ranked(&y, name, "g", gpus[i], perm ? l : NULL);
     }
     cJSON *res = tu_simulate(POLICY, y);
