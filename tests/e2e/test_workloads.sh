@@ -136,6 +136,47 @@ EOF
   wipe jobs
 }
 
+# Rank order (issue 20): an indexed Job of 8 pods x 4 GPUs in one rack (4 nodes
+# of 8 GPUs) gets completion indexes 2k and 2k+1 on one node, nodes in
+# topology order (gpu-00000.. as the scheduler saw them), however the Job
+# controller created the pods; the metrics count the pairs of consecutive
+# ranks it placed and the rack level.
+metric() { curl -sf 127.0.0.1:18301/metrics | awk -v m="$1" '$1 == m {print $2}'; }
+node_of_index() {
+  $K get pods -n ranks -l job-name=ring -o jsonpath='{range .items[*]}{.metadata.annotations.batch\.kubernetes\.io/job-completion-index} {.spec.nodeName}{"\n"}{end}' |
+    awk -v i="$1" '$1 == i {print $2}'
+}
+case_rank_order() {
+  newns ranks
+  local pairs0; pairs0=$(metric topogang_rank_pairs_total); pairs0=${pairs0:-0}
+  $K create -n ranks -f - >/dev/null <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata: {name: ring}
+spec:
+  parallelism: 8
+  completions: 8
+  completionMode: Indexed
+  template:
+    metadata: {annotations: {topogang.io/topology-required: rack}}
+    spec: {schedulerName: topogang, restartPolicy: Never, terminationGracePeriodSeconds: 0, containers: [$(gpus 4)]}
+EOF
+  wait_for 30 "8 pods of Job ring bound" bound_is ranks job-name=ring 8 || return
+  check "Job ring in one rack" one_rack ranks job-name=ring
+  local i prev="" n m
+  for i in 0 2 4 6; do
+    n=$(node_of_index $i); m=$(node_of_index $((i + 1)))
+    [ -n "$n" ] && [ "$n" = "$m" ] || fail "indexes $i and $((i + 1)) on '$n' and '$m', not one node"
+    [ -z "$prev" ] || [[ "$prev" < "$n" ]] || fail "index $i on $n, not after $prev (topology order)"
+    prev=$n
+  done
+  local pairs; pairs=$(metric topogang_rank_pairs_total)
+  [ "${pairs:-0}" -ge $((pairs0 + 7)) ] || fail "topogang_rank_pairs_total $pairs, was $pairs0: the 7 pairs not counted"
+  [ -n "$(metric 'topogang_rank_crossings_total{level="rack"}')" ] ||
+    fail 'no topogang_rank_crossings_total{level="rack"} in /metrics'
+  wipe ranks
+}
+
 # jobset_job NS JOBSET UID RJOB IDX N GPUS [ANNOTATIONS]: the Job the JobSet
 # controller makes for replicated job RJOB index IDX (labels and annotations
 # as its constructJob), whose pods the Job controller makes.
@@ -507,6 +548,7 @@ EOF
 
 run_case case_discovery
 run_case case_job
+run_case case_rank_order
 run_case case_jobset
 run_case case_trainjob
 run_case case_lws
