@@ -229,6 +229,7 @@ struct tg_pod {
     uint32_t derived;                   /* interned "Kind/name[/group]": the gang its
                                            controller owner forms, 0 none */
     struct tg_ganghints *hints;         /* owned; NULL: no gang annotation */
+    uint64_t rank;                      /* 1 + its rank order key (tg_pod_rank_decode), 0 none */
     /* Requests of resource names no Node had registered when the pod was
      * decoded: they stay out of the registry (a tenant's made-up names cannot
      * fill it) and p->req holds TG_RES_UNOFFERED instead, which no node has,

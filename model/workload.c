@@ -7,11 +7,14 @@
 #include "util/intern.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const struct tg_pg_apiinfo tg_pg_apis[TG_PG_NAPI] = {
     [TG_PG_TOPOGANG] = {"topogang.io", "v1alpha1", "topogang.io/v1alpha1", "topogang", "topogang"},
@@ -696,6 +699,74 @@ static int decode_hints(const cJSON *an, struct tg_diag *d, struct tg_pod *p)
     return 0;
 }
 
+/* A rank value: a whole number 0..2^31-1 into *v (1), absent (0), or
+ * malformed (-1: a warning naming the pod and where it was read). */
+static int rank_value(const char *v, const cJSON *at, const char *field, struct tg_diag *d,
+                      const struct tg_pod *p, uint32_t *out)
+{
+    if (!v)
+        return 0;
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (end != v && !*end && !errno && n >= 0 && n <= INT32_MAX && *v != '+' && *v != ' ') {
+        *out = (uint32_t)n;
+        return 1;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "Pod %s", p->key);
+    tg_diag_warn(d, at, what, field, "must be a whole number 0..2147483647 for a rank, not \"%s\"", v);
+    return -1;
+}
+
+static const char *label_str(const struct tg_pod *p, const char *key)
+{
+    uint32_t v = label(p, key);
+    return v ? tg_str(v) : NULL;
+}
+
+/* p->rank from the first source it carries (workload.h). */
+static void decode_rank(const cJSON *md, struct tg_diag *d, struct tg_pod *p)
+{
+    const cJSON *labels = get(md, "labels"), *an = get(md, "annotations");
+    uint32_t major = 0, minor = 0;
+    int ok;
+    const char *ci = label_str(p, TG_LABEL_COMPLETION), *ci_field =
+        "metadata.labels[" TG_LABEL_COMPLETION "]";
+    const cJSON *ci_at = get(labels, TG_LABEL_COMPLETION);
+    if (!ci && (ci = ann(an, TG_LABEL_COMPLETION))) {
+        ci_field = "metadata.annotations[" TG_LABEL_COMPLETION "]";
+        ci_at = get(an, TG_LABEL_COMPLETION);
+    }
+    const char *kt = label_str(p, TG_LABEL_KF_TYPE), *js_key = TG_LABEL_JOBSET_GLOBAL;
+    const char *js_field = "metadata.labels[" TG_LABEL_JOBSET_GLOBAL "]";
+    if (!label(p, js_key))
+        js_key = TG_LABEL_JOBSET_INDEX, js_field = "metadata.labels[" TG_LABEL_JOBSET_INDEX "]";
+    const char *js = label_str(p, js_key);
+    if (label(p, TG_LABEL_RANK))
+        ok = rank_value(label_str(p, TG_LABEL_RANK), get(labels, TG_LABEL_RANK),
+                        "metadata.labels[" TG_LABEL_RANK "]", d, p, &minor);
+    else if (label(p, TG_LABEL_LWS_WORKER))
+        ok = rank_value(label_str(p, TG_LABEL_LWS_WORKER), get(labels, TG_LABEL_LWS_WORKER),
+                        "metadata.labels[" TG_LABEL_LWS_WORKER "]", d, p, &minor);
+    else if (kt) {
+        if (!strcasecmp(kt, "worker"))
+            major = 1;
+        else if (strcasecmp(kt, "master") && strcasecmp(kt, "chief") && strcasecmp(kt, "launcher"))
+            return; /* a parameter server, an evaluator: in no ring */
+        ok = rank_value(label_str(p, TG_LABEL_KF_INDEX), get(labels, TG_LABEL_KF_INDEX),
+                        "metadata.labels[" TG_LABEL_KF_INDEX "]", d, p, &minor);
+    } else if (js && ci) {
+        ok = rank_value(js, get(labels, js_key), js_field, d, p, &major);
+        if (ok > 0)
+            ok = rank_value(ci, ci_at, ci_field, d, p, &minor);
+    } else {
+        ok = rank_value(ci, ci_at, ci_field, d, p, &minor);
+    }
+    if (ok > 0)
+        p->rank = 1 + ((uint64_t)major << 32 | minor);
+}
+
 int tg_pod_gang_decode(const cJSON *obj, struct tg_diag *d, struct tg_pod *p)
 {
     const cJSON *md = get(obj, "metadata"), *an = get(md, "annotations");
@@ -718,5 +789,6 @@ int tg_pod_gang_decode(const cJSON *obj, struct tg_diag *d, struct tg_pod *p)
     }
     if (!p->group)
         p->derived = derive(p);
+    decode_rank(md, d, p);
     return cJSON_IsObject(an) ? decode_hints(an, d, p) : 0;
 }

@@ -35,6 +35,7 @@
  * gaining its first match), the set's counts are redone. Shapes without
  * such terms skip those plugins (prefilter) and keep the plain path. */
 #include "scheduler/cycle.h"
+#include "scheduler/rank.h"
 #include "plugins/plugin.h"
 #include "model/quantity.h"
 #include "util/err.h"
@@ -1291,6 +1292,9 @@ static int make_sets(struct pc *x)
         x->sets[k].weight = set_weight(&x->sets[k]);
     }
     qsort(x->sets, x->nsets, sizeof *x->sets, set_cmp);
+    for (uint32_t k = 0; k < x->nsets; k++) /* lowest rank first: placed in rank order */
+        if (tg_rank_sort(g->pods, x->sets[k].mem, x->sets[k].nmem, a))
+            return TG_ENOMEM;
     return 0;
 }
 
@@ -1479,6 +1483,18 @@ static int pc_init(struct pc *x, struct tg_sched *s, struct tg_arena *a, const s
     return 0;
 }
 
+/* Each set's members onto its slots in rank order (scheduler/rank.h). */
+static int rank_sets(struct pc *x)
+{
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        int rc = tg_rank_layout(&x->s->cluster, x->g->pods, x->sets[i].mem, x->sets[i].nmem,
+                                x->r->slot, x->a);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -1519,6 +1535,8 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
             uint32_t slot = cands[i].slot;
             rc = try_in(&x, slot == NONE ? cands[i].d : t->leaf[slot], slot, must, &ok);
             if (rc)
+                goto fail;
+            if (ok && (rc = rank_sets(&x)))
                 goto fail;
             if (ok) {
                 r->status = TG_GANG_SCHEDULED;

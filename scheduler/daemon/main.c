@@ -26,6 +26,7 @@
 #include "scheduler/daemon/metrics.h"
 #include "util/clock.h"
 #include "scheduler/loss.h"
+#include "scheduler/rank.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -133,6 +134,19 @@ static int rolled_back_half_bound(struct tg_daemon *d, const struct tg_decision 
     return 1;
 }
 
+/* topogang_rank_*: the crossings of consecutive ranks in a placement. */
+static void rank_metrics(struct tg_daemon *d, const struct tg_decision *dc)
+{
+    struct tg_rank_report r;
+    if (tg_rank_report(&d->engine.sched.cluster, dc->view.pods, dc->result.slot, dc->view.npods,
+                       &r, NULL) || !r.pairs)
+        return;
+    const char *names[TG_MAX_LEVELS + 1];
+    uint32_t counts[TG_MAX_LEVELS + 1];
+    uint32_t n = tg_rank_by_level(&d->engine.sched.policy, &r, names, counts);
+    tg_metrics_rank(r.pairs, names, counts, n);
+}
+
 static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
 {
     if (dc->timed_out)
@@ -140,6 +154,7 @@ static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
     switch (dc->kind) {
     case TG_D_PLACE:
         tg_metrics_inc(TG_M_ATTEMPT_SCHEDULED, 1);
+        rank_metrics(d, dc);
         tg__report_decision(&d->report, dc);
         if (tg__binder_bind(d->binder, dc)) {
             tg_metrics_inc(TG_M_ATTEMPT_ERROR, 1);

@@ -1,6 +1,7 @@
 /* `topogang simulate`: read Kubernetes YAML (load.h), run the engine on a
  * fixed clock until nothing is due, print a table or JSON. See simulate.h. */
 #include "scheduler/sim/simulate.h"
+#include "scheduler/rank.h"
 #include "scheduler/engine.h"
 #include "scheduler/sim/load.h"
 #include "scheduler/sim/replay.h"
@@ -36,7 +37,9 @@ struct outcome {
     char *reason;
     const struct tg_pod **pods;         /* pending members, input order */
     uint32_t *node;                     /* interned node per pod, 0 none */
+    uint32_t *rank;                     /* per pod: position in rank order, UINT32_MAX none */
     uint32_t npods;
+    struct tg_rank_report ranks;        /* crossings of consecutive ranks (scheduler/rank.h) */
     struct preempted *pre;
     uint32_t npre;
 };
@@ -82,6 +85,7 @@ static void outcome_free(struct outcome *o)
     free(o->pre);
     free(o->pods);
     free(o->node);
+    free(o->rank);
     free(o->domain);
     free(o->reason);
     free(o->key);
@@ -201,7 +205,8 @@ static int make_outcomes(struct tg_sim *sim)
             o->min = g ? tg_grec_min(g) : 1;
             o->pods = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->pods);
             o->node = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->node);
-            if (!o->pods || !o->node)
+            o->rank = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->rank);
+            if (!o->pods || !o->node || !o->rank)
                 return TG_ENOMEM;
         }
         o->pods[o->npods++] = p;
@@ -261,13 +266,21 @@ static int record(struct tg_sim *sim, const struct tg_decision *dc)
     tg_tree_path(&c->tree, dc->result.domain, path, sizeof path);
     if (set_text(&o->domain, path) || set_text(&o->reason, ""))
         return TG_ENOMEM;
+    uint32_t *ord = malloc((dc->view.npods + 1) * sizeof *ord);
+    if (!ord || tg_rank_report(c, dc->view.pods, dc->result.slot, dc->view.npods, &o->ranks, ord)) {
+        free(ord);
+        return TG_ENOMEM;
+    }
     for (uint32_t i = 0; i < dc->view.npods; i++) {
         if (dc->result.slot[i] == TG_NONE)
             continue;
         for (uint32_t k = 0; k < o->npods; k++)
-            if (o->pods[k] == dc->view.pods[i])
+            if (o->pods[k] == dc->view.pods[i]) {
                 o->node[k] = c->nodes[dc->result.slot[i]].name;
+                o->rank[k] = ord[i];
+            }
     }
+    free(ord);
     return 0;
 }
 
@@ -351,6 +364,26 @@ static void json_str_or_null(struct tg_sb *o, const char *s)
         tg_sb_puts(o, "null");
 }
 
+/* {"pairs": n, "<level>": n, ..., "node": n} for a placed gang whose members
+ * carry ranks, else null. "node" is left out when a level has that name. */
+static void rank_json(const struct tg_sim *sim, const struct outcome *g, struct tg_sb *o)
+{
+    if (g->status != TG_GANG_SCHEDULED || !g->ranks.pairs) {
+        tg_sb_puts(o, "null");
+        return;
+    }
+    const char *names[TG_MAX_LEVELS + 1];
+    uint32_t counts[TG_MAX_LEVELS + 1];
+    uint32_t n = tg_rank_by_level(&sim->engine.sched.policy, &g->ranks, names, counts);
+    tg_sb_printf(o, "{\"pairs\":%u", g->ranks.pairs);
+    for (uint32_t l = 0; l < n; l++) {
+        tg_sb_putc(o, ',');
+        tg_sb_json_str(o, names[l]);
+        tg_sb_printf(o, ":%u", counts[l]);
+    }
+    tg_sb_putc(o, '}');
+}
+
 void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
 {
     tg_sb_puts(o, "{\"gangs\":[");
@@ -373,9 +406,13 @@ void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
             tg_sb_json_str(o, g->pods[k]->key);
             tg_sb_puts(o, ",\"node\":");
             json_str_or_null(o, ok && g->node[k] ? tg_str(g->node[k]) : NULL);
+            if (ok && g->node[k] && g->rank[k] != UINT32_MAX)
+                tg_sb_printf(o, ",\"rank\":%u", g->rank[k]);
             tg_sb_putc(o, '}');
         }
-        tg_sb_puts(o, "],\"preempts\":[");
+        tg_sb_puts(o, "],\"rankCrossings\":");
+        rank_json(sim, g, o);
+        tg_sb_puts(o, ",\"preempts\":[");
         for (uint32_t k = 0; k < g->npre; k++) {
             tg_sb_puts(o, k ? ",{\"podGroup\":" : "{\"podGroup\":");
             json_str_or_null(o, g->pre[k].group);
