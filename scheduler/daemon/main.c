@@ -138,12 +138,12 @@ static int rolled_back_half_bound(struct tg_daemon *d, const struct tg_decision 
 static void rank_metrics(struct tg_daemon *d, const struct tg_decision *dc)
 {
     struct tg_rank_report r;
-    if (tg_rank_report(&d->engine.sched.cluster, dc->view.pods, dc->result.slot, dc->view.npods,
+    if (tg_rank_report(tg_engine_cluster(d->engine), dc->view.pods, dc->result.slot, dc->view.npods,
                        &r, NULL) || !r.pairs)
         return;
     const char *names[TG_MAX_LEVELS + 1];
     uint32_t counts[TG_MAX_LEVELS + 1];
-    uint32_t n = tg_rank_by_level(&d->engine.sched.policy, &r, names, counts);
+    uint32_t n = tg_rank_by_level(tg_engine_policy(d->engine), &r, names, counts);
     tg_metrics_rank(r.pairs, names, counts, n);
 }
 

@@ -374,7 +374,7 @@ static void rank_json(const struct tg_sim *sim, const struct outcome *g, struct 
     }
     const char *names[TG_MAX_LEVELS + 1];
     uint32_t counts[TG_MAX_LEVELS + 1];
-    uint32_t n = tg_rank_by_level(&sim->engine.sched.policy, &g->ranks, names, counts);
+    uint32_t n = tg_rank_by_level(tg_engine_policy(sim->engine), &g->ranks, names, counts);
     tg_sb_printf(o, "{\"pairs\":%u", g->ranks.pairs);
     for (uint32_t l = 0; l < n; l++) {
         tg_sb_putc(o, ',');
