@@ -1,6 +1,7 @@
 /* `topogang simulate`: read Kubernetes YAML (load.h), run the engine on a
  * fixed clock until nothing is due, print a table or JSON. See simulate.h. */
 #include "scheduler/sim/simulate.h"
+#include "scheduler/subgroup.h"
 #include "scheduler/engine.h"
 #include "scheduler/sim/load.h"
 #include "scheduler/sim/replay.h"
@@ -39,6 +40,17 @@ struct outcome {
     uint32_t npods;
     struct preempted *pre;
     uint32_t npre;
+    struct subout *subs;                /* a placed gang's sub-groups, nsubs of them */
+    uint32_t nsubs;
+    int32_t *subof;                     /* per pod: its index in subs, -1 none */
+};
+
+/* Where one sub-group went (scheduler/subgroup.h). */
+struct subout {
+    char *name;
+    char level[64];
+    char *domain;
+    uint32_t npods;
 };
 
 struct tg_sim {
@@ -80,6 +92,12 @@ static void outcome_free(struct outcome *o)
         free(o->pre[i].group);
     }
     free(o->pre);
+    for (uint32_t i = 0; i < o->nsubs; i++) {
+        free(o->subs[i].name);
+        free(o->subs[i].domain);
+    }
+    free(o->subs);
+    free(o->subof);
     free(o->pods);
     free(o->node);
     free(o->domain);
@@ -243,6 +261,36 @@ static int evict(struct tg_sim *sim, struct outcome *o, const struct tg_preempti
     return 0;
 }
 
+/* A placed gang's sub-groups: each one's level and domain, each pod's. */
+static int record_subs(struct tg_sim *sim, struct outcome *o, const struct tg_decision *dc)
+{
+    const struct tg_podgroup *pg = dc->gang->pg;
+    const struct tg_tree *t = &sim->engine.sched.cluster.tree;
+    const struct tg_policy *p = &sim->engine.sched.policy;
+    if (!pg || o->subs)
+        return 0;
+    if (!(o->subs = calloc(dc->result.nsub, sizeof *o->subs)) ||
+        !(o->subof = malloc((o->npods + 1) * sizeof *o->subof)))
+        return TG_ENOMEM;
+    o->nsubs = dc->result.nsub;
+    for (uint32_t k = 0; k < o->nsubs; k++) {
+        const struct tg_subplace *sp = &dc->result.sub[k];
+        char name[128], path[512];
+        snprintf(o->subs[k].level, sizeof o->subs[k].level, "%s",
+                 sp->level ? p->levels[sp->level - 1].name : "cluster");
+        o->subs[k].npods = sp->npods;
+        if (!(o->subs[k].name = strdup(tg_subgroup_name(pg, k, name, sizeof name))) ||
+            !(o->subs[k].domain = strdup(tg_tree_path(t, sp->domain, path, sizeof path))))
+            return TG_ENOMEM;
+    }
+    for (uint32_t k = 0; k < o->npods; k++) {
+        char why[8];
+        int64_t sg = tg_subgroup_of(pg, o->pods[k], why, sizeof why);
+        o->subof[k] = sg >= 0 && sg < o->nsubs ? (int32_t)sg : -1;
+    }
+    return 0;
+}
+
 static int record(struct tg_sim *sim, const struct tg_decision *dc)
 {
     struct outcome *o = outcome_of(sim, dc->gang->key);
@@ -268,7 +316,7 @@ static int record(struct tg_sim *sim, const struct tg_decision *dc)
             if (o->pods[k] == dc->view.pods[i])
                 o->node[k] = c->nodes[dc->result.slot[i]].name;
     }
-    return 0;
+    return dc->result.nsub ? record_subs(sim, o, dc) : 0;
 }
 
 static int outcome_cmp(const void *a, const void *b)
@@ -373,7 +421,23 @@ void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
             tg_sb_json_str(o, g->pods[k]->key);
             tg_sb_puts(o, ",\"node\":");
             json_str_or_null(o, ok && g->node[k] ? tg_str(g->node[k]) : NULL);
+            if (ok && g->subof && g->subof[k] >= 0) {
+                tg_sb_puts(o, ",\"subGroup\":");
+                tg_sb_json_str(o, g->subs[g->subof[k]].name);
+            }
             tg_sb_putc(o, '}');
+        }
+        if (ok && g->nsubs) {
+            tg_sb_puts(o, "],\"subGroups\":[");
+            for (uint32_t k = 0; k < g->nsubs; k++) {
+                tg_sb_puts(o, k ? ",{\"name\":" : "{\"name\":");
+                tg_sb_json_str(o, g->subs[k].name);
+                tg_sb_puts(o, ",\"level\":");
+                tg_sb_json_str(o, g->subs[k].level);
+                tg_sb_puts(o, ",\"domain\":");
+                tg_sb_json_str(o, g->subs[k].domain);
+                tg_sb_printf(o, ",\"pods\":%u}", g->subs[k].npods);
+            }
         }
         tg_sb_puts(o, "],\"preempts\":[");
         for (uint32_t k = 0; k < g->npre; k++) {

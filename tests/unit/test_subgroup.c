@@ -187,6 +187,26 @@ static void test_gang_level_holds(void **state)
     assert_one_clique(res, "a", 8, a);
     assert_one_clique(res, "b", 8, b);
     assert_string_not_equal(a, b);
+    /* simulate -o json: each sub-group's level and domain, each pod's sub-group */
+    const cJSON *subs = cJSON_GetObjectItem(g, "subGroups");
+    assert_int_equal(cJSON_GetArraySize(subs), 2);
+    const cJSON *s0 = cJSON_GetArrayItem(subs, 0);
+    assert_string_equal(tu_str(s0, "name"), "a");
+    assert_string_equal(tu_str(s0, "level"), "nvlink-domain");
+    char want[32];
+    snprintf(want, sizeof want, "b3/%s", a);
+    assert_string_equal(tu_str(s0, "domain"), want);
+    assert_int_equal(cJSON_GetObjectItem(s0, "pods")->valueint, 8);
+    const cJSON *pod;
+    int named = 0;
+    cJSON_ArrayForEach(pod, cJSON_GetObjectItem(g, "pods"))
+    {
+        const char *sg = tu_str(pod, "subGroup");
+        assert_non_null(sg);
+        assert_int_equal(sg[0], tu_str(pod, "pod")[3]); /* ml/a-3 is in a */
+        named++;
+    }
+    assert_int_equal(named, 16);
     cJSON_Delete(res);
     free(y);
 }
