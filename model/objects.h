@@ -491,6 +491,7 @@ int tg_parse_time(const char *s, int64_t *ms);
 #define TG_LABEL_POD_GROUP_XK8S "scheduling.x-k8s.io/pod-group"
 #define TG_ANNOTATION_TOPOLOGY  "topogang.io/topology"
 #define TG_LABEL_SUB_GROUP      "topogang.io/sub-group"
+#define TG_LABEL_KAI_SUB_GROUP  "kai.scheduler/subgroup-name"
 #define TG_LABEL_RANK           "topogang.io/rank"
 #define TG_LABEL_JOB_INDEX      "batch.kubernetes.io/job-completion-index"
 

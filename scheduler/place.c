@@ -1523,10 +1523,10 @@ static int sg_level(struct pc *x, uint32_t name, const char *field, uint32_t k, 
     *out = 0;
     if (!name)
         return 0;
-    int l = tg_policy_level(&x->s->policy, tg_str(name));
+    int l = tg_policy_level_any(&x->s->policy, name);
     if (l < 0)
-        return sg_bad(x, 1, "PodGroup %s: %s: unknown level \"%s\"", x->g->pg->key, field,
-                      tg_str(name)), -1;
+        return sg_bad(x, 1, "PodGroup %s: %s: \"%s\" is neither a level of the policy nor the "
+                      "node label of one", x->g->pg->key, field, tg_str(name)), -1;
     (void)k;
     *out = (uint32_t)l;
     return 0;

@@ -3,6 +3,7 @@
  * the single-set answer is exact). No configuration key drives it: the
  * PodGroup says everything (spec.subGroups, spec.subGroupSize). */
 #include "scheduler/subgroup.h"
+#include "model/workload.h"
 #include "util/err.h"
 #include "util/intern.h"
 
@@ -391,15 +392,16 @@ int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, cha
                  p->key, pg->key);
         return -2;
     }
-    uint32_t v = tg_labels_get(p->labels, p->nlabels, tg_intern(TG_LABEL_SUB_GROUP));
+    const char *key = pg->api == TG_PG_KAI ? TG_LABEL_KAI_SUB_GROUP : TG_LABEL_SUB_GROUP;
+    uint32_t v = tg_labels_get(p->labels, p->nlabels, tg_intern(key));
     if (v == TG_STR_NONE)
         return -1;
     for (uint32_t k = 0; k < pg->nsubs; k++)
         if (pg->subs[k].name == v)
             return k;
     snprintf(reason, n,
-             "Pod %s: metadata.labels[" TG_LABEL_SUB_GROUP "]: \"%s\" is no sub-group of "
-             "PodGroup %s (spec.subGroups)", p->key, tg_str(v), pg->key);
+             "Pod %s: metadata.labels[%s]: \"%s\" is no sub-group of PodGroup %s "
+             "(spec.subGroups)", p->key, key, tg_str(v), pg->key);
     return -2;
 }
 

@@ -259,6 +259,45 @@ static void test_size_by_rank(void **state)
     free(y);
 }
 
+/* KAI's PodGroup subGroups (scheduling.run.ai/v2alpha2): leaves joined by
+ * kai.scheduler/subgroup-name, levels as node label keys; a parent only
+ * groups its children. Same BFD counterexample as above. */
+static void test_kai_subgroups(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_two_tens(&y);
+    static const int size[] = {5, 4, 3, 3, 3, 2};
+    tu_cat(&y, "---\napiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: k, "
+               "namespace: ml}\nspec:\n  minMember: 20\n  topologyConstraint: "
+               "{requiredTopologyLevel: topogang.io/block}\n  subGroups:\n  - {name: all}\n");
+    for (int k = 0; k < 6; k++)
+        tu_cat(&y, "  - {name: s%d, parent: all, minMember: %d, topologyConstraint: "
+                   "{requiredTopologyLevel: nvidia.com/gpu.clique}}\n", k, size[k]);
+    for (int k = 0; k < 6; k++)
+        for (int i = 0; i < size[k]; i++)
+            tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: s%d-%d\n  namespace: ml\n"
+                       "  annotations: {pod-group-name: k}\n  labels: {kai.scheduler/subgroup-name: s%d}\n"
+                       "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                       "    resources: {requests: {nvidia.com/gpu: 1}}\n", k, i, k);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = NULL, *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "gangs"))
+        if (tu_str(it, "podGroup") && strstr(tu_str(it, "podGroup"), "ml/k"))
+            g = it;
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "subGroups")), 6);
+    char cl[16];
+    for (int k = 0; k < 6; k++) {
+        char p[8];
+        snprintf(p, sizeof p, "s%d", k);
+        assert_one_clique(res, p, size[k], cl);
+    }
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* ---- property: tg_subgroup_solve against brute force ------------------------ */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -368,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_gang_level_holds),
         cmocka_unit_test(test_min_member_and_bad_label),
         cmocka_unit_test(test_size_by_rank),
+        cmocka_unit_test(test_kai_subgroups),
         cmocka_unit_test(test_property_vs_brute_force),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
