@@ -259,6 +259,48 @@ static void test_size_by_rank(void **state)
     free(y);
 }
 
+/* Preemption knows sub-groups: 16 GPUs are free in b1 (8 per domain), as
+ * many as the gang asks, but its 10-pod sub-group needs one domain with 10:
+ * one lower-priority gang goes, and the placement keeps each sub-group in
+ * one domain. */
+static void test_preemption_honours_subgroups(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_two_tens(&y);
+    tu_cat(&y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low}\n"
+               "value: 10\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+               "metadata: {name: high}\nvalue: 100\n");
+    for (int c = 1; c <= 2; c++) {
+        tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: low%d, "
+                   "namespace: ml}\nspec: {minMember: 2, priorityClassName: low}\n", c);
+        for (int i = 0; i < 2; i++)
+            tu_cat(&y, "---\nkind: Pod\nmetadata:\n  name: low%d-%d\n  namespace: ml\n"
+                       "  labels: {topogang.io/pod-group: low%d}\n  ownerReferences: [{apiVersion: batch/v1, "
+                       "kind: Job, name: low%d, uid: u-low%d, controller: true}]\n"
+                       "spec:\n  nodeName: c%d-n0\n"
+                       "  priorityClassName: low\n  schedulerName: topogang\n  containers:\n"
+                       "  - name: c\n    resources: {requests: {nvidia.com/gpu: 1}}\n"
+                       "status: {phase: Running}\n", c, i, c, c, c, c);
+    }
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+               "spec:\n  minMember: 16\n  priorityClassName: high\n  topology: {required: block}\n"
+               "  subGroups:\n  - {name: big, minMember: 10, topology: {required: nvlink-domain}}\n"
+               "  - {name: small, minMember: 6, topology: {required: nvlink-domain}}\n");
+    sgpods(&y, "big", "g", "big", 10, -1);
+    sgpods(&y, "small", "g", "small", 6, -1);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "preempts")), 1);
+    char a[16], b[16];
+    assert_one_clique(res, "big", 10, a);
+    assert_one_clique(res, "small", 6, b);
+    assert_string_not_equal(a, b);
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* KAI's PodGroup subGroups (scheduling.run.ai/v2alpha2): leaves joined by
  * kai.scheduler/subgroup-name, levels as node label keys; a parent only
  * groups its children. Same BFD counterexample as above. */
@@ -408,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_min_member_and_bad_label),
         cmocka_unit_test(test_size_by_rank),
         cmocka_unit_test(test_kai_subgroups),
+        cmocka_unit_test(test_preemption_honours_subgroups),
         cmocka_unit_test(test_property_vs_brute_force),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
