@@ -60,10 +60,9 @@ static int same_need(const struct solver *v, uint32_t a, uint32_t b)
     return 1;
 }
 
-static const struct solver *cmp_v;
-
-static int order_cmp(const void *a, const void *b)
+static int order_cmp(const void *a, const void *b, void *ud)
 {
+    const struct solver *cmp_v = ud;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     uint32_t lx = eff_level(cmp_v, x), ly = eff_level(cmp_v, y);
     if (lx != ly)
@@ -86,8 +85,9 @@ static uint64_t dom_total(const struct solver *v, uint32_t d)
     return n;
 }
 
-static int list_cmp(const void *a, const void *b)
+static int list_cmp(const void *a, const void *b, void *ud)
 {
+    const struct solver *cmp_v = ud;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     uint64_t cx = dom_total(cmp_v, x), cy = dom_total(cmp_v, y);
     if (cx != cy)
@@ -119,8 +119,7 @@ static int make_list(struct solver *v, struct tg_arena *a, uint32_t lvl)
         for (uint32_t i = 0; i < dd->nchild && dd->level < t->nlevels; i++)
             stack[top++] = dd->child[i];
     }
-    cmp_v = v;
-    qsort(out, n, sizeof *out, list_cmp);
+    qsort_r(out, n, sizeof *out, list_cmp, v);
     v->list[lvl] = out;
     v->nlist[lvl] = n;
     return 0;
@@ -310,8 +309,7 @@ static int solver_init(struct solver *v, const struct tg_sgprob *p, uint32_t gan
     }
     for (uint32_t k = 0; k < p->nsg; k++)
         v->order[k] = k;
-    cmp_v = v;
-    qsort(v->order, p->nsg, sizeof *v->order, order_cmp);
+    qsort_r(v->order, p->nsg, sizeof *v->order, order_cmp, v);
     for (uint32_t i = p->nsg; i-- > 0;)
         for (uint32_t s = 0; s < p->nsets; s++)
             v->remain[(size_t)i * p->nsets + s] =
