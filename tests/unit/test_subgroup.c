@@ -441,6 +441,76 @@ static void test_property_vs_brute_force(void **state)
     assert_true(feasible > 50 && feasible < 350); /* both outcomes exercised */
 }
 
+/* End to end through `simulate` (counting, search and fill): random cliques
+ * of 1-3 nodes with 0-4 GPUs in one block, 1-4 sub-groups of 1-4 one-GPU
+ * pods each required in one clique: Scheduled exactly when some assignment
+ * of sub-groups to cliques fits, and then every sub-group in one clique. */
+static int fits_brute(const int *cap, int ncl, const int *need, int nsg, int k, int *used)
+{
+    if (k == nsg)
+        return 1;
+    for (int c = 0; c < ncl; c++)
+        if (used[c] + need[k] <= cap[c]) {
+            used[c] += need[k];
+            int ok = fits_brute(cap, ncl, need, nsg, k + 1, used);
+            used[c] -= need[k];
+            if (ok)
+                return 1;
+        }
+    return 0;
+}
+
+static void test_property_simulate(void **state)
+{
+    (void)state;
+    int seen[2] = {0, 0};
+    for (int trial = 0; trial < 200; trial++) {
+        char *y = NULL;
+        int ncl = 2 + (int)rnd(2), cap[3] = {0}, nsg = 1 + (int)rnd(4), need[4], used[3] = {0};
+        for (int c = 0; c < ncl; c++) {
+            int nn = 1 + (int)rnd(3);
+            for (int i = 0; i < nn; i++) {
+                char n[16], cl[8];
+                int gpus = (int)rnd(5);
+                snprintf(n, sizeof n, "c%d-n%d", c, i);
+                snprintf(cl, sizeof cl, "c%d", c);
+                node(&y, n, "b1", cl, gpus);
+                cap[c] += gpus;
+            }
+        }
+        char subs[1024] = "  subGroups:\n";
+        int total = 0;
+        for (int k = 0; k < nsg; k++) {
+            char one[128];
+            need[k] = 1 + (int)rnd(4);
+            total += need[k];
+            snprintf(one, sizeof one, "  - {name: s%d, minMember: %d, topology: {required: nvlink-domain}}\n",
+                     k, need[k]);
+            strcat(subs, one);
+        }
+        podgroup(&y, "g", total, subs);
+        for (int k = 0; k < nsg; k++) {
+            char p[8];
+            snprintf(p, sizeof p, "s%d", k);
+            sgpods(&y, p, "g", p, need[k], -1);
+        }
+        int want = fits_brute(cap, ncl, need, nsg, 0, used);
+        cJSON *res = tu_simulate(POLICY, y);
+        const char *st = tu_str(tu_gang(res, "ml/g"), "status");
+        assert_string_equal(st, want ? "Scheduled" : "Unschedulable");
+        char cl[16];
+        for (int k = 0; want && k < nsg; k++) {
+            char p[8];
+            snprintf(p, sizeof p, "s%d", k);
+            assert_one_clique(res, p, need[k], cl);
+        }
+        seen[want]++;
+        cJSON_Delete(res);
+        free(y);
+    }
+    assert_true(seen[0] > 20 && seen[1] > 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_kai_subgroups),
         cmocka_unit_test(test_preemption_honours_subgroups),
         cmocka_unit_test(test_property_vs_brute_force),
+        cmocka_unit_test(test_property_simulate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
