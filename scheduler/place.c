@@ -1518,16 +1518,19 @@ static int sg_bad(struct pc *x, int bad, const char *fmt, ...)
     return 0;
 }
 
-static int sg_level(struct pc *x, uint32_t name, const char *field, uint32_t k, uint32_t *out)
+/* Tree level of a sub-group's level name or node label key into *out (0:
+ * none given); -1 with the gang made invalid when it names no level. */
+static int sg_level(struct pc *x, uint32_t name, const char *field, uint32_t *out)
 {
     *out = 0;
     if (!name)
         return 0;
     int l = tg_policy_level_any(&x->s->policy, name);
-    if (l < 0)
-        return sg_bad(x, 1, "PodGroup %s: %s: \"%s\" is neither a level of the policy nor the "
-                      "node label of one", x->g->pg->key, field, tg_str(name)), -1;
-    (void)k;
+    if (l < 0) {
+        sg_bad(x, 1, "PodGroup %s: %s: \"%s\" is neither a level of the policy nor the node "
+               "label of one", x->g->pg->key, field, tg_str(name));
+        return -1;
+    }
     *out = (uint32_t)l;
     return 0;
 }
@@ -1540,15 +1543,16 @@ static int sg_levels(struct pc *x)
     struct sgplan *p = x->sg;
     for (uint32_t k = 0; k < p->nsg; k++) {
         const struct tg_subgroup *sub = pg->sub_size > 0 ? &pg->sub_topo : &pg->subs[k];
-        char f[80];
+        char base[48], f[80];
         if (pg->sub_size > 0)
-            snprintf(f, sizeof f, "spec.subGroupTopology.required");
+            snprintf(base, sizeof base, "spec.subGroupTopology");
         else
-            snprintf(f, sizeof f, "spec.subGroups[%u].topology.required", k);
-        if (sg_level(x, sub->required, f, k, &p->req[k]))
+            snprintf(base, sizeof base, "spec.subGroups[%u].topology", k);
+        snprintf(f, sizeof f, "%s.required", base);
+        if (sg_level(x, sub->required, f, &p->req[k]))
             return 0;
-        memcpy(f + strlen(f) - 8, "preferred", 10);
-        if (sg_level(x, sub->preferred, f, k, &p->pref[k]))
+        snprintf(f, sizeof f, "%s.preferred", base);
+        if (sg_level(x, sub->preferred, f, &p->pref[k]))
             return 0;
         if (p->pref[k] < p->req[k])
             p->pref[k] = p->req[k];
@@ -1704,12 +1708,16 @@ static int sg_try_in(struct pc *x, uint32_t d, uint32_t slot, int *ok)
         struct tg_sgprob prob = {&x->s->cluster.tree, x->nsets, count, p->nsg, lvl, p->need,
                                  p->rest, 0};
         struct tg_sgwhy why;
-        int rc = tg_subgroup_solve(&prob, d, x->a, p->dom, &why);
-        if (rc < 0)
-            return rc;
-        if (rc == 1 && ((rc = sg_fill(x, d, lvl, ok)) || *ok))
-            return rc;
-        if (pass == 1 && p->why_dom == NONE && rc == 0) {
+        int found = tg_subgroup_solve(&prob, d, x->a, p->dom, &why);
+        if (found < 0)
+            return found;
+        if (found) {
+            int rc = sg_fill(x, d, lvl, ok);
+            if (rc || *ok)
+                return rc;
+            why.unfilled = 1; /* the counts held it; pod shapes competing for nodes did not */
+        }
+        if (pass == 1 && p->why_dom == NONE) {
             p->why = why;
             p->why_dom = d;
             memcpy(p->why_lvl, lvl, p->nsg * sizeof *lvl);
@@ -1750,7 +1758,10 @@ static void sg_explain(struct pc *x)
     const char *glname = gl ? pol->levels[gl - 1].name : "cluster";
     tg_tree_path(t, p->why_dom, gpath, sizeof gpath);
     struct tg_sb b = {0};
-    if (p->why.gave_up)
+    if (p->why.unfilled)
+        tg_sb_printf(&b, "sub-groups: an arrangement in %s %s fits by count, but its pod sets "
+                         "compete for the same nodes", glname, gpath);
+    else if (p->why.gave_up)
         tg_sb_printf(&b, "sub-groups: the search for an arrangement in %s %s gave up after %u steps",
                      glname, gpath, TG_SUBGROUP_STEPS);
     else if (p->why.rest || p->why.sg == NONE)

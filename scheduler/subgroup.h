@@ -56,6 +56,7 @@ struct tg_sgwhy {
     uint32_t ndom;                      /* domains of sg's level in the gang domain */
     uint8_t gave_up;                    /* the step bound ran out */
     uint8_t rest;                       /* the members in no sub-group did not fit */
+    uint8_t unfilled;                   /* set by the caller: found, but its fill failed */
 };
 
 /* Whether the domains under gang domain `gang` host every sub-group of p.
@@ -72,9 +73,10 @@ int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena 
 int64_t tg_pod_rank(const struct tg_pod *p);
 
 /* Sub-group of pod p in PodGroup pg: 0..n-1 (an index in pg->subs, or
- * rank / pg->sub_size), -1 when pg has sub-groups and p is in none (no
- * sub-group label), TG_NONE-like -2 when p names one pg does not list or has
- * no rank under subGroupSize (reason written, naming the pod and field). */
+ * rank / pg->sub_size); -1 when p is in none (no sub-group label: KAI's
+ * kai.scheduler/subgroup-name for a KAI PodGroup); -2 when p names one pg
+ * does not list, or has no rank under subGroupSize (reason written, naming
+ * the pod and the field). */
 int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, char *reason,
                        size_t n);
 /* The name of sub-group k of pg ("tp-3", or "3" under subGroupSize). */

@@ -221,6 +221,8 @@ static void test_min_member_and_bad_label(void **state)
     sgpods(&y, "short", "short", "a", 3, -1);
     podgroup(&y, "bad", 2, "  subGroups:\n  - {name: a, minMember: 1}\n");
     sgpods(&y, "bad", "bad", "nope", 2, -1);
+    podgroup(&y, "lvl", 2, "  subGroups:\n  - {name: a, minMember: 2, topology: {required: rack}}\n");
+    sgpods(&y, "lvl", "lvl", "a", 2, -1);
     cJSON *res = tu_simulate(POLICY, y);
     const cJSON *g = tu_gang(res, "ml/short");
     assert_string_not_equal(tu_str(g, "status"), "Scheduled");
@@ -229,6 +231,11 @@ static void test_min_member_and_bad_label(void **state)
     g = tu_gang(res, "ml/bad");
     assert_string_not_equal(tu_str(g, "status"), "Scheduled");
     assert_non_null(strstr(tu_str(g, "reason"), "metadata.labels[topogang.io/sub-group]: \"nope\""));
+    g = tu_gang(res, "ml/lvl");
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_non_null(strstr(tu_str(g, "reason"), "PodGroup ml/lvl: spec.subGroups[0].topology.required: "
+                                                "\"rack\" is neither a level of the policy nor the node label of one"));
+    assert_int_equal(placed(res, "lvl", 2), 0);
     cJSON_Delete(res);
     free(y);
 }
