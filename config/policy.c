@@ -407,6 +407,17 @@ int tg_policy_level(const struct tg_policy *p, const char *name)
     return -1;
 }
 
+int tg_policy_level_any(const struct tg_policy *p, uint32_t id)
+{
+    if (!p || !id)
+        return -1;
+    int l = tg_policy_level(p, tg_str(id));
+    for (uint32_t i = 0; l < 0 && i < p->nlevels; i++)
+        if (p->levels[i].label_id == id)
+            l = (int)i + 1;
+    return l;
+}
+
 void tg_policy_level_labels(const struct tg_policy *p, uint32_t *out)
 {
     for (uint32_t i = 0; i < p->nlevels; i++)

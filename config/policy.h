@@ -66,6 +66,8 @@ int tg_policy_load_file(const char *path, struct tg_policy *out, struct tg_sb *e
 void tg_policy_dump(const struct tg_policy *p, struct tg_sb *out);
 /* Tree level (1-based; 0 = the whole cluster) of a level name, or -1. */
 int tg_policy_level(const struct tg_policy *p, const char *name);
+/* Tree level of an interned level name or node label key (a peer's form), or -1. */
+int tg_policy_level_any(const struct tg_policy *p, uint32_t id);
 /* Level label ids, for tg_cluster_init. */
 void tg_policy_level_labels(const struct tg_policy *p, uint32_t *out);
 

@@ -61,6 +61,7 @@ struct wdec {
     char what[400];
     char problem[512];                  /* the first spec problem ("field: why") */
     int bad;                            /* the object cannot be kept at all */
+    int nomem;                          /* out of memory on the way */
 };
 
 static const cJSON *get(const cJSON *o, const char *k)
@@ -273,11 +274,100 @@ static void decode_volcano(struct wdec *x, const cJSON *spec, struct tg_podgroup
     }
 }
 
+static const char *const kai_sub[] = {"name", "minMember", "parent", "topologyConstraint", NULL};
+
+/* One KAI sub-group's topologyConstraint: node label keys (or level names),
+ * resolved against the policy's levels by placement. */
+static void kai_sub_topo(struct wdec *x, const cJSON *it, const char *path, struct tg_subgroup *sg)
+{
+    char f[96];
+    const cJSON *tc = get(it, "topologyConstraint");
+    if (!tc || cJSON_IsNull(tc))
+        return;
+    snprintf(f, sizeof f, "%s.topologyConstraint", path);
+    if (!cJSON_IsObject(tc)) {
+        problem(x, tc, f, "must be a map");
+        return;
+    }
+    known_fields(x, tc, f, kai_tc);
+    snprintf(f, sizeof f, "%s.topologyConstraint.requiredTopologyLevel", path);
+    const char *r = opt_str(x, tc, "requiredTopologyLevel", f);
+    snprintf(f, sizeof f, "%s.topologyConstraint.preferredTopologyLevel", path);
+    const char *p = opt_str(x, tc, "preferredTopologyLevel", f);
+    sg->required = r && *r ? tg_intern(r) : 0;
+    sg->preferred = p && *p ? tg_intern(p) : 0;
+}
+
+/* KAI's spec.subGroups: pods join leaf sub-groups by the label
+ * kai.scheduler/subgroup-name. A parent sub-group only groups its children
+ * (each leaf is placed whole, all of them required); one whose own
+ * topologyConstraint would have to hold over its children is refused rather
+ * than ignored. Returns 0 or TG_ENOMEM. */
+static int decode_kai_subgroups(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
+{
+    const cJSON *it, *list = get(spec, "subGroups");
+    if (!list || cJSON_IsNull(list))
+        return 0;
+    int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+    if (n < 0 || n > TG_MAX_SUBGROUPS) {
+        problem(x, list, "spec.subGroups", n < 0 ? "must be a list" : "has more than %d entries",
+                TG_MAX_SUBGROUPS);
+        return 0;
+    }
+    if (!n || !(g->subs = calloc((size_t)n, sizeof *g->subs)))
+        return n ? TG_ENOMEM : 0;
+    uint32_t *parent = calloc((size_t)n, sizeof *parent);
+    if (!parent)
+        return TG_ENOMEM;
+    cJSON_ArrayForEach(it, list)
+    {
+        char path[48], f[96];
+        snprintf(path, sizeof path, "spec.subGroups[%u]", g->nsubs);
+        struct tg_subgroup *sg = &g->subs[g->nsubs];
+        known_fields(x, it, path, kai_sub);
+        snprintf(f, sizeof f, "%s.name", path);
+        const char *name = opt_str(x, it, "name", f);
+        if (!name || !*name) {
+            problem(x, it, f, "is required");
+            continue;
+        }
+        sg->name = tg_intern(name);
+        int64_t v = 1;
+        snprintf(f, sizeof f, "%s.minMember", path);
+        opt_int(x, it, "minMember", f, 1, 1000000, &v);
+        sg->min_member = (int32_t)v;
+        snprintf(f, sizeof f, "%s.parent", path);
+        const char *par = opt_str(x, it, "parent", f);
+        parent[g->nsubs] = par && *par ? tg_intern(par) : 0;
+        kai_sub_topo(x, it, path, sg);
+        g->nsubs++;
+    }
+    /* parents: not leaves; keep the leaves */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->nsubs; i++) {
+        int is_parent = 0;
+        for (uint32_t j = 0; j < g->nsubs && !is_parent; j++)
+            is_parent = parent[j] == g->subs[i].name;
+        if (is_parent && (g->subs[i].required || g->subs[i].preferred)) {
+            char f[64];
+            snprintf(f, sizeof f, "spec.subGroups[%u].topologyConstraint", i);
+            problem(x, list, f, "a constraint over nested sub-groups is not supported yet");
+        }
+        if (!is_parent)
+            g->subs[k++] = g->subs[i];
+    }
+    g->nsubs = k;
+    free(parent);
+    return 0;
+}
+
 static void decode_kai(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 {
     known_fields(x, spec, "spec", kai_spec);
     min_member(x, spec, 1, g);
     prio_class(x, spec, g);
+    if (decode_kai_subgroups(x, spec, g))
+        x->nomem = 1;
     const cJSON *tc = get(spec, "topologyConstraint");
     if (!tc || cJSON_IsNull(tc))
         return;
@@ -386,7 +476,7 @@ int tg_podgroup_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct 
     case TG_PG_VOLCANO: decode_volcano(&x, spec, g); break;
     default: decode_kai(&x, spec, g); break;
     }
-    if (x.problem[0] && !(g->problem = strdup(x.problem)))
+    if (x.nomem || (x.problem[0] && !(g->problem = strdup(x.problem))))
         goto nomem;
     *out = g;
     return 0;

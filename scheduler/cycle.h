@@ -51,6 +51,17 @@ struct tg_result {
                                          * preferred level's label, the tightest real domain
                                          * holding that node (tg_tree_named) */
     char reason[1024];
+    /* A gang with sub-groups (scheduler/subgroup.h), when scheduled: per
+     * sub-group k, the tree level and domain it was placed in (malloc'ed,
+     * nsub of them; NULL otherwise). */
+    struct tg_subplace *sub;
+    uint32_t nsub;
+};
+
+struct tg_subplace {
+    int level;                          /* tree level */
+    uint32_t domain;                    /* tree domain id */
+    uint32_t npods;                     /* members placed in it */
 };
 
 struct tg_sched {

@@ -594,18 +594,6 @@ const struct tg_podgroup *tg_gangs_podgroup(const struct tg_gangs *gs, const cha
 
 /* ---- PodGroups made here: the peers', the derived gangs' ----------------------------- */
 
-/* Tree level (1-based) of a level name or a node label key, or -1. */
-static int level_any(const struct tg_policy *p, uint32_t id)
-{
-    if (!p || !id)
-        return -1;
-    int l = tg_policy_level(p, tg_str(id));
-    for (uint32_t i = 0; l < 0 && i < p->nlevels; i++)
-        if (p->levels[i].label_id == id)
-            l = (int)i + 1;
-    return l;
-}
-
 /* The level `tier` levels above the nodes (a level whose node label is
  * kubernetes.io/hostname is the nodes themselves, tier 0), or -1. */
 static int tier_level(const struct tg_policy *p, int tier)
@@ -653,7 +641,7 @@ static void eff_problem(struct tg_grec *g, const char *fmt, ...)
 static uint32_t resolve_key(const struct tg_gangs *gs, struct tg_grec *g, uint32_t key,
                             const char *field)
 {
-    int l = level_any(gs->policy, key);
+    int l = tg_policy_level_any(gs->policy, key);
     if (l >= 1)
         return level_name(gs->policy, l);
     char lv[512];
@@ -714,7 +702,7 @@ static uint32_t member_level(const struct tg_gangs *gs, struct tg_grec *g, int r
         uint32_t v = h ? (required ? h->req : h->pref) : 0;
         if (!v)
             continue;
-        int l = level_any(gs->policy, v);
+        int l = tg_policy_level_any(gs->policy, v);
         if (l < 1) {
             char lv[512];
             levels_text(gs->policy, lv, sizeof lv);

@@ -2,6 +2,7 @@
  * fixed clock until nothing is due, print a table or JSON. See simulate.h. */
 #include "scheduler/sim/simulate.h"
 #include "scheduler/rank.h"
+#include "scheduler/subgroup.h"
 #include "scheduler/engine.h"
 #include "scheduler/sim/load.h"
 #include "scheduler/sim/replay.h"
@@ -42,6 +43,17 @@ struct outcome {
     struct tg_rank_report ranks;        /* crossings of consecutive ranks (scheduler/rank.h) */
     struct preempted *pre;
     uint32_t npre;
+    struct subout *subs;                /* a placed gang's sub-groups, nsubs of them */
+    uint32_t nsubs;
+    int32_t *subof;                     /* per pod: its index in subs, -1 none */
+};
+
+/* Where one sub-group went (scheduler/subgroup.h). */
+struct subout {
+    char *name;
+    char level[64];
+    char *domain;
+    uint32_t npods;
 };
 
 struct tg_sim {
@@ -83,6 +95,12 @@ static void outcome_free(struct outcome *o)
         free(o->pre[i].group);
     }
     free(o->pre);
+    for (uint32_t i = 0; i < o->nsubs; i++) {
+        free(o->subs[i].name);
+        free(o->subs[i].domain);
+    }
+    free(o->subs);
+    free(o->subof);
     free(o->pods);
     free(o->node);
     free(o->rank);
@@ -248,6 +266,36 @@ static int evict(struct tg_sim *sim, struct outcome *o, const struct tg_preempti
     return 0;
 }
 
+/* A placed gang's sub-groups: each one's level and domain, each pod's. */
+static int record_subs(struct tg_sim *sim, struct outcome *o, const struct tg_decision *dc)
+{
+    const struct tg_podgroup *pg = dc->gang->pg;
+    const struct tg_tree *t = &tg_engine_cluster(sim->engine)->tree;
+    const struct tg_policy *p = tg_engine_policy(sim->engine);
+    if (!pg || o->subs)
+        return 0;
+    if (!(o->subs = calloc(dc->result.nsub, sizeof *o->subs)) ||
+        !(o->subof = malloc((o->npods + 1) * sizeof *o->subof)))
+        return TG_ENOMEM;
+    o->nsubs = dc->result.nsub;
+    for (uint32_t k = 0; k < o->nsubs; k++) {
+        const struct tg_subplace *sp = &dc->result.sub[k];
+        char name[128], path[512];
+        snprintf(o->subs[k].level, sizeof o->subs[k].level, "%s",
+                 sp->level ? p->levels[sp->level - 1].name : "cluster");
+        o->subs[k].npods = sp->npods;
+        if (!(o->subs[k].name = strdup(tg_subgroup_name(pg, k, name, sizeof name))) ||
+            !(o->subs[k].domain = strdup(tg_tree_path(t, sp->domain, path, sizeof path))))
+            return TG_ENOMEM;
+    }
+    for (uint32_t k = 0; k < o->npods; k++) {
+        char why[8];
+        int64_t sg = tg_subgroup_of(pg, o->pods[k], why, sizeof why);
+        o->subof[k] = sg >= 0 && sg < o->nsubs ? (int32_t)sg : -1;
+    }
+    return 0;
+}
+
 static int record(struct tg_sim *sim, const struct tg_decision *dc)
 {
     struct outcome *o = outcome_of(sim, dc->gang->key);
@@ -281,7 +329,7 @@ static int record(struct tg_sim *sim, const struct tg_decision *dc)
             }
     }
     free(ord);
-    return 0;
+    return dc->result.nsub ? record_subs(sim, o, dc) : 0;
 }
 
 static int outcome_cmp(const void *a, const void *b)
@@ -408,7 +456,23 @@ void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
             json_str_or_null(o, ok && g->node[k] ? tg_str(g->node[k]) : NULL);
             if (ok && g->node[k] && g->rank[k] != UINT32_MAX)
                 tg_sb_printf(o, ",\"rank\":%u", g->rank[k]);
+            if (ok && g->subof && g->subof[k] >= 0) {
+                tg_sb_puts(o, ",\"subGroup\":");
+                tg_sb_json_str(o, g->subs[g->subof[k]].name);
+            }
             tg_sb_putc(o, '}');
+        }
+        if (ok && g->nsubs) {
+            tg_sb_puts(o, "],\"subGroups\":[");
+            for (uint32_t k = 0; k < g->nsubs; k++) {
+                tg_sb_puts(o, k ? ",{\"name\":" : "{\"name\":");
+                tg_sb_json_str(o, g->subs[k].name);
+                tg_sb_puts(o, ",\"level\":");
+                tg_sb_json_str(o, g->subs[k].level);
+                tg_sb_puts(o, ",\"domain\":");
+                tg_sb_json_str(o, g->subs[k].domain);
+                tg_sb_printf(o, ",\"pods\":%u}", g->subs[k].npods);
+            }
         }
         tg_sb_puts(o, "],\"rankCrossings\":");
         rank_json(sim, g, o);
