@@ -13,6 +13,13 @@
  *     replacements bound (minMember again)  Event MembersReplaced, condition gone
  *     no member left                        watch ends, condition gone
  *     grace over, gang.onMemberLoss keep    Event MemberLossKept, reason KeptRunning
+ *   its replacements fit nowhere in its domain (an UNSCHEDULABLE decision
+ *   -> tg__loss_no_room), gang.onNoReplacement requeue, once announced:
+ *                                           Event MemberLossRequeued, reason Evicted,
+ *                                           every bound member deleted as below; the
+ *                                           gang is placed anew whole when its
+ *                                           controller recreates them (wait: nothing
+ *                                           more; the decision's reason is its Event)
  *     grace over, evict                     Event MemberLossEvicted, reason Evicted,
  *                                           then every bound member deleted with its
  *                                           own terminationGracePeriodSeconds (again
@@ -20,7 +27,8 @@
  * The replacements are the engine's to place: its placement of a gang with
  * bound members stays around them (the anchor: their domain at each level,
  * tightest first), so they land inside the gang's domain when it has room.
- * Config: gang.memberLossGraceSeconds, gang.onMemberLoss (read at use). */
+ * Config: gang.memberLossGraceSeconds, gang.onMemberLoss, gang.onNoReplacement
+ * (read at use). */
 #include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
 #include "scheduler/loss.h"
@@ -216,6 +224,25 @@ static void watch(struct tg__loss *l, struct tg_grec *g, const struct tg_store *
     }
     /* announced by act() once it has stayed short SETTLE_MS: a gang going
      * whole (preempted, deleted by its owner) loses its members in a burst */
+}
+
+void tg__loss_no_room(struct tg__loss *l, struct tg_grec *g, const struct tg_store *bound,
+                      const char *reason)
+{
+    uint64_t v;
+    if (!tg_hmap_get(&l->lost, g->key, strlen(g->key), &v))
+        return;
+    struct lost *x = (struct lost *)(uintptr_t)v;
+    if (x->state != TG_PGLOSS_WAITING ||
+        tg_loss_no_room(&l->e->sched.policy, x->announced) != TG_NOROOM_STEP_REQUEUE)
+        return; /* wait: the decision's reason (in numbers) goes out as its Event */
+    char what[768];
+    snprintf(what, sizeof what, "%s: requeued whole, each member evicted with its own grace "
+             "period (gang.onNoReplacement requeue)", reason);
+    x->state = TG_PGLOSS_EVICTED;
+    x->deleted_ms = tg__wall_ms();
+    tell(l, g, x, "Warning", "MemberLossRequeued", what);
+    evict_members(l, g, bound);
 }
 
 int tg__loss_check(struct tg__loss *l, struct tg_grec *g, const struct tg_store *bound)
