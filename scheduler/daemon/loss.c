@@ -237,8 +237,8 @@ void tg__loss_no_room(struct tg__loss *l, struct tg_grec *g, const struct tg_sto
         tg_loss_no_room(&l->e->sched.policy, x->announced) != TG_NOROOM_STEP_REQUEUE)
         return; /* wait: the decision's reason (in numbers) goes out as its Event */
     char what[768];
-    snprintf(what, sizeof what, "%s: requeued whole, each member evicted with its own grace "
-             "period (gang.onNoReplacement requeue)", reason);
+    snprintf(what, sizeof what, "requeued whole (gang.onNoReplacement requeue), each member "
+             "evicted with its own grace period: %s", reason);
     x->state = TG_PGLOSS_EVICTED;
     x->deleted_ms = tg__wall_ms();
     tell(l, g, x, "Warning", "MemberLossRequeued", what);

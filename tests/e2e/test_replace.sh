@@ -21,6 +21,9 @@
 #     nvidia.com/gpu=8 (2 not Ready or tainted NoExecute)"), the PodGroup
 #     says MemberLoss, the 3 members left are untouched; once a node of the
 #     rack frees, the replacement is placed there.
+#   requeue_whole: gang.onNoReplacement requeue (the scheduler restarted
+#     with it): the same with no room, and the gang is evicted whole; its
+#     recreated pods wait to be placed anew as a whole gang.
 # Prints cmocka-style lines (scripts/count-tests). Exit: 0 all passed, 1 a
 # case failed, 77 the control plane cannot be built.
 set -uo pipefail
@@ -165,6 +168,42 @@ case_wait_with_reason() {
   check "the 3 members left untouched" untouched "$healthy"
 }
 
+# requeue: the scheduler restarted with gang.onNoReplacement requeue; a third
+# member's node tainted with the rack full: once the loss is announced and the
+# replacement tried again (a node added elsewhere wakes it), every member is
+# deleted (Event MemberLossRequeued), and what the Job recreates waits to be
+# placed anew, whole (minMember), not as replacements.
+case_requeue_whole() {
+  kill -TERM "$SCHED_PID" 2>/dev/null; wait "$SCHED_PID" 2>/dev/null; SCHED_PID=
+  printf 'gang: {onNoReplacement: requeue}\n' > "$WORK/requeue.yaml"
+  "$BIN" scheduler --kubeconfig "$KUBECONFIG" --listen 127.0.0.1:18331 --identity replace2 \
+    --config "$WORK/requeue.yaml" >"$WORK/sched2.log" 2>&1 &
+  SCHED_PID=$!
+  wait_for 30 "scheduler ready" curl -sf 127.0.0.1:18331/readyz || return
+  local before victim
+  before=$(pods)
+  victim=$(head -1 <<< "$before" | awk '{print $2}')
+  $K taint node "$victim" gpu-broken=true:NoExecute >/dev/null
+  wait_for 60 "kube-controller-manager evicts the pod on $victim" gone_from "$victim" || return
+  wait_for 20 "PodGroup condition MemberLoss" member_loss || return
+  "$SRC/scripts/fake-nodes" --nodes 1 --prefix other | sed 's/rack-0-0-0/rack-other/' | $K create -f - >/dev/null
+  # tried again at the latest after the queue's 60 s flush
+  wait_for 90 "Event MemberLossRequeued" event_says "requeued whole (gang.onNoReplacement requeue)" || return
+  events | grep -F "MemberLossRequeued" | head -1 | sed 's/^/    /'
+  local l uid
+  while read -r l; do
+    uid=$(awk '{print $3}' <<< "$l")
+    wait_for 30 "member $(awk '{print $1}' <<< "$l") deleted" \
+      bash -c "! $K get pods -n $NS -o jsonpath='{.items[*].metadata.uid}' | grep -q $uid"
+  done <<< "$(tail -n +2 <<< "$before")"
+  # placed anew, whole: what is pending waits for minMember, nothing is bound
+  # next to anything (the Job recreates the rest after its own pod-failure
+  # backoff, minutes after 6 failures: not waited for here)
+  check "no member of train bound" bound_is 0
+  wait_for 30 "the gang waits whole: Event Waiting, 0 bound" event_says "+ 0 bound < minMember 4"
+}
+
 run_case case_replace_beside_peers
 run_case case_wait_with_reason
+run_case case_requeue_whole
 summary
