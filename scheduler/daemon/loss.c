@@ -167,8 +167,11 @@ static void act(struct tg__loss *l, struct tg_grec *g, struct lost *x, const str
             return;
         x->announced = 1;
         snprintf(what, sizeof what, "waiting up to %lld s for replacements, then "
-                 "gang.onMemberLoss %s", (long long)p->member_loss_grace_s,
-                 p->on_member_loss == TG_LOSS_EVICT ? "evict" : "keep");
+                 "gang.onMemberLoss %s%s", (long long)p->member_loss_grace_s,
+                 p->on_member_loss == TG_LOSS_EVICT ? "evict" : "keep",
+                 p->on_no_replacement == TG_NOROOM_REQUEUE
+                     ? "; requeued whole as soon as no replacement fits (gang.onNoReplacement)"
+                     : "");
         tell(l, g, x, "Warning", "MemberLoss", what);
     }
     if (x->state == TG_PGLOSS_WAITING) {

@@ -206,4 +206,11 @@ case_requeue_whole() {
 run_case case_replace_beside_peers
 run_case case_wait_with_reason
 run_case case_requeue_whole
+# the schedulers' logs: no sanitizer report (TOPOGANG_BIN=build-asan/topogang)
+case_sanitizers() {
+  kill -TERM "$SCHED_PID" 2>/dev/null; wait "$SCHED_PID" 2>/dev/null; SCHED_PID=
+  grep -l "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$WORK"/sched*.log &&
+    fail "sanitizer report: $(grep -h -m3 'Sanitizer\|runtime error:' "$WORK"/sched*.log)"
+}
+run_case case_sanitizers
 summary
