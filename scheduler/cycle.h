@@ -24,6 +24,9 @@ struct tg_gang {
     uint32_t npods;
     uint32_t nbound;                    /* members already bound or assumed */
     uint32_t anchor;                    /* slot of a bound member, or TG_NONE */
+    struct tg_usage *const *members;    /* the placed members (nbound), or NULL: the rest is
+                                         * placed around them, never on a failing node
+                                         * (scheduler/loss.h) */
     uint32_t within;                    /* place only inside this tree domain, or TG_NONE */
     uint32_t min_member;                /* 0: from pg (1 without a PodGroup) */
     int32_t priority;

@@ -952,6 +952,7 @@ void tg_grec_view(const struct tg_grec *g, const struct tg_cluster *c, struct tg
                           ? tg_cluster_slot((struct tg_cluster *)c, g->anchor_node, 0)
                           : TG_NONE;
     *out = (struct tg_gang){.name = g->key, .pg = g->pg, .pods = pods, .npods = n,
-                            .nbound = g->nmembers, .anchor = anchor, .within = TG_NONE,
+                            .nbound = g->nmembers, .anchor = anchor, .members = g->members,
+                            .within = TG_NONE,
                             .priority = g->priority, .created_ms = g->created_ms};
 }

@@ -37,6 +37,7 @@
 #include "scheduler/cycle.h"
 #include "scheduler/rank.h"
 #include "scheduler/subgroup.h"
+#include "scheduler/loss.h"
 #include "plugins/plugin.h"
 #include "model/quantity.h"
 #include "util/err.h"
@@ -108,6 +109,7 @@ struct pc {
     uint32_t *cslots, ncslots;          /* the slots counted when g->within is set, else NULL */
     uint8_t any_dcons, released;
     struct sgplan *sg;                  /* the gang's sub-groups, NULL: none (see sg_plan) */
+    uint8_t *home;                      /* per domain: holds a placed member (loss.h), or NULL */
 };
 
 /* Adds n nodes to the (reason, arg) entry; max: keeps the larger instead. */
@@ -145,6 +147,12 @@ static uint32_t eval_slot(struct pc *x, struct set *st, uint32_t slot, struct hi
     const struct tg_cluster *c = &x->s->cluster;
     if (!c->nodes[slot].obj || c->tree.leaf[slot] == NONE)
         return 0;
+    struct tg_status status = {0};
+    if (x->home && tg_loss_node_failed(c->nodes[slot].obj, &status)) {
+        if (h)
+            hist_add(h, status.reason, status.arg);
+        return 0; /* a replacement never goes to a failing node */
+    }
     for (uint32_t b = 0; b < x->s->nblocks; b++) {
         const struct tg_block *bl = &x->s->blocks[b];
         if (tg_tree_ancestor(&c->tree, c->tree.leaf[slot], c->tree.dom[bl->domain].level) ==
@@ -154,7 +162,6 @@ static uint32_t eval_slot(struct pc *x, struct set *st, uint32_t slot, struct hi
             return 0;
         }
     }
-    struct tg_status status = {0};
     for (uint32_t i = 0; i < st->nfilt; i++)
         if (!st->filt[i](&x->cx, &st->sh, slot, &status)) {
             if (h)
@@ -1009,7 +1016,7 @@ static uint32_t candidates(struct pc *x, uint32_t lvl, int required, int loose, 
     const struct tg_tree *t = &x->s->cluster.tree;
     uint32_t n = 0;
     uint32_t only = NONE, within = x->g->within;
-    if (x->g->anchor != NONE && x->g->anchor < t->nslots && t->leaf[x->g->anchor] != NONE)
+    if (!x->home && x->g->anchor != NONE && x->g->anchor < t->nslots && t->leaf[x->g->anchor] != NONE)
         only = tg_tree_ancestor(t, t->leaf[x->g->anchor], lvl);
     if (within != NONE && within < t->ndom) {
         if (t->dom[within].level > lvl)
@@ -1021,7 +1028,7 @@ static uint32_t candidates(struct pc *x, uint32_t lvl, int required, int loose, 
     }
     for (uint32_t k = 0; k < t->nbylevel[lvl]; k++) {
         uint32_t d = t->bylevel[lvl][k];
-        if (!t->dom[d].nnodes || (only != NONE && d != only))
+        if (!t->dom[d].nnodes || (only != NONE && d != only) || (x->home && !x->home[d]))
             continue;
         if (within != NONE && within < t->ndom &&
             tg_tree_ancestor(t, d, t->dom[within].level) != within)
@@ -1204,6 +1211,36 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
         all.n[m] = all.n[all.len - 1];
         all.len--;
     }
+    snprintf(x->r->reason, sizeof x->r->reason, "%s", tg_sb_str(&b));
+    tg_sb_free(&b);
+}
+
+/* Replacements that fit nowhere: the gang's own domain at the required level
+ * in numbers (tg_loss_explain), before the rest of the reason. */
+static void explain_home(struct pc *x, int required)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    uint32_t best = NONE, failed = 0;
+    for (uint32_t k = 0; k < t->nbylevel[required]; k++) {
+        uint32_t d = t->bylevel[required][k];
+        if (x->home[d] && (best == NONE || x->sets[0].delig[d] > x->sets[0].delig[best]))
+            best = d;
+    }
+    uint32_t *slots = best != NONE ? tg_arena_alloc(x->a, (t->nslots + 1) * sizeof *slots) : NULL;
+    if (!slots)
+        return;
+    uint32_t m = tg_tree_slots_under(t, best, slots);
+    for (uint32_t i = 0; i < m; i++)
+        failed += tg_loss_node_failed(x->s->cluster.nodes[slots[i]].obj, NULL);
+    struct tg_sb what = {0};
+    describe_set(&x->sets[0], &what);
+    char path[512], head[1024];
+    tg_loss_explain(head, sizeof head, required ? x->s->policy.levels[required - 1].name : "cluster",
+                    required ? tg_tree_path(t, best, path, sizeof path) : "", x->sets[0].delig[best],
+                    t->dom[best].nnodes, failed, tg_sb_str(&what));
+    tg_sb_free(&what);
+    struct tg_sb b = {0};
+    tg_sb_printf(&b, "%s; %s", head, x->r->reason);
     snprintf(x->r->reason, sizeof x->r->reason, "%s", tg_sb_str(&b));
     tg_sb_free(&b);
 }
@@ -1470,6 +1507,12 @@ static int pc_init(struct pc *x, struct tg_sched *s, struct tg_arena *a, const s
     if (!x->touched || !x->is_touched || (rc = make_sets(x)) || (rc = counted_slots(x)) ||
         (rc = sg_plan(x)))
         return rc;
+    if (g->members && g->nbound) { /* the rest goes around the placed members (loss.h) */
+        if (!(x->home = tg_arena_calloc(a, c->tree.ndom + 1, 1)))
+            return TG_ENOMEM;
+        if (!tg_loss_home(c, g->members, g->nbound, x->home))
+            x->home = NULL;
+    }
     if (!(x->shapes = tg_arena_alloc(a, (x->nsets + 1) * sizeof *x->shapes)))
         return TG_ENOMEM;
     for (uint32_t i = 0; i < x->nsets; i++)
@@ -1836,6 +1879,8 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
     }
     if (x.strategy == TG_STRATEGY_SPREAD)
         preferred = required;
+    else if (x.home)
+        preferred = (int)s->cluster.tree.nlevels; /* replacements: tightest first */
     int tried = 0;
     const struct tg_tree *t = &s->cluster.tree;
     /* sub-groups: every domain is a candidate (counts cover the gang but
@@ -1870,6 +1915,8 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
     explain(&x, must, required, tried);
     if (x.sg && x.sg->why_dom != NONE)
         sg_explain(&x);
+    if (x.home)
+        explain_home(&x, required);
     pc_release(&x);
     return 0;
 fail:

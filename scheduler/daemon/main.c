@@ -124,13 +124,17 @@ static int rolled_back_half_bound(struct tg_daemon *d, const struct tg_decision 
     char why[sizeof dc->reason + 64];
     if (!g->nmembers || g->nmembers >= tg_grec_min(g))
         return 0;
-    if (tg__loss_check(d->loss, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND)) != TG_LIFE_HALF_BOUND)
+    const struct tg_store *bound = tg_informer_store(d->inf, TG_INF_PODS_BOUND);
+    int life = tg__loss_check(d->loss, g, bound);
+    if (life == TG_LIFE_SHORT && dc->kind == TG_D_UNSCHEDULABLE)
+        tg__loss_no_room(d->loss, g, bound, dc->reason); /* gang.onNoReplacement */
+    if (life != TG_LIFE_HALF_BOUND)
         return 0;
     if (!g->timed_out && (tg__report_seen(g) || dc->kind != TG_D_UNSCHEDULABLE))
         return 0;
     snprintf(why, sizeof why, "%s%s", g->timed_out ? "incomplete past its timeout: " : "",
              dc->reason);
-    tg__binder_rollback(d->binder, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND), why);
+    tg__binder_rollback(d->binder, g, bound, why);
     return 1;
 }
 
