@@ -314,6 +314,7 @@ def scrape_daemon(ctx):
     make_namespace(api, ns)
     s = Scheduler(ctx["bin"], ctx["cluster"], "dash", ctx["work"], ctx["policy"])
     ctx["scheds"].append(s)
+    ctx["sched"] = s
     s.wait_ready(60)
     api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, "g", 2))
     for i in range(2):
@@ -354,6 +355,9 @@ def case_every_series_exposed(ctx):
     used = {n for _, e, _ in dashboard_queries(dash) for n, _ in promql_read(e)[0]}
     for name in sorted(NOT_YET_EXPOSED - used):
         fail(f"NOT_YET_EXPOSED lists {name}, which the dashboard does not query")
+    rc, report = ctx["sched"].stop(), ctx["sched"].sanitizer_report()
+    if rc != 0 or report:
+        fail(f"the daemon exited {rc} on SIGTERM: {report or ''}")
     log(f"    {len(dashboard_queries(dash))} queries, {len(used)} metric names, "
         f"{len(used - NOT_YET_EXPOSED)} checked against /metrics, {len(errs)} missing")
 
