@@ -117,6 +117,14 @@ helm_checks() {
   else
     fail "the chart renders the objects of manifests/" "$out"
   fi
+  # monitoring is off by default: prometheus-operator's CRD may not be there
+  # (it is not in this cluster; tests/e2e/test_dashboard.py renders it on)
+  if grep -qE '^kind: ServiceMonitor$|^  name: topogang-(metrics|dashboard)$' "$work/helm.yaml"; then
+    fail "the defaults render no ServiceMonitor, metrics Service or dashboard ConfigMap" \
+      "$(grep -nE '^kind: ServiceMonitor$|^  name: topogang-(metrics|dashboard)$' "$work/helm.yaml")"
+  else
+    pass "the defaults render no ServiceMonitor, metrics Service or dashboard ConfigMap"
+  fi
   # values do what they say
   "$h" template topogang "$chart" --namespace tg --set agent.enabled=false \
     --set gangSources.upstream=false,gangSources.schedulerPlugins=false,gangSources.kai=false \
