@@ -100,11 +100,14 @@ struct tg_client {
  * wait: they queue behind the writes that decide placement (Bindings,
  * status) instead of taking the apiserver's time from them (kube-scheduler's
  * event sink writes one at a time). With no other write about, or past
- * BG_BACKLOG queued (about 1 KB each), they go BG_INFLIGHT_MAX at a time:
- * the backlog clears fast, memory stays bounded, no Event is dropped. */
+ * BG_BACKLOG queued, they go BG_INFLIGHT_MAX at a time: the backlog
+ * stays short, so Events trail the Bindings by a fraction of a second, not
+ * seconds (at 10,000 a 5,000-pod burst's Events came 3-12 s after its last
+ * Binding, and past SIGTERM's 10 s some were lost: docs/bench-sched.md);
+ * memory stays bounded, no Event is dropped. */
 #define BG_INFLIGHT 4
 #define BG_INFLIGHT_MAX 64
-#define BG_BACKLOG 10000
+#define BG_BACKLOG 128
 /* Urgent requests (the Lease) running at once: the elector has one at a
  * time; the bound keeps a misuse from opening connections without end. */
 #define URGENT_INFLIGHT 4

@@ -685,6 +685,40 @@ static void verbose_trace_redacts_token(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Past 128 Events queued they no longer wait behind a write: those past
+ * 128 go beside it (64 at most in flight), so a burst's Events keep pace
+ * with its Bindings (docs/bench-sched.md). 200 queued: 64 start at once. */
+static void background_backlog_keeps_pace(void **s)
+{
+    (void)s;
+    enum { NEV = 200 };
+    static struct step steps[NEV + 1];
+    for (int i = 0; i <= NEV; i++)
+        steps[i] = (struct step){"POST /", OK201};
+    struct server sv;
+    server_start(&sv, steps, NEV + 1);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct bgdone d = {0};
+    for (int i = 0; i < NEV; i++)
+        bg_queue(c, &d, "/ev", 1);
+    bg_queue(c, &d, "/w", 0);
+    while (!tg_client_stats(c)->requests)
+        uv_run(&loop, UV_RUN_ONCE);
+    printf("# %llu of %d Events and a write started at once\n",
+           (unsigned long long)tg_client_stats(c)->requests - 1, NEV);
+    assert_int_equal(tg_client_stats(c)->requests, 1 + 64);
+    while (d.n < NEV + 1)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(tg_client_writes_pending(c), 0);
+    server_stop(&sv);
+    assert_int_equal(sv.mismatch, 0);
+    assert_int_equal(sv.at, NEV + 1);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 /* ---- pooled handles ---------------------------------------------------------- */
 
 #define OK200 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
@@ -750,6 +784,7 @@ int main(void)
         cmocka_unit_test(fence_drops_leader_writes),
         cmocka_unit_test(verbose_trace_redacts_token),
         cmocka_unit_test(handles_are_reused),
+        cmocka_unit_test(background_backlog_keeps_pace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
