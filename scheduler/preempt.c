@@ -1,8 +1,11 @@
 /* Topology-first gang preemption; see preempt.h.
  *
- * 1. Units: every placed pod is sorted into its unit (its gang, or itself),
- *    and each unit is judged eligible or not once; PodDisruptionBudgets
- *    count their healthy pods on the way.
+ * 1. Units: from the gang layer's victims index (gang.h: gangs with placed
+ *    members filed by priority, and the placed records of no gang), only
+ *    the gangs of lower priority and the pods of no gang, never every
+ *    placed pod; each unit is judged eligible or not once. Only with
+ *    PodDisruptionBudgets is every placed pod walked (their healthy pods
+ *    are counted cluster-wide), and when the index lost an allocation.
  * 2. Candidate domains: in one what-if session on the preemptor, every
  *    eligible unit (and every Terminating pod) is hidden; the domains whose
  *    counts then hold the gang are the candidates (a packed domain is not
