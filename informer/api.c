@@ -82,11 +82,14 @@ int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const
                            const char *ns, const char *name, const char *status_json,
                            int strategic, tg_done_fn cb, void *ud)
 {
-    if (bad_name(ns) || bad_name(name) || !status_json || !group_version || !resource ||
+    if ((ns && bad_name(ns)) || bad_name(name) || !status_json || !group_version || !resource ||
         strchr(group_version, '?') || strchr(resource, '/'))
         return TG_EINVAL;
     struct tg_sb p = {0}, b = {0};
-    tg_sb_printf(&p, "/apis/%s/namespaces/%s/%s/%s/status", group_version, ns, resource, name);
+    if (ns)
+        tg_sb_printf(&p, "/apis/%s/namespaces/%s/%s/%s/status", group_version, ns, resource, name);
+    else
+        tg_sb_printf(&p, "/apis/%s/%s/%s/status", group_version, resource, name);
     tg_sb_printf(&b, "{\"status\":%s}", status_json);
     return api_send(c, "PATCH", &p, &b,
                     strategic ? "application/strategic-merge-patch+json" : "application/merge-patch+json",
@@ -152,8 +155,10 @@ int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_d
     tg_sb_json_str(&b, e->kind);
     tg_sb_puts(&b, ",\"apiVersion\":");
     tg_sb_json_str(&b, e->api_version ? e->api_version : "v1");
-    tg_sb_puts(&b, ",\"namespace\":");
-    tg_sb_json_str(&b, e->ns);
+    if (!e->cluster_scoped) {
+        tg_sb_puts(&b, ",\"namespace\":");
+        tg_sb_json_str(&b, e->ns);
+    }
     tg_sb_puts(&b, ",\"name\":");
     tg_sb_json_str(&b, e->name);
     if (e->uid && *e->uid) {

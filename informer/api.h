@@ -28,8 +28,9 @@ int tg_api_bind(struct tg_client *c, const char *ns, const char *name, const cha
 int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char *name,
                                  const char *status_json, tg_done_fn cb, void *ud);
 
-/* Patches the /status subresource of a namespaced object of any API group
- * ("scheduling.k8s.io/v1alpha2", "podgroups") with {"status": status_json}:
+/* Patches the /status subresource of an object of any API group
+ * ("scheduling.k8s.io/v1alpha2", "podgroups"; ns NULL: a cluster-scoped one)
+ * with {"status": status_json}:
  * a strategic merge patch (built-in types: lists merge by key, e.g.
  * conditions by type) or a JSON merge patch. */
 int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const char *resource,
@@ -53,6 +54,8 @@ struct tg_event_spec {
     const char *note;                    /* human text; cut to TG_EVENT_NOTE_MAX bytes */
     const char *controller;              /* default "topogang.io/scheduler" */
     const char *instance;                /* default the host name */
+    int cluster_scoped;                  /* the regarding object has no namespace (a Queue):
+                                          * the Event lives in ns, regarding names none */
     int background;                      /* a background write (client.h), behind Bindings
                                           * and status: for Events as many as the pods
                                           * bound (Scheduled), not the rare ones a crash

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/queues.h"
 #include "model/workload.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -36,6 +37,9 @@ static void apiref(int k, struct tg_apiref *a)
     } else if (k >= TG_INF_JOBS && k <= TG_INF_TRAINJOBS) {
         const struct tg_wl_kindinfo *w = &tg_wl_kinds[k - TG_INF_JOBS + 1];
         *a = (struct tg_apiref){w->group, w->version, w->resource};
+    } else if (k >= TG_INF_QUEUES_TG && k <= TG_INF_QUEUES_VOLCANO) {
+        const struct tg_queue_apiinfo *q = &tg_queue_apis[k - TG_INF_QUEUES_TG];
+        *a = (struct tg_apiref){q->group, q->version, "queues"};
     } else if (k == TG_INF_SCS) {
         *a = (struct tg_apiref){"storage.k8s.io", "v1", "storageclasses"};
     } else if (k == TG_INF_RCLAIMS) {
@@ -65,6 +69,9 @@ const struct tg_kind *tg_informer_kind(enum tg_inf_kind k)
     case TG_INF_PVCS: return &tg_kind_pvc;
     case TG_INF_SCS: return &tg_kind_sc;
     case TG_INF_RCLAIMS: return &tg_kind_rclaim;
+    case TG_INF_QUEUES_TG:
+    case TG_INF_QUEUES_KAI:
+    case TG_INF_QUEUES_VOLCANO: return &tg_kind_queue[k - TG_INF_QUEUES_TG];
     case TG_INF_N: return NULL;
     default: return k <= TG_INF_PG_KAI ? &tg_kind_pg_peer[k - TG_INF_PG_UPSTREAM + 1] : &tg_kind_workload;
     }

@@ -18,6 +18,8 @@
  *                 scheduling.run.ai/v2alpha2            (tg_kind_pg_peer[api])
  *   jobs .. trainjobs  batch/v1 Jobs, JobSets, LeaderWorkerSets, PyTorchJobs,
  *                 MPIJobs, TrainJobs                     (tg_kind_workload)
+ *   queues_*      tenant Queues: topogang.io/v1alpha1, scheduling.run.ai/v2,
+ *                 scheduling.volcano.sh/v1beta1          (tg_kind_queue[api])
  * With any optional collection asked for, the informer first discovers
  * which are served (discovery.h; topogang.io PodGroups too), says so
  * through on_discovered, and only then starts every reflector, so that a
@@ -43,17 +45,24 @@ enum tg_inf_kind { TG_INF_NODES, TG_INF_PODS_PENDING, TG_INF_PODS_BOUND, TG_INF_
                    /* what pods' constraints read (volumes, DRA, namespaceSelector); each
                     * optional too, ResourceClaims only where resource.k8s.io/v1 is served */
                    TG_INF_NAMESPACES, TG_INF_PVS, TG_INF_PVCS, TG_INF_SCS, TG_INF_RCLAIMS,
+                   /* tenant Queues (model/queues.h), cluster-scoped, in enum tg_queue_api
+                    * order: topogang.io, scheduling.run.ai/v2, scheduling.volcano.sh */
+                   TG_INF_QUEUES_TG, TG_INF_QUEUES_KAI, TG_INF_QUEUES_VOLCANO,
                    TG_INF_N };
 
 /* The collection of a peer's PodGroups (api 1..4) and of a workload kind (1..6). */
 #define TG_INF_OF_PG_API(api) (TG_INF_PG_UPSTREAM + (api) - 1)
 #define TG_INF_OF_WL_KIND(k) (TG_INF_JOBS + (k) - 1)
+#define TG_INF_OF_QUEUE_API(api) (TG_INF_QUEUES_TG + (api))
 #define TG_INF_BIT(k) (1u << (k))
 #define TG_INF_OPTIONAL_ALL (((1u << TG_INF_N) - 1) & ~((1u << TG_INF_PG_UPSTREAM) - 1))
 /* The gang definitions among them (peers' PodGroups and workloads). */
 #define TG_INF_GANG_SOURCES_ALL (((1u << TG_INF_NAMESPACES) - 1) & ~((1u << TG_INF_PG_UPSTREAM) - 1))
+/* The Queues of the three APIs. */
+#define TG_INF_QUEUE_KINDS (TG_INF_BIT(TG_INF_QUEUES_TG) | TG_INF_BIT(TG_INF_QUEUES_KAI) | \
+                            TG_INF_BIT(TG_INF_QUEUES_VOLCANO))
 /* The objects constraints read. */
-#define TG_INF_CONSTRAINT_KINDS (TG_INF_OPTIONAL_ALL & ~TG_INF_GANG_SOURCES_ALL)
+#define TG_INF_CONSTRAINT_KINDS (TG_INF_OPTIONAL_ALL & ~TG_INF_GANG_SOURCES_ALL & ~TG_INF_QUEUE_KINDS)
 
 struct tg_informer_opts {
     const char *scheduler_name;          /* default "topogang" */

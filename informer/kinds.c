@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "model/objects.h"
+#include "model/queues.h"
 #include "model/workload.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -265,6 +266,43 @@ const struct tg_kind tg_kind_pg_peer[TG_PG_NAPI] = {
     [TG_PG_XK8S] = {"PodGroup", pg_xk8s_decode, pg_free, pg_key, pg_uid, pg_rv},
     [TG_PG_VOLCANO] = {"PodGroup", pg_vc_decode, pg_free, pg_key, pg_uid, pg_rv},
     [TG_PG_KAI] = {"PodGroup", pg_kai_decode, pg_free, pg_key, pg_uid, pg_rv},
+};
+
+/* ---- tenant Queues (cluster-scoped, key = name; one collection per API) ---- */
+static int queue_decode(const cJSON *o, int api, void **out)
+{
+    return tg_queue_obj_decode_api(o, api, &diag, (struct tg_queue_obj **)out);
+}
+#define QUEUE_KIND(api, fn)                                                                     \
+    static int fn(const cJSON *o, void **out)                                                   \
+    {                                                                                          \
+        return queue_decode(o, api, out);                                                      \
+    }
+QUEUE_KIND(TG_QAPI_TOPOGANG, queue_tg_decode)
+QUEUE_KIND(TG_QAPI_KAI, queue_kai_decode)
+QUEUE_KIND(TG_QAPI_VOLCANO, queue_vc_decode)
+static void queue_free(void *o)
+{
+    struct tg_queue_obj *q = o;
+    tg_queue_obj_free(&q);
+}
+static const char *queue_key(const void *o)
+{
+    return tg_str(((const struct tg_queue_obj *)o)->name);
+}
+static const char *queue_uid(const void *o)
+{
+    const char *u = ((const struct tg_queue_obj *)o)->uid;
+    return u ? u : "";
+}
+static const char *queue_rv(const void *o)
+{
+    return ((const struct tg_queue_obj *)o)->rv;
+}
+const struct tg_kind tg_kind_queue[TG_QAPI_N] = {
+    [TG_QAPI_TOPOGANG] = {"Queue", queue_tg_decode, queue_free, queue_key, queue_uid, queue_rv},
+    [TG_QAPI_KAI] = {"Queue", queue_kai_decode, queue_free, queue_key, queue_uid, queue_rv},
+    [TG_QAPI_VOLCANO] = {"Queue", queue_vc_decode, queue_free, queue_key, queue_uid, queue_rv},
 };
 
 /* ---- workloads (key "ns/Kind/name") ---- */

@@ -31,6 +31,8 @@ extern const struct tg_kind tg_kind_prioclass;   /* struct tg_prioclass, key = n
 extern const struct tg_kind tg_kind_pdb;         /* struct tg_pdb (model/objects.h) */
 /* struct tg_podgroup of each API (enum tg_pg_api, model/workload.h) */
 extern const struct tg_kind tg_kind_pg_peer[];
+/* struct tg_queue_obj of each API (enum tg_queue_api, model/queues.h), key = name */
+extern const struct tg_kind tg_kind_queue[];
 /* struct tg_workload: Job, JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, TrainJob */
 extern const struct tg_kind tg_kind_workload;
 

@@ -43,7 +43,9 @@ static const char usage[] =
 static const char *const names[TG_INF_N] = {
     "nodes", "pods-pending", "pods-bound", "podgroups", "config", "priorityclasses", "pdbs",
     "podgroups-upstream", "podgroups-scheduler-plugins", "podgroups-volcano", "podgroups-kai",
-    "jobs", "jobsets", "leaderworkersets", "pytorchjobs", "mpijobs", "trainjobs"};
+    "jobs", "jobsets", "leaderworkersets", "pytorchjobs", "mpijobs", "trainjobs",
+    [TG_INF_QUEUES_TG] = "queues", [TG_INF_QUEUES_KAI] = "queues-kai",
+    [TG_INF_QUEUES_VOLCANO] = "queues-volcano"};
 
 struct wctx {
     uv_loop_t *loop;

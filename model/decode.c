@@ -5,6 +5,7 @@
 #include "model/objects.h"
 #include "model/qos.h"
 #include "model/quantity.h"
+#include "model/queues.h"
 #include "model/workload.h"
 #include "util/err.h"
 #include "util/hmap.h"
@@ -1928,6 +1929,8 @@ int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup *
     }
     const char *pc = want_str(&x, spec, "priorityClassName", "spec.priorityClassName");
     g->prio_class = pc ? tg_intern(pc) : 0;
+    if ((g->queue = tg_queue_meta(get(obj, "metadata"), TG_QOF_WORKLOAD)) == TG_STR_NONE)
+        goto fail;
     const cJSON *topo = want_map(&x, spec, "topology", "spec.topology");
     const char *req = want_str(&x, topo, "required", "spec.topology.required");
     const char *pref = want_str(&x, topo, "preferred", "spec.topology.preferred");
@@ -2214,6 +2217,8 @@ int tg_namespace_decode(const cJSON *obj, struct tg_diag *d, struct tg_namespace
         return rc;
     n->name = tg_intern(m.name);
     n->rv = dup_or_null(m.rv);
+    if ((n->queue = tg_queue_meta(get(obj, "metadata"), TG_QOF_NAMESPACE)) == TG_STR_NONE)
+        goto fail;
     if ((rc = decode_labels(&x, m.labels, "metadata.labels", &n->labels, &n->nlabels, 0)) == TG_ENOMEM)
         goto fail;
     uint32_t k = tg_intern("kubernetes.io/metadata.name");

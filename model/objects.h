@@ -199,6 +199,7 @@ struct tg_pod {
     uint32_t node;                      /* interned spec.nodeName, 0 = unbound */
     uint32_t sched;                     /* interned spec.schedulerName */
     uint32_t group;                     /* interned pod-group label value, 0 = none */
+    uint32_t queue;                     /* the queue it names (model/queues.h), pinned, 0 none */
     uint32_t prio_class;                /* interned spec.priorityClassName, 0 = none */
     int32_t priority;                   /* spec.priority (0 when unset) */
     uint8_t has_priority;
@@ -326,6 +327,7 @@ struct tg_podgroup {
     uint8_t has_priority;
     uint8_t strategy;                   /* enum tg_strategy */
     uint32_t prio_class;                /* interned, 0 = none */
+    uint32_t queue;                     /* the queue it names (model/queues.h), pinned, 0 none */
     uint32_t required, preferred;       /* interned level names, 0 = none */
     int64_t created_ms;
     char *uid, *rv;                     /* owned, may be NULL */
@@ -430,6 +432,7 @@ int tg_prioclass_is_system(const char *name, int32_t value);
 
 struct tg_namespace {
     uint32_t name;                      /* interned */
+    uint32_t queue;                     /* its default queue (model/queues.h), pinned, 0 none */
     uint16_t nlabels;
     struct tg_label *labels;            /* sorted; kubernetes.io/metadata.name always there */
     char *rv;

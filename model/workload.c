@@ -3,6 +3,7 @@
  * never trusts a type or a count; unlike it, a peer's spec problem keeps the
  * object (with `problem` set) so that the scheduler can tell its owner. */
 #include "model/workload.h"
+#include "model/queues.h"
 #include "util/err.h"
 #include "util/intern.h"
 
@@ -476,6 +477,12 @@ int tg_podgroup_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct 
     case TG_PG_VOLCANO: decode_volcano(&x, spec, g); break;
     default: decode_kai(&x, spec, g); break;
     }
+    /* KAI's and Volcano's spec.queue (known fields of both), else a queue label */
+    const char *q = api == TG_PG_KAI || api == TG_PG_VOLCANO ? opt_str(&x, spec, "queue", "spec.queue")
+                                                            : NULL;
+    g->queue = q && *q && strlen(q) <= 253 ? tg_intern(q) : tg_queue_meta(m.md, TG_QOF_WORKLOAD);
+    if (g->queue == TG_STR_NONE)
+        goto nomem;
     if (x.nomem || (x.problem[0] && !(g->problem = strdup(x.problem))))
         goto nomem;
     *out = g;
@@ -880,5 +887,7 @@ int tg_pod_gang_decode(const cJSON *obj, struct tg_diag *d, struct tg_pod *p)
     if (!p->group)
         p->derived = derive(p);
     decode_rank(md, d, p);
+    if ((p->queue = tg_queue_meta(md, TG_QOF_WORKLOAD)) == TG_STR_NONE)
+        return TG_ENOMEM;
     return cJSON_IsObject(an) ? decode_hints(an, d, p) : 0;
 }

@@ -490,6 +490,16 @@ static void discovered(void *ud, unsigned watched)
     tg_engine_set_owner_kinds(h->engine, kinds);
     tg_info(C, "gang definitions read from: %s; not served (not watched): %s",
             yes.len ? tg_sb_str(&yes) : "-", no.len ? tg_sb_str(&no) : "-");
+    tg_sb_free(&yes);
+    tg_sb_free(&no);
+    for (int k = TG_INF_QUEUES_TG; k <= TG_INF_QUEUES_VOLCANO; k++) { /* tenant Queues */
+        char path[200];
+        tg_informer_path((enum tg_inf_kind)k, path, sizeof path);
+        struct tg_sb *b = watched & TG_INF_BIT(k) ? &yes : &no;
+        tg_sb_printf(b, "%s%s", b->len ? ", " : "", path + 6);
+    }
+    tg_info(C, "tenant Queues read from: %s; not served (not watched): %s",
+            yes.len ? tg_sb_str(&yes) : "-", no.len ? tg_sb_str(&no) : "-");
     if (!(watched & TG_INF_BIT(TG_INF_RCLAIMS)))
         tg_info(C, "resource.k8s.io/v1 resourceclaims not served: pods with resource claims "
                    "wait (\"ResourceClaim ... not found\")");

@@ -25,6 +25,7 @@
 
 #include "informer/api.h"
 #include "informer/informer.h"
+#include "model/queues.h"
 #include "scheduler/engine.h"
 
 /* Wall-clock milliseconds since the epoch (with the test offset): for
@@ -75,6 +76,36 @@ static inline void tg__handlers_lost(struct tg__handlers *h)
  * volcano, kai, job, jobset, lws, pytorchjob, mpijob, trainjob, into *mask
  * (TG_INF_BIT each). Returns 0 or TG_EINVAL with the reason in err. */
 int tg__gang_sources_parse(const char *list, unsigned *mask, char *err, size_t n);
+
+/* ---- queues.c: the tenant Queues (model/queues.h) ---------------------------------------- */
+
+struct tg__queues;
+/* A record of the Queues the daemon reads; tg__queues_free frees it.
+ * Returns 0 or TG_ENOMEM. */
+int tg__queues_new(struct tg_client *c, struct tg__queues **out);
+void tg__queues_free(struct tg__queues **q);
+/* Points io's three Queue collections at q and asks for them (discovered:
+ * an API whose CRD is not installed is not watched). Call after
+ * tg__handlers_wire. */
+void tg__queues_wire(struct tg__queues *q, struct tg_informer_opts *io);
+/* The informer whose stores hold the decoded Queues (NULL: none yet). */
+void tg__queues_set_informer(struct tg__queues *q, const struct tg_informer *inf);
+/* Whether this process leads: only the leader writes Events and conditions;
+ * on becoming leader it tells each problem the stores hold once. */
+void tg__queues_leading(struct tg__queues *q, int leading);
+/* fn(ud) after every Queue added, changed or deleted (the engine's door). */
+void tg__queues_on_change(struct tg__queues *q, void (*fn)(void *ud), void *ud);
+/* Counts Queue changes: a caller that kept a set compares it to know it is stale. */
+uint64_t tg__queues_generation(const struct tg__queues *q);
+/* The current Queues, one per name (when two APIs define the same name, the
+ * topogang.io one, else KAI's, wins), with `problem` set where their spec
+ * has one. *out: an array the caller frees; the objects stay the informer's,
+ * valid until the next informer event (copy what is kept). Returns the count,
+ * or TG_ENOMEM. */
+int tg__queues_current(const struct tg__queues *q, const struct tg_queue_obj ***out);
+/* The same over the three APIs' stores (indexed by enum tg_queue_api; NULL:
+ * not watched): what tg__queues_current reads. */
+int tg__queues_merge(const struct tg_store *const st[TG_QAPI_N], const struct tg_queue_obj ***out);
 
 /* ---- binder.c: the binds of a PLACE decision -------------------------------------------- */
 

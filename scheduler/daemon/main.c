@@ -68,6 +68,7 @@ struct tg_daemon {
     struct tg__binder *binder;
     struct tg__evictor *evictor;
     struct tg__loss *loss;
+    struct tg__queues *queues;
     struct tg__leader *leader;
     uv_timer_t tick;
     uv_signal_t sigterm, sigint;
@@ -305,6 +306,7 @@ static void on_leader(void *ud, int is_leader)
 {
     struct tg_daemon *d = ud;
     d->is_leader = (uint8_t)is_leader;
+    tg__queues_leading(d->queues, is_leader);
     if (!is_leader)
         tg__binder_standdown(d->binder); /* nothing more is sent; the next leader decides */
     kick(d);
@@ -370,6 +372,7 @@ static void finish(void *ud)
         uv_close((uv_handle_t *)&d->sigint, on_closed);
     }
     tg_informer_free(&d->inf);
+    tg__queues_free(&d->queues);
     tg_client_free(&d->client);
 }
 
@@ -676,7 +679,12 @@ static int start_informer(struct tg_daemon *d)
         .config_name = o->config_name[0] ? o->config_name : NULL,
     };
     tg__handlers_wire(&d->handlers, &io);
-    int rc = tg_informer_start(d->client, &io, &d->inf);
+    int rc = tg__queues_new(d->client, &d->queues);
+    if (rc)
+        return rc;
+    tg__queues_wire(d->queues, &io);
+    rc = tg_informer_start(d->client, &io, &d->inf);
+    tg__queues_set_informer(d->queues, d->inf);
     if (!rc)
         rc = tg__evict_new(d->engine, d->client, &d->evictor);
     return rc;
@@ -749,6 +757,7 @@ static int start(struct tg_daemon *d)
         }
     } else {
         d->is_leader = 1;
+        tg__queues_leading(d->queues, 1);
         tg_metrics_set(TG_G_LEADER, 1);
     }
     tg_info(C, "topogang scheduler %s starting: scheduler name %s, policy %s", o->identity,

@@ -57,6 +57,10 @@ void tg_simdata_free(struct tg_simdata *d)
         tg_workload_free(&d->wls[i]);
     free(d->wls);
     tg_hmap_free(&d->wl_idx);
+    for (uint32_t i = 0; i < d->nqueues; i++)
+        tg_queue_obj_free(&d->queues[i]);
+    free(d->queues);
+    tg_hmap_free(&d->queue_idx);
     tg_objstore_free(&d->store);
     memset(d, 0, sizeof *d);
 }
@@ -365,6 +369,27 @@ static int add_workload(struct tg_simdata *d, const cJSON *obj)
                      (void ***)&d->wls, &d->nwls, &d->capwls, &d->wl_idx, wl_free);
 }
 
+static void queue_free(void *o)
+{
+    struct tg_queue_obj *q = o;
+    tg_queue_obj_free(&q);
+}
+
+/* A tenant Queue of any of the three APIs (model/queues.h). */
+static int add_queue(struct tg_simdata *d, const cJSON *obj)
+{
+    struct tg_queue_obj *q;
+    int rc = tg_queue_obj_decode(obj, &d->diag, &q);
+    if (rc == TG_ENOMEM)
+        return rc;
+    if (rc) {
+        d->warnings++;
+        return 0;
+    }
+    return keep_last(d, obj, "Queue", tg_str(q->name), q, (void ***)&d->queues, &d->nqueues,
+                     &d->capqueues, &d->queue_idx, queue_free);
+}
+
 static int add_object(struct tg_simdata *d, const cJSON *obj);
 
 static int add_list(struct tg_simdata *d, const cJSON *obj)
@@ -417,6 +442,8 @@ static int add_object(struct tg_simdata *d, const cJSON *obj)
         return add_prio_class(d, obj);
     if (!strcmp(k, "PodDisruptionBudget"))
         return add_pdb(d, obj);
+    if (!strcmp(k, "Queue"))
+        return add_queue(d, obj);
     static const char *const stored[] = {"Namespace", "PersistentVolume", "PersistentVolumeClaim",
                                          "StorageClass", "ResourceClaim"};
     for (size_t i = 0; i < sizeof stored / sizeof stored[0]; i++)
@@ -430,7 +457,7 @@ static int add_object(struct tg_simdata *d, const cJSON *obj)
             return 0;
     warn_at(d, obj, "unknown kind \"%s\" (skipped; simulate reads Node, Pod, PodGroup, "
                     "PriorityClass, PodDisruptionBudget, Namespace, PersistentVolume, "
-                    "PersistentVolumeClaim, StorageClass, ResourceClaim, List)", k);
+                    "PersistentVolumeClaim, StorageClass, ResourceClaim, Queue, List)", k);
     return 0;
 }
 

@@ -7,7 +7,10 @@
  * MPIJob, TrainJob: model/workload.h; the pods of an owner kind of which the
  * input holds no object are gangs of one, as without this),
  * PriorityClass, PodDisruptionBudget, Namespace, PersistentVolume,
- * PersistentVolumeClaim, StorageClass, ResourceClaim, List. The last five
+ * PersistentVolumeClaim, StorageClass, ResourceClaim, Queue (topogang.io,
+ * scheduling.run.ai/v2, scheduling.volcano.sh: model/queues.h; a Queue's
+ * spec problem is reported with file and line and the queue kept; a later
+ * Queue of the same name, of any API, replaces the earlier), List. The last five
  * are kept in the loader's store, which every pod it decodes points at
  * (tg_podspec.store): placement looks its claims up there. A pod's annotation
  * simulate.topogang.io/duration (seconds, or a Go duration such as "2h30m")
@@ -23,6 +26,7 @@
 #include "config/policy.h"
 #include "model/objects.h"
 #include "model/objstore.h"
+#include "model/queues.h"
 #include "model/workload.h"
 #include "scheduler/gang.h"
 #include "util/hmap.h"
@@ -66,6 +70,10 @@ struct tg_simdata {
     struct tg_workload **wls;           /* owned */
     uint32_t nwls, capwls;
     struct tg_hmap wl_idx;              /* key -> index */
+    /* Tenant Queues (model/queues.h), one per name */
+    struct tg_queue_obj **queues;       /* owned */
+    uint32_t nqueues, capqueues;
+    struct tg_hmap queue_idx;           /* name -> index */
     unsigned wl_kinds;                  /* bit per enum tg_wl_kind read: the owner kinds
                                            whose pods form derived gangs (gang.h owner_kinds) */
 };

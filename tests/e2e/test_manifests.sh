@@ -80,6 +80,7 @@ if python3 -c 'import yaml' 2>/dev/null; then
 ClusterRoleBinding  topogang-scheduler
 ConfigMap topogang-system topogang-config
 CustomResourceDefinition  podgroups.topogang.io
+CustomResourceDefinition  queues.topogang.io
 Deployment topogang-system topogang-scheduler
 Namespace  topogang-agent
 Namespace  topogang-system
@@ -111,6 +112,8 @@ helm_checks() {
     && pass "helm template charts/topogang" || fail "helm template charts/topogang" "$(cat "$work/err")"
   cmp -s "$chart/crds/podgroup.yaml" "$src/manifests/crd-podgroup.yaml" \
     && pass "the chart's CRD is manifests/crd-podgroup.yaml" || fail "the chart's CRD is manifests/crd-podgroup.yaml"
+  cmp -s "$chart/crds/queue.yaml" "$src/manifests/crd-queue.yaml" \
+    && pass "the chart's Queue CRD is manifests/crd-queue.yaml" || fail "the chart's Queue CRD is manifests/crd-queue.yaml"
   # the same objects as manifests/, specs equal, its labels kept (Helm's added)
   if out=$(python3 "$src/tests/e2e/helm_compare.py" objects "$work/helm.yaml" "$work/all.yaml" 2>&1); then
     pass "the chart renders the objects of manifests/ ($out)"
@@ -379,6 +382,18 @@ for g in scheduling.x-k8s.io scheduling.volcano.sh scheduling.run.ai; do
   sar no update "$g" podgroups/status
 done
 sar no patch batch jobs/status
+# tenant Queues (docs/queues.md): the three APIs read only; our own's status
+for g in topogang.io scheduling.run.ai scheduling.volcano.sh; do
+  sar yes list "$g" queues
+  sar yes watch "$g" queues
+  sar no create "$g" queues
+  sar no delete "$g" queues
+  sar no patch "$g" queues
+done
+sar yes patch topogang.io queues/status
+sar no update topogang.io queues/status
+sar no patch scheduling.run.ai queues/status
+sar no patch scheduling.volcano.sh queues/status
 can no delete nodes
 can no patch nodes
 can no get secrets -n topogang-system

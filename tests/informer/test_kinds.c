@@ -12,7 +12,9 @@
 
 #include "informer/informer.h"
 #include "informer/kinds.h"
+#include "model/queues.h"
 #include "model/workload.h"
+#include "util/intern.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -34,6 +36,39 @@ static void test_every_collection_has_a_kind(void **state)
     assert_ptr_equal(tg_informer_kind(TG_INF_TRAINJOBS), &tg_kind_workload);
     assert_ptr_equal(tg_informer_kind(TG_INF_RCLAIMS), &tg_kind_rclaim);
     assert_null(tg_informer_kind(TG_INF_N));
+}
+
+/* Each Queue API is its own collection, discovered at its own path; a list
+ * item (no apiVersion, as the API server lists them) decodes under the
+ * collection's API, a broken one is kept with its problem, keyed by name. */
+static void test_queue_collections(void **state)
+{
+    (void)state;
+    char path[200];
+    assert_ptr_equal(tg_informer_kind(TG_INF_QUEUES_KAI), &tg_kind_queue[TG_QAPI_KAI]);
+    assert_string_equal(tg_informer_path(TG_INF_QUEUES_TG, path, sizeof path),
+                        "/apis/topogang.io/v1alpha1/queues");
+    assert_string_equal(tg_informer_path(TG_INF_QUEUES_KAI, path, sizeof path),
+                        "/apis/scheduling.run.ai/v2/queues");
+    assert_string_equal(tg_informer_path(TG_INF_QUEUES_VOLCANO, path, sizeof path),
+                        "/apis/scheduling.volcano.sh/v1beta1/queues");
+    assert_true(TG_INF_QUEUE_KINDS & TG_INF_OPTIONAL_ALL);
+    assert_false(TG_INF_QUEUE_KINDS & TG_INF_CONSTRAINT_KINDS);
+    assert_false(TG_INF_QUEUE_KINDS & TG_INF_GANG_SOURCES_ALL);
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"q\",\"uid\":\"u\",\"resourceVersion\":\"3\"},"
+                           "\"spec\":{\"resources\":{\"gpu\":{\"quota\":-3}}}}");
+    const struct tg_kind *k = tg_informer_kind(TG_INF_QUEUES_KAI);
+    void *obj = NULL;
+    assert_int_equal(k->decode(o, &obj), 0);
+    const struct tg_queue_obj *q = obj;
+    assert_int_equal(q->api, TG_QAPI_KAI);
+    assert_string_equal(k->key(obj), "q");
+    assert_string_equal(k->uid(obj), "u");
+    assert_string_equal(k->rv(obj), "3");
+    assert_non_null(q->problem);
+    assert_non_null(strstr(q->problem, "spec.resources.gpu.quota"));
+    k->free(obj);
+    cJSON_Delete(o);
 }
 
 static int pc(const char *json, struct tg_prioclass **out)
@@ -75,6 +110,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_collection_has_a_kind),
         cmocka_unit_test(test_prioclass_empty_name),
+        cmocka_unit_test(test_queue_collections),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Tenant Queues (issue 19) on the real etcd + kube-apiserver
+(scripts/cluster-up): the Queue CRDs of KAI and Volcano as their projects
+publish them (tests/fixtures/crds) beside ours (manifests/crd-queue.yaml),
+and the Queues of tests/fixtures/queues/queues.yaml (one of each API, a
+broken KAI one and a broken one of ours).
+
+  absent_api_not_read: only our CRD and KAI's installed. topogang starts,
+    says it reads topogang.io and scheduling.run.ai Queues and not Volcano's
+    (not served), keeps serving, and tells each broken Queue what is wrong
+    with it once: a Warning Event InvalidQueue regarding the Queue, naming
+    the field (spec.resources.gpu.quota of kai-broken, spec.resources.
+    nvidia.com/gpu.limit of tg-broken), and on ours the condition Valid=False
+    with the same field. The good Queues get nothing, and no second Event
+    comes for an unchanged Queue. kubectl's printer columns show ours.
+
+  volcano_discovered_and_fixed: Volcano's CRD installed and its Queue made
+    (with a broken twin): a restarted topogang reads Volcano's Queues too and
+    tells the broken one (spec.capability.cpu). tg-broken fixed: its
+    condition turns Valid=True, and no Event says anything new of it.
+    kai-broken given another problem (a limit below its quota): one new
+    Event naming that field.
+
+Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
+77 no control plane."""
+import os
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import run_cases, fail, wait, Scheduler, log  # noqa: E402
+
+SRC = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+FIX = os.path.join(SRC, "tests/fixtures")
+OURS, KAI, VOLCANO = "topogang.io/v1alpha1", "scheduling.run.ai/v2", "scheduling.volcano.sh/v1beta1"
+
+
+def kubectl(ctx, *args, stdin=None):
+    c = ctx["cluster"]
+    return subprocess.run([c.kubectl, "--kubeconfig", c.kubeconfig, "--request-timeout=30s", *args],
+                          input=stdin, capture_output=True, text=True, check=False)
+
+
+def install_crd(ctx, path, name):
+    r = kubectl(ctx, "apply", "--server-side", "-f", path)
+    if r.returncode:
+        raise RuntimeError(f"apply {path}: {r.stderr}")
+    r = kubectl(ctx, "wait", "--for", "condition=Established", f"crd/{name}", "--timeout=60s")
+    if r.returncode:
+        raise RuntimeError(f"CRD {name} not established: {r.stderr}")
+
+
+def fixture_docs(apis):
+    """The documents of queues.yaml whose apiVersion is in apis, as YAML text."""
+    text = open(os.path.join(FIX, "queues/queues.yaml")).read()
+    docs = [d for d in text.split("\n---\n") if any(f"apiVersion: {a}\n" in d for a in apis)]
+    return "\n---\n".join(docs) + "\n"
+
+
+def queue_events(ctx, name):
+    """InvalidQueue Events regarding the Queue name (filed in "default")."""
+    return [e for e in ctx["api"].events("default") if e.get("reason") == "InvalidQueue"
+            and e.get("regarding", {}).get("kind") == "Queue"
+            and e.get("regarding", {}).get("name") == name]
+
+
+def valid_condition(ctx, name):
+    st, doc = ctx["api"].request("GET", f"/apis/{OURS}/queues/{name}")
+    conds = ((doc or {}).get("status") or {}).get("conditions") or [] if st == 200 else []
+    return next((c for c in conds if c.get("type") == "Valid"), None)
+
+
+def start(ctx, name):
+    s = Scheduler(ctx["bin"], ctx["cluster"], name, ctx["work"], ctx["policy"],
+                  extra=["--gang-sources", "none"])
+    ctx["scheds"].append(s)
+    s.wait_ready(60)
+    return s
+
+
+def log_line(s, needle, timeout=30):
+    found = []
+    wait(lambda: found.append(1) or needle in open(s.log, errors="replace").read(), timeout,
+         f"'{needle}' in {s.log}")
+    return needle in open(s.log, errors="replace").read()
+
+
+def check_event(ctx, name, api_version, field):
+    ok = wait(lambda: queue_events(ctx, name), 30, f"an InvalidQueue Event on Queue {name}")
+    if not ok:
+        return
+    e = queue_events(ctx, name)[0]
+    if e.get("type") != "Warning" or field not in e.get("note", ""):
+        fail(f"Event on {name}: {e.get('type')} {e.get('note')!r}, wanted a Warning naming {field}")
+    reg = e.get("regarding", {})
+    if reg.get("apiVersion") != api_version or reg.get("namespace"):
+        fail(f"Event on {name} regards {reg}: wanted apiVersion {api_version} and no namespace")
+
+
+def case_absent_api_not_read(ctx):
+    install_crd(ctx, os.path.join(SRC, "manifests/crd-queue.yaml"), "queues.topogang.io")
+    install_crd(ctx, os.path.join(FIX, "crds/scheduling.run.ai_queues.yaml"), "queues.scheduling.run.ai")
+    r = kubectl(ctx, "apply", "-f", "-", stdin=fixture_docs([OURS, KAI]))
+    if r.returncode:
+        raise RuntimeError(f"applying the Queues: {r.stderr}")
+    s = start(ctx, "queues-a")
+    log_line(s, "tenant Queues read from: topogang.io/v1alpha1/queues, scheduling.run.ai/v2/queues; "
+                "not served (not watched): scheduling.volcano.sh/v1beta1/queues")
+    check_event(ctx, "kai-broken", KAI, "spec.resources.gpu.quota")
+    check_event(ctx, "tg-broken", OURS, "spec.resources.nvidia.com/gpu.limit")
+    wait(lambda: valid_condition(ctx, "tg-broken"), 30, "the Valid condition on Queue tg-broken")
+    c = valid_condition(ctx, "tg-broken") or {}
+    if c.get("status") != "False" or c.get("reason") != "InvalidSpec" or \
+            "spec.resources.nvidia.com/gpu.limit" not in c.get("message", ""):
+        fail(f"tg-broken's condition: {c}")
+    time.sleep(3)  # time for a repeat, which must not come
+    for name in ("kai-broken", "tg-broken"):
+        n = len(queue_events(ctx, name))
+        if n != 1:
+            fail(f"{n} InvalidQueue Events on {name}; once per change is 1")
+    for name in ("kai-team", "tg-team"):
+        if queue_events(ctx, name):
+            fail(f"an InvalidQueue Event on the valid Queue {name}: {queue_events(ctx, name)}")
+    if valid_condition(ctx, "tg-team"):
+        fail(f"a condition written on the valid Queue tg-team: {valid_condition(ctx, 'tg-team')}")
+    if s.readyz()[0] != 200:
+        fail("the scheduler stopped serving")
+    r = kubectl(ctx, "get", "queues.topogang.io", "tg-team")
+    lines = r.stdout.splitlines()
+    if r.returncode or len(lines) != 2 or lines[0].split()[:6] != ["NAME", "PARENT", "GPU", "QUOTA", "GPU", "LIMIT"] \
+            or lines[1].split()[:4] != ["tg-team", "org", "24", "48"]:
+        fail(f"kubectl get queues.topogang.io tg-team:\n{r.stdout}{r.stderr}")
+    rep = s.sanitizer_report()
+    if rep:
+        fail(f"sanitizer: {rep}")
+
+
+def case_volcano_discovered_and_fixed(ctx):
+    install_crd(ctx, os.path.join(FIX, "crds/scheduling.volcano.sh_queues.yaml"),
+                "queues.scheduling.volcano.sh")
+    broken = ("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: volcano-broken}\n"
+              "spec: {weight: 1, capability: {cpu: '-4'}}\n")
+    r = kubectl(ctx, "apply", "-f", "-", stdin=fixture_docs([VOLCANO]) + "---\n" + broken)
+    if r.returncode:
+        raise RuntimeError(f"applying the Volcano Queues: {r.stderr}")
+    s = start(ctx, "queues-b")
+    log_line(s, "tenant Queues read from: topogang.io/v1alpha1/queues, scheduling.run.ai/v2/queues, "
+                "scheduling.volcano.sh/v1beta1/queues; not served (not watched): -")
+    check_event(ctx, "volcano-broken", VOLCANO, "spec.capability.cpu")
+    if queue_events(ctx, "volcano-team"):
+        fail("an InvalidQueue Event on the valid Queue volcano-team")
+    # a new process tells what it finds once more: that Event first, then the fix
+    wait(lambda: len(queue_events(ctx, "tg-broken")) >= 2, 30, "the new process's Event on tg-broken")
+    time.sleep(1)
+    before = len(queue_events(ctx, "tg-broken"))
+    r = kubectl(ctx, "patch", "queues.topogang.io", "tg-broken", "--type=merge", "-p",
+                '{"spec":{"resources":{"nvidia.com/gpu":{"limit":"32"}}}}')
+    if r.returncode:
+        raise RuntimeError(f"fixing tg-broken: {r.stderr}")
+    wait(lambda: (valid_condition(ctx, "tg-broken") or {}).get("status") == "True", 30,
+         "tg-broken's condition Valid=True once fixed")
+    if len(queue_events(ctx, "tg-broken")) != before:
+        fail("an InvalidQueue Event for the fixed Queue tg-broken")
+    # a different problem is a change: told once more, naming the new field
+    n = len(queue_events(ctx, "kai-broken"))
+    r = kubectl(ctx, "patch", "queues.scheduling.run.ai", "kai-broken", "--type=merge", "-p",
+                '{"spec":{"resources":{"gpu":{"quota":8,"limit":2}}}}')
+    if r.returncode:
+        raise RuntimeError(f"changing kai-broken: {r.stderr}")
+    wait(lambda: any("spec.resources.gpu.limit" in e.get("note", "") for e in queue_events(ctx, "kai-broken")),
+         30, "an InvalidQueue Event on kai-broken naming spec.resources.gpu.limit")
+    time.sleep(2)
+    if len(queue_events(ctx, "kai-broken")) != n + 1:
+        fail(f"{len(queue_events(ctx, 'kai-broken')) - n} new Events on kai-broken for one change")
+    rep = s.sanitizer_report()
+    if rep:
+        fail(f"sanitizer: {rep}")
+
+
+CASES = [case_absent_api_not_read, case_volcano_discovered_and_fixed]
+
+
+def main():
+    return run_cases("queues", CASES, "gang: {reserveAfterSeconds: 0}\n", nodes=4, rack_size=4, blocks=1)
+
+
+if __name__ == "__main__":
+    log("e2e_queues: the Queues of three APIs read, broken ones told once")
+    sys.exit(main())
