@@ -1,12 +1,15 @@
 /* Placement benchmark: synthetic GPU clusters and workloads, medians.
  *
- *   bench_place [--nodes N] [--runs R] [--write-yaml FILE] [--no-serving | --serving-only]
+ *   bench_place [--nodes N] [--runs R] [--write-yaml FILE] [--no-serving | --serving-only |
+ *                --rank-only]
  *
  * Cluster: N nodes (default 10,000) with 8 GPUs, 192 cpu, 2 TiB, 5 levels:
  * zone (4) / block (5 per zone) / rack (20 nodes) / nvlink-domain (4 nodes) /
  * node, and 20 GFD-like labels per node. Measures, with input already loaded:
  *  1. one 256-pod x 8-GPU gang (required block, preferred rack) placed and
- *     rolled back, R times: median and p90 in ms;
+ *     rolled back, R times: median and p90 in ms; then the same gang with
+ *     ranks (shuffled topogang.io/rank) against none, interleaved, in thread
+ *     CPU time (load on the machine counts less): what rank order adds;
  *  2. 2,000 mixed gangs (1 to 512 pods, 1-8 GPUs or cpu-only) placed in
  *     queue order into the empty cluster: pods/s over the whole run, R runs;
  *  3. the model of N nodes + 10 x N bound pods: RSS in MB, and per pod
@@ -20,7 +23,7 @@
  * --write-yaml writes the cluster, 10 x N bound pods and the 2,000 gangs as
  * Kubernetes YAML, to time `topogang simulate` end to end. --no-serving
  * skips 4 and 5 (the workload of the figures before them, for callgrind);
- * --serving-only runs only 4 and 5. */
+ * --serving-only runs only 4 and 5; --rank-only only 3 and 1. */
 #include "config/policy.h"
 #include "model/objects.h"
 #include "scheduler/cycle.h"
@@ -46,6 +49,13 @@ static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -222,6 +232,47 @@ static void rollback(struct tg_sched *s, struct tg_pod **pods, uint32_t n)
         tg_cluster_pod_delete(&s->cluster, pods[i]->key);
 }
 
+/* 1b. the same gang with ranks (shuffled, as topogang.io/rank gives them)
+ * against none, runs interleaved: what rank order adds (scheduler/rank.h). */
+static int bench_ranked(struct tg_sched *s, struct tg_gang *g, uint32_t runs, uint32_t nodes)
+{
+    uint32_t n = g->npods, *perm = calloc(n, sizeof *perm);
+    double *t[2] = {calloc(runs * 4 + 8, sizeof(double)), calloc(runs * 4 + 8, sizeof(double))};
+    for (uint32_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (uint32_t i = n - 1; i > 0; i--) {
+        uint32_t j = rnd(i + 1), k = perm[i];
+        perm[i] = perm[j], perm[j] = k;
+    }
+    for (uint32_t r = 0; r < runs * 4; r++)
+        for (int ranked = 0; ranked < 2; ranked++) {
+            for (uint32_t i = 0; i < n; i++)
+                g->pods[i]->rank = ranked ? 1 + perm[i] : 0;
+            struct tg_result res;
+            double t0 = cpu_ms();
+            tg_sched_gang(s, g, &res);
+            t[ranked][r] = cpu_ms() - t0;
+            if (res.status != TG_GANG_SCHEDULED || res.nplaced != n) {
+                fprintf(stderr, "big gang not placed: %s\n", res.reason);
+                return 1;
+            }
+            tg_result_free(&res);
+            rollback(s, g->pods, n);
+        }
+    qsort(t[0], runs * 4, sizeof(double), cmp_d);
+    qsort(t[1], runs * 4, sizeof(double), cmp_d);
+    printf("256-pod x 8-GPU gang on %u nodes, ranks shuffled: CPU median %.3f ms against %.3f ms "
+           "without (%+.1f%%), p90 %.3f against %.3f ms (%u runs each, interleaved)\n",
+           nodes, t[1][runs * 2], t[0][runs * 2], 100.0 * (t[1][runs * 2] / t[0][runs * 2] - 1),
+           t[1][runs * 4 * 9 / 10], t[0][runs * 4 * 9 / 10], runs * 4);
+    for (uint32_t i = 0; i < n; i++)
+        g->pods[i]->rank = 0;
+    free(perm);
+    free(t[0]);
+    free(t[1]);
+    return 0;
+}
+
 /* 4 and 5: gangs whose members keep one per node (and spread over zones). */
 static void bench_serving(const struct tg_policy *pol, uint32_t nodes, uint32_t runs)
 {
@@ -327,9 +378,11 @@ int main(int argc, char **argv)
             serving = 0;
         else if (!strcmp(argv[i], "--serving-only"))
             serving = 2;
+        else if (!strcmp(argv[i], "--rank-only"))
+            serving = 3;
         else {
             fprintf(stderr, "usage: bench_place [--nodes N] [--runs R] [--write-yaml FILE] "
-                            "[--no-serving | --serving-only]\n");
+                            "[--no-serving | --serving-only | --rank-only]\n");
             return 2;
         }
     }
@@ -424,6 +477,10 @@ int main(int argc, char **argv)
     qsort(t, runs * 4, sizeof *t, cmp_d);
     printf("256-pod x 8-GPU gang on %u nodes: median %.2f ms, p90 %.2f ms (%u runs)\n", nodes,
            t[runs * 2], t[runs * 4 * 9 / 10], runs * 4);
+    if (bench_ranked(&s, &g, runs, nodes))
+        return 1;
+    if (serving == 3)
+        return 0;
     for (uint32_t i = 0; i < x.npending; i++)
         tg_pod_free(&pending[i]);
     tg_sched_free(&s);

@@ -4,7 +4,7 @@
  *   schedulerName, topology.levels[].{name,nodeLabel},
  *   placement.{strategy,defaultPreferred}, scoring.{topology,binpack,numa},
  *   gang.{scheduleTimeoutSeconds,bindRetries,reserveAfterSeconds,memberLossGraceSeconds,
- *   onMemberLoss},
+ *   onMemberLoss,onNoReplacement},
  *   api.{qps,burst,bindConcurrency}, numa.{defaultPolicy,policyLabel},
  *   preemption.{enabled,evictBarePods}, priority.allowPodGroupPriority,
  *   queues.{defaultQueue,usageHalfLifeSeconds}. */
@@ -40,6 +40,8 @@ static const int strategy_values[] = {TG_STRATEGY_PACK, TG_STRATEGY_SPREAD};
 static const char *const numa_names[] = {"none", "best-effort", "restricted", "single-numa-node", NULL};
 static const char *const loss_names[] = {"keep", "evict", NULL};
 static const int loss_values[] = {TG_LOSS_KEEP, TG_LOSS_EVICT};
+static const char *const noroom_names[] = {"wait", "requeue", NULL};
+static const int noroom_values[] = {TG_NOROOM_WAIT, TG_NOROOM_REQUEUE};
 static const int numa_values[] = {TG_NUMA_NONE, TG_NUMA_BEST_EFFORT, TG_NUMA_RESTRICTED,
                                   TG_NUMA_SINGLE_NUMA_NODE};
 
@@ -57,6 +59,7 @@ static const struct opt opts[] = {
     {"gang.reserveAfterSeconds", T_INT, F(reserve_after_s), 0, 0, 31536000, NULL, NULL, "300"},
     {"gang.memberLossGraceSeconds", T_INT, F(member_loss_grace_s), 0, 0, 31536000, NULL, NULL, "300"},
     {"gang.onMemberLoss", T_ENUM, F(on_member_loss), 0, 0, 0, loss_names, loss_values, "keep"},
+    {"gang.onNoReplacement", T_ENUM, F(on_no_replacement), 0, 0, 0, noroom_names, noroom_values, "wait"},
     {"api.qps", T_INT, F(api_qps), 0, 1, 100000, NULL, NULL, "200"},
     {"api.burst", T_INT, F(api_burst), 0, 1, 100000, NULL, NULL, "400"},
     {"api.bindConcurrency", T_INT, F(bind_concurrency), 0, 1, 4096, NULL, NULL, "64"},
@@ -405,6 +408,17 @@ int tg_policy_level(const struct tg_policy *p, const char *name)
         if (!strcmp(p->levels[i].name, name))
             return (int)i + 1;
     return -1;
+}
+
+int tg_policy_level_any(const struct tg_policy *p, uint32_t id)
+{
+    if (!p || !id)
+        return -1;
+    int l = tg_policy_level(p, tg_str(id));
+    for (uint32_t i = 0; l < 0 && i < p->nlevels; i++)
+        if (p->levels[i].label_id == id)
+            l = (int)i + 1;
+    return l;
 }
 
 void tg_policy_level_labels(const struct tg_policy *p, uint32_t *out)

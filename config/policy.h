@@ -19,6 +19,10 @@
 /* gang.onMemberLoss: what a gang that ran complete and lost members becomes
  * once gang.memberLossGraceSeconds pass without its replacements bound. */
 enum tg_loss_policy { TG_LOSS_KEEP, TG_LOSS_EVICT };
+/* gang.onNoReplacement: what such a gang does meanwhile when no node in its
+ * domain has room for a replacement: wait (the reason says why, in numbers)
+ * or requeue (every member evicted with its own grace, placed anew whole). */
+enum tg_noroom_policy { TG_NOROOM_WAIT, TG_NOROOM_REQUEUE };
 
 enum tg_numa_policy { TG_NUMA_NONE, TG_NUMA_BEST_EFFORT, TG_NUMA_RESTRICTED,
                       TG_NUMA_SINGLE_NUMA_NODE };
@@ -41,6 +45,7 @@ struct tg_policy {
     int64_t member_loss_grace_s;        /* a running gang short of members waits this long for
                                            replacements before on_member_loss acts */
     int on_member_loss;                 /* enum tg_loss_policy */
+    int on_no_replacement;              /* enum tg_noroom_policy */
     int preemption;                     /* a gang may evict lower-priority gangs */
     int evict_bare_pods;                /* ... and pods with no controller */
     int allow_pg_priority;              /* a PodGroup's numeric spec.priority counts (capped
@@ -66,6 +71,8 @@ int tg_policy_load_file(const char *path, struct tg_policy *out, struct tg_sb *e
 void tg_policy_dump(const struct tg_policy *p, struct tg_sb *out);
 /* Tree level (1-based; 0 = the whole cluster) of a level name, or -1. */
 int tg_policy_level(const struct tg_policy *p, const char *name);
+/* Tree level of an interned level name or node label key (a peer's form), or -1. */
+int tg_policy_level_any(const struct tg_policy *p, uint32_t id);
 /* Level label ids, for tg_cluster_init. */
 void tg_policy_level_labels(const struct tg_policy *p, uint32_t *out);
 

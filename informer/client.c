@@ -30,6 +30,11 @@
 
 enum req_state { RQ_QUEUED, RQ_RUNNING, RQ_FINISHING };
 
+/* Idle easy handles kept for the next request: a handle set up once (TLS
+ * material, keepalive, user agent) costs a fraction of curl_easy_init, the
+ * setopts and curl_easy_cleanup per request (docs/bench-sched.md). */
+#define POOL_MAX 128
+
 struct tg_req {
     struct tg_client *c;
     struct tg_req *prev, *next;     /* in one of the client's lists */
@@ -86,6 +91,8 @@ struct tg_client {
     struct tg_client_stats stats;
     int verbose;                    /* TOPOGANG_CURL_VERBOSE=1: libcurl traces on stderr */
     int in_sweep;
+    CURL *pool[POOL_MAX];           /* idle easy handles, set up (see easy_common) */
+    int npool;
 };
 
 #define COMP "client"
@@ -93,11 +100,14 @@ struct tg_client {
  * wait: they queue behind the writes that decide placement (Bindings,
  * status) instead of taking the apiserver's time from them (kube-scheduler's
  * event sink writes one at a time). With no other write about, or past
- * BG_BACKLOG queued (about 1 KB each), they go BG_INFLIGHT_MAX at a time:
- * the backlog clears fast, memory stays bounded, no Event is dropped. */
+ * BG_BACKLOG queued, they go BG_INFLIGHT_MAX at a time: the backlog
+ * stays short, so Events trail the Bindings by a fraction of a second, not
+ * seconds (at 10,000 a 5,000-pod burst's Events came 3-12 s after its last
+ * Binding, and past SIGTERM's 10 s some were lost: docs/bench-sched.md);
+ * memory stays bounded, no Event is dropped. */
 #define BG_INFLIGHT 4
 #define BG_INFLIGHT_MAX 64
-#define BG_BACKLOG 10000
+#define BG_BACKLOG 128
 /* Urgent requests (the Lease) running at once: the elector has one at a
  * time; the bound keeps a misuse from opening connections without end. */
 #define URGENT_INFLIGHT 4
@@ -152,10 +162,28 @@ static void running_remove(struct tg_client *c, struct tg_req *r)
         kick(c);
 }
 
+/* r's handle back to the pool (it left the multi handle before), or freed. */
+static void easy_release(struct tg_req *r)
+{
+    struct tg_client *c = r->c;
+    if (c && !r->urgent && !c->closing && c->npool < POOL_MAX) {
+        /* nothing of r stays referenced by the idle handle */
+        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, NULL);
+        curl_easy_setopt(r->easy, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(r->easy, CURLOPT_PRIVATE, NULL);
+        curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, NULL);
+        curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, NULL);
+        c->pool[c->npool++] = r->easy;
+    } else {
+        curl_easy_cleanup(r->easy);
+    }
+    r->easy = NULL;
+}
+
 static void req_free(struct tg_req *r)
 {
     if (r->easy)
-        curl_easy_cleanup(r->easy);
+        easy_release(r);
     curl_slist_free_all(r->hdrs);
     free(r->method);
     free(r->path);
@@ -408,50 +436,20 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
-static int req_setup(struct tg_client *c, struct tg_req *r)
+/* What every request of c sets alike, once per handle. */
+static void easy_common(struct tg_client *c, CURL *e)
 {
-    refresh_token(c);
-    CURL *e = r->easy = curl_easy_init();
-    if (!e)
-        return TG_ENOMEM;
-    struct tg_sb url = {0};
-    tg_sb_puts(&url, c->conf.server);
-    tg_sb_puts(&url, r->path);
-    if (url.oom) {
-        tg_sb_free(&url);
-        return TG_ENOMEM;
-    }
-    curl_easy_setopt(e, CURLOPT_URL, url.s);
-    tg_sb_free(&url);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    /* urgent: a connection of its own, never a stream queued behind bulk ones */
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, r->urgent ? 0L : 1L);
-    if (r->urgent) {
-        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-    }
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->ua);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     if (c->verbose) {               /* the trace without the bearer token */
         curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, tg_trace_curl);
         curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
-    }
-    if (r->timeout_ms > 0) {
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-        /* A request (not a watch, which may idle) that receives nothing for
-         * STALL_S seconds fails with TG_ETIMEOUT and its caller retries: with
-         * libcurl 7.88 an HTTP/2 stream can stop mid-body on a shared
-         * connection, and a 10-minute LIST would otherwise blind the caches. */
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)STALL_S);
     }
     const struct tg_kconf *k = &c->conf;
     if (k->ca_data) {
@@ -478,6 +476,50 @@ static int req_setup(struct tg_client *c, struct tg_req *r)
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+}
+
+static int req_setup(struct tg_client *c, struct tg_req *r)
+{
+    refresh_token(c);
+    CURL *e = !r->urgent && c->npool ? c->pool[--c->npool] : NULL;
+    if (!e) {
+        if (!(e = curl_easy_init()))
+            return TG_ENOMEM;
+        easy_common(c, e);
+        c->stats.handles++;
+    }
+    r->easy = e;
+    struct tg_sb url = {0};
+    tg_sb_puts(&url, c->conf.server);
+    tg_sb_puts(&url, r->path);
+    if (url.oom) {
+        tg_sb_free(&url);
+        return TG_ENOMEM;
+    }
+    curl_easy_setopt(e, CURLOPT_URL, url.s);
+    tg_sb_free(&url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    /* urgent: a connection of its own, never a stream queued behind bulk
+     * ones (and its handle is never pooled) */
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, r->urgent ? 0L : 1L);
+    if (r->urgent) {
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
+    /* A request (not a watch, which may idle) that receives nothing for
+     * STALL_S seconds fails with TG_ETIMEOUT and its caller retries: with
+     * libcurl 7.88 an HTTP/2 stream can stop mid-body on a shared
+     * connection, and a 10-minute LIST would otherwise blind the caches.
+     * 0: none (a pooled handle may carry the last request's). */
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms > 0 ? r->timeout_ms : 0L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, r->timeout_ms > 0 ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, r->timeout_ms > 0 ? (long)STALL_S : 0L);
+    /* the method from a clean GET: a pooled handle may carry a body */
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
+    const struct tg_kconf *k = &c->conf;
     struct curl_slist *h = NULL, *t;
 #define ADDH(s) do { if (!(t = curl_slist_append(h, (s)))) goto nomem; h = t; } while (0)
     ADDH("Accept: application/json");
@@ -886,6 +928,8 @@ void tg_client_free(struct tg_client **pc)
     c->closing = 1;
     curl_multi_cleanup(c->multi);
     c->multi = NULL;
+    while (c->npool)
+        curl_easy_cleanup(c->pool[--c->npool]);
     while (c->socks)
         sock_close(c, c->socks);
     uv_close((uv_handle_t *)&c->curl_timer, on_handle_closed);

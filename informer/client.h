@@ -97,6 +97,7 @@ struct tg_client_stats {
     uint64_t completed;      /* requests finished (any outcome) */
     uint64_t unstalled;      /* of those, finished by the once-a-second sweep */
     uint64_t fenced;         /* leader-only writes not sent or aborted past the fence */
+    uint64_t handles;        /* libcurl easy handles made (idle ones are reused) */
 };
 
 /* Creates a client on loop for conf (copied). opts may be NULL. *out is freed

@@ -202,6 +202,28 @@ static void usage_apply(struct tg_cluster *c, const struct tg_usage *u, int sign
     c->nodes[u->slot].npods += (uint32_t)sign;
 }
 
+/* A record into / out of its node's list (struct tg_node.pods). */
+static void node_link(struct tg_cluster *c, struct tg_usage *u, uint32_t slot)
+{
+    struct tg_node *n = &c->nodes[slot];
+    u->slot = slot;
+    u->nnext = n->pods;
+    if (n->pods)
+        n->pods->nprev = u;
+    n->pods = u;
+}
+
+static void node_unlink(struct tg_cluster *c, struct tg_usage *u)
+{
+    struct tg_node *n = &c->nodes[u->slot];
+    if (u->nprev)
+        u->nprev->nnext = u->nnext;
+    else
+        n->pods = u->nnext;
+    if (u->nnext)
+        u->nnext->nprev = u->nprev;
+}
+
 static void usage_remove(struct tg_cluster *c, struct tg_usage *u)
 {
     EACH_HOOK(c, h)
@@ -211,13 +233,7 @@ static void usage_remove(struct tg_cluster *c, struct tg_usage *u)
         usage_changed(c, u, -1);
         usage_apply(c, u, -1);
     }
-    struct tg_node *n = &c->nodes[u->slot];
-    if (u->nprev)
-        u->nprev->nnext = u->nnext;
-    else
-        n->pods = u->nnext;
-    if (u->nnext)
-        u->nnext->nprev = u->nprev;
+    node_unlink(c, u);
     tg_hmap_del(&c->usage, u->key, strlen(u->key));
     labels_drop(u);
     tg_podcons_free(&u->cons);
@@ -246,6 +262,16 @@ void tg_cluster_usage_hide(struct tg_cluster *c, struct tg_usage *u, int hide)
         usage_apply(c, u, +1);
         usage_changed(c, u, +1);
     }
+}
+
+int tg_cluster_usage_move(struct tg_cluster *c, struct tg_usage *u, uint32_t slot)
+{
+    if (!u->hidden || slot >= c->nslots)
+        return TG_EINVAL;
+    node_unlink(c, u);
+    u->nprev = NULL;
+    node_link(c, u, slot);
+    return 0;
 }
 
 static int same_req(const struct tg_usage *u, const struct tg_pod *p, uint32_t slot)
@@ -359,11 +385,7 @@ static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot
     u->nreq = p->nreq;
     if (p->nreq)
         memcpy(u->req, p->req, p->nreq * sizeof u->req[0]);
-    struct tg_node *n = &c->nodes[slot];
-    u->nnext = n->pods;
-    if (n->pods)
-        n->pods->nprev = u;
-    n->pods = u;
+    node_link(c, u, slot);
     usage_apply(c, u, +1);
     usage_changed(c, u, +1);
     EACH_HOOK(c, h)

@@ -141,6 +141,11 @@ struct tg_usage *tg_cluster_usage(const struct tg_cluster *c, const char *key);
  * node, without forgetting it. Idempotent. The generation is not bumped: a
  * what-if must be undone before anything else reads the model. */
 void tg_cluster_usage_hide(struct tg_cluster *c, struct tg_usage *u, int hide);
+/* Moves a hidden record to another node slot, for a layer that swaps
+ * members of one shape between the nodes it chose (scheduler/rank.h: hide
+ * them all, move, show them all, so that no node is ever over-committed).
+ * Returns 0, or TG_EINVAL when u is not hidden or slot is not a slot. */
+int tg_cluster_usage_move(struct tg_cluster *c, struct tg_usage *u, uint32_t slot);
 
 static inline int64_t tg_alloc(const struct tg_cluster *c, uint32_t slot, uint32_t res)
 {

@@ -1827,6 +1827,75 @@ static void podgroup_life(const cJSON *obj, struct tg_podgroup *g)
     }
 }
 
+/* One sub-group's topology: {required, preferred} level names. */
+static void subgroup_topo(struct dec *x, const cJSON *o, const char *path, struct tg_subgroup *s)
+{
+    char f[96];
+    snprintf(f, sizeof f, "%s.topology", path);
+    const cJSON *topo = want_map(x, o, "topology", f);
+    snprintf(f, sizeof f, "%s.topology.required", path);
+    const char *req = want_str(x, topo, "required", f);
+    snprintf(f, sizeof f, "%s.topology.preferred", path);
+    const char *pref = want_str(x, topo, "preferred", f);
+    s->required = req && *req ? tg_intern(req) : 0;
+    s->preferred = pref && *pref ? tg_intern(pref) : 0;
+}
+
+/* spec.subGroups (name, minMember, topology) or spec.subGroupSize with
+ * spec.subGroupTopology. Errors go to x; returns 0 or TG_ENOMEM. */
+static int decode_subgroups(struct dec *x, const cJSON *spec, struct tg_podgroup *g)
+{
+    const cJSON *list = want_list(x, spec, "subGroups", "spec.subGroups");
+    int64_t size = 0;
+    want_int(x, spec, "subGroupSize", "spec.subGroupSize", 1, 1000000, &size);
+    if (size) {
+        g->sub_size = (int32_t)size;
+        g->sub_topo.min_member = (int32_t)size;
+        const cJSON *t = want_map(x, spec, "subGroupTopology", "spec.subGroupTopology");
+        const char *req = want_str(x, t, "required", "spec.subGroupTopology.required");
+        const char *pref = want_str(x, t, "preferred", "spec.subGroupTopology.preferred");
+        g->sub_topo.required = req && *req ? tg_intern(req) : 0;
+        g->sub_topo.preferred = pref && *pref ? tg_intern(pref) : 0;
+    }
+    int n = list ? cJSON_GetArraySize(list) : 0;
+    if (!n)
+        return 0;
+    if (size) {
+        err(x, list, "spec.subGroups", "cannot be given with spec.subGroupSize");
+        return 0;
+    }
+    if (n > TG_MAX_SUBGROUPS) {
+        err(x, list, "spec.subGroups", "has %d entries, more than %d", n, TG_MAX_SUBGROUPS);
+        return 0;
+    }
+    if (!(g->subs = calloc((size_t)n, sizeof *g->subs)))
+        return TG_ENOMEM;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list)
+    {
+        char path[64];
+        snprintf(path, sizeof path, "spec.subGroups[%u]", g->nsubs);
+        struct tg_subgroup *s = &g->subs[g->nsubs++];
+        char f[96];
+        snprintf(f, sizeof f, "%s.name", path);
+        const char *name = cJSON_IsObject(it) ? want_str(x, it, "name", f) : NULL;
+        if (!cJSON_IsObject(it))
+            err(x, it, path, "must be a map, not %s", type_name(it));
+        else if (!name || !*name)
+            err(x, it, f, "is required");
+        s->name = name && *name ? tg_intern(name) : 0;
+        for (uint32_t k = 0; s->name && k + 1 < g->nsubs; k++)
+            if (g->subs[k].name == s->name)
+                err(x, get(it, "name"), f, "\"%s\" is listed twice", name);
+        int64_t v = 1;
+        snprintf(f, sizeof f, "%s.minMember", path);
+        want_int(x, it, "minMember", f, 1, 1000000, &v);
+        s->min_member = (int32_t)v;
+        subgroup_topo(x, it, path, s);
+    }
+    return 0;
+}
+
 int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup **out)
 {
     struct dec x = {.d = d};
@@ -1878,6 +1947,10 @@ int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup *
         err(&x, get(topo, "strategy"), "spec.topology.strategy",
             "must be pack or spread, not \"%s\"", strat);
     podgroup_life(obj, g);
+    if (decode_subgroups(&x, spec, g)) {
+        rc = TG_ENOMEM;
+        goto fail;
+    }
     if (x.bad) {
         rc = TG_EPARSE;
         goto fail;
@@ -1898,6 +1971,7 @@ void tg_podgroup_free(struct tg_podgroup **pg)
     free(g->uid);
     free(g->rv);
     free(g->problem);
+    free(g->subs);
     free(g);
     *pg = NULL;
 }

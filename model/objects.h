@@ -230,6 +230,7 @@ struct tg_pod {
     uint32_t derived;                   /* interned "Kind/name[/group]": the gang its
                                            controller owner forms, 0 none */
     struct tg_ganghints *hints;         /* owned; NULL: no gang annotation */
+    uint64_t rank;                      /* 1 + its rank order key (tg_pod_rank_decode), 0 none */
     /* Requests of resource names no Node had registered when the pod was
      * decoded: they stay out of the registry (a tenant's made-up names cannot
      * fill it) and p->req holds TG_RES_UNOFFERED instead, which no node has,
@@ -305,6 +306,18 @@ void tg_labels_unref(const struct tg_label *l, uint32_t n);
 
 enum tg_strategy { TG_STRATEGY_DEFAULT, TG_STRATEGY_PACK, TG_STRATEGY_SPREAD };
 
+/* A sub-group of a gang (issue 20): its members are the gang's pods whose
+ * label topogang.io/sub-group names it (spec.subGroups), or a run of
+ * spec.subGroupSize consecutive ranks (named "<rank / size>"); each is placed
+ * inside one domain of its level, inside the gang's domain. */
+struct tg_subgroup {
+    uint32_t name;                      /* interned */
+    int32_t min_member;                 /* >= 1 */
+    uint32_t required, preferred;       /* interned level names, 0 = none */
+};
+
+#define TG_MAX_SUBGROUPS 4096           /* spec.subGroups entries accepted */
+
 struct tg_podgroup {
     char *key;                          /* "namespace/name", owned */
     uint32_t ns, name;                  /* interned */
@@ -336,6 +349,13 @@ struct tg_podgroup {
     uint8_t complete;
     uint8_t loss;                       /* enum tg_pg_loss */
     int64_t complete_since_ms, loss_since_ms;
+    /* Sub-groups (scheduler/subgroup.h): listed (owned, nsubs of them), or
+     * sub_size > 0 (spec.subGroupSize: every sub_size consecutive ranks one
+     * sub-group, each of sub_topo's levels); never both. */
+    struct tg_subgroup *subs;
+    uint32_t nsubs;
+    int32_t sub_size;
+    struct tg_subgroup sub_topo;        /* name 0; min_member = sub_size */
 };
 
 /* The MemberLoss condition of a PodGroup's status: its reasons, indexed by
@@ -474,5 +494,9 @@ int tg_parse_time(const char *s, int64_t *ms);
 #define TG_LABEL_POD_GROUP      "topogang.io/pod-group"
 #define TG_LABEL_POD_GROUP_XK8S "scheduling.x-k8s.io/pod-group"
 #define TG_ANNOTATION_TOPOLOGY  "topogang.io/topology"
+#define TG_LABEL_SUB_GROUP      "topogang.io/sub-group"
+#define TG_LABEL_KAI_SUB_GROUP  "kai.scheduler/subgroup-name"
+#define TG_LABEL_RANK           "topogang.io/rank"
+#define TG_LABEL_JOB_INDEX      "batch.kubernetes.io/job-completion-index"
 
 #endif

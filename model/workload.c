@@ -8,11 +8,14 @@
 #include "util/intern.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const struct tg_pg_apiinfo tg_pg_apis[TG_PG_NAPI] = {
     [TG_PG_TOPOGANG] = {"topogang.io", "v1alpha1", "topogang.io/v1alpha1", "topogang", "topogang"},
@@ -59,6 +62,7 @@ struct wdec {
     char what[400];
     char problem[512];                  /* the first spec problem ("field: why") */
     int bad;                            /* the object cannot be kept at all */
+    int nomem;                          /* out of memory on the way */
 };
 
 static const cJSON *get(const cJSON *o, const char *k)
@@ -271,11 +275,100 @@ static void decode_volcano(struct wdec *x, const cJSON *spec, struct tg_podgroup
     }
 }
 
+static const char *const kai_sub[] = {"name", "minMember", "parent", "topologyConstraint", NULL};
+
+/* One KAI sub-group's topologyConstraint: node label keys (or level names),
+ * resolved against the policy's levels by placement. */
+static void kai_sub_topo(struct wdec *x, const cJSON *it, const char *path, struct tg_subgroup *sg)
+{
+    char f[96];
+    const cJSON *tc = get(it, "topologyConstraint");
+    if (!tc || cJSON_IsNull(tc))
+        return;
+    snprintf(f, sizeof f, "%s.topologyConstraint", path);
+    if (!cJSON_IsObject(tc)) {
+        problem(x, tc, f, "must be a map");
+        return;
+    }
+    known_fields(x, tc, f, kai_tc);
+    snprintf(f, sizeof f, "%s.topologyConstraint.requiredTopologyLevel", path);
+    const char *r = opt_str(x, tc, "requiredTopologyLevel", f);
+    snprintf(f, sizeof f, "%s.topologyConstraint.preferredTopologyLevel", path);
+    const char *p = opt_str(x, tc, "preferredTopologyLevel", f);
+    sg->required = r && *r ? tg_intern(r) : 0;
+    sg->preferred = p && *p ? tg_intern(p) : 0;
+}
+
+/* KAI's spec.subGroups: pods join leaf sub-groups by the label
+ * kai.scheduler/subgroup-name. A parent sub-group only groups its children
+ * (each leaf is placed whole, all of them required); one whose own
+ * topologyConstraint would have to hold over its children is refused rather
+ * than ignored. Returns 0 or TG_ENOMEM. */
+static int decode_kai_subgroups(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
+{
+    const cJSON *it, *list = get(spec, "subGroups");
+    if (!list || cJSON_IsNull(list))
+        return 0;
+    int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+    if (n < 0 || n > TG_MAX_SUBGROUPS) {
+        problem(x, list, "spec.subGroups", n < 0 ? "must be a list" : "has more than %d entries",
+                TG_MAX_SUBGROUPS);
+        return 0;
+    }
+    if (!n || !(g->subs = calloc((size_t)n, sizeof *g->subs)))
+        return n ? TG_ENOMEM : 0;
+    uint32_t *parent = calloc((size_t)n, sizeof *parent);
+    if (!parent)
+        return TG_ENOMEM;
+    cJSON_ArrayForEach(it, list)
+    {
+        char path[48], f[96];
+        snprintf(path, sizeof path, "spec.subGroups[%u]", g->nsubs);
+        struct tg_subgroup *sg = &g->subs[g->nsubs];
+        known_fields(x, it, path, kai_sub);
+        snprintf(f, sizeof f, "%s.name", path);
+        const char *name = opt_str(x, it, "name", f);
+        if (!name || !*name) {
+            problem(x, it, f, "is required");
+            continue;
+        }
+        sg->name = tg_intern(name);
+        int64_t v = 1;
+        snprintf(f, sizeof f, "%s.minMember", path);
+        opt_int(x, it, "minMember", f, 1, 1000000, &v);
+        sg->min_member = (int32_t)v;
+        snprintf(f, sizeof f, "%s.parent", path);
+        const char *par = opt_str(x, it, "parent", f);
+        parent[g->nsubs] = par && *par ? tg_intern(par) : 0;
+        kai_sub_topo(x, it, path, sg);
+        g->nsubs++;
+    }
+    /* parents: not leaves; keep the leaves */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->nsubs; i++) {
+        int is_parent = 0;
+        for (uint32_t j = 0; j < g->nsubs && !is_parent; j++)
+            is_parent = parent[j] == g->subs[i].name;
+        if (is_parent && (g->subs[i].required || g->subs[i].preferred)) {
+            char f[64];
+            snprintf(f, sizeof f, "spec.subGroups[%u].topologyConstraint", i);
+            problem(x, list, f, "a constraint over nested sub-groups is not supported yet");
+        }
+        if (!is_parent)
+            g->subs[k++] = g->subs[i];
+    }
+    g->nsubs = k;
+    free(parent);
+    return 0;
+}
+
 static void decode_kai(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 {
     known_fields(x, spec, "spec", kai_spec);
     min_member(x, spec, 1, g);
     prio_class(x, spec, g);
+    if (decode_kai_subgroups(x, spec, g))
+        x->nomem = 1;
     const cJSON *tc = get(spec, "topologyConstraint");
     if (!tc || cJSON_IsNull(tc))
         return;
@@ -390,7 +483,7 @@ int tg_podgroup_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct 
     g->queue = q && *q && strlen(q) <= 253 ? tg_intern(q) : tg_queue_meta(m.md, TG_QOF_WORKLOAD);
     if (g->queue == TG_STR_NONE)
         goto nomem;
-    if (x.problem[0] && !(g->problem = strdup(x.problem)))
+    if (x.nomem || (x.problem[0] && !(g->problem = strdup(x.problem))))
         goto nomem;
     *out = g;
     return 0;
@@ -703,6 +796,74 @@ static int decode_hints(const cJSON *an, struct tg_diag *d, struct tg_pod *p)
     return 0;
 }
 
+/* A rank value: a whole number 0..2^31-1 into *v (1), absent (0), or
+ * malformed (-1: a warning naming the pod and where it was read). */
+static int rank_value(const char *v, const cJSON *at, const char *field, struct tg_diag *d,
+                      const struct tg_pod *p, uint32_t *out)
+{
+    if (!v)
+        return 0;
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (end != v && !*end && !errno && n >= 0 && n <= INT32_MAX && *v != '+' && *v != ' ') {
+        *out = (uint32_t)n;
+        return 1;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "Pod %s", p->key);
+    tg_diag_warn(d, at, what, field, "must be a whole number 0..2147483647 for a rank, not \"%s\"", v);
+    return -1;
+}
+
+static const char *label_str(const struct tg_pod *p, const char *key)
+{
+    uint32_t v = label(p, key);
+    return v ? tg_str(v) : NULL;
+}
+
+/* p->rank from the first source it carries (workload.h). */
+static void decode_rank(const cJSON *md, struct tg_diag *d, struct tg_pod *p)
+{
+    const cJSON *labels = get(md, "labels"), *an = get(md, "annotations");
+    uint32_t major = 0, minor = 0;
+    int ok;
+    const char *ci = label_str(p, TG_LABEL_COMPLETION), *ci_field =
+        "metadata.labels[" TG_LABEL_COMPLETION "]";
+    const cJSON *ci_at = get(labels, TG_LABEL_COMPLETION);
+    if (!ci && (ci = ann(an, TG_LABEL_COMPLETION))) {
+        ci_field = "metadata.annotations[" TG_LABEL_COMPLETION "]";
+        ci_at = get(an, TG_LABEL_COMPLETION);
+    }
+    const char *kt = label_str(p, TG_LABEL_KF_TYPE), *js_key = TG_LABEL_JOBSET_GLOBAL;
+    const char *js_field = "metadata.labels[" TG_LABEL_JOBSET_GLOBAL "]";
+    if (!label(p, js_key))
+        js_key = TG_LABEL_JOBSET_INDEX, js_field = "metadata.labels[" TG_LABEL_JOBSET_INDEX "]";
+    const char *js = label_str(p, js_key);
+    if (label(p, TG_LABEL_RANK))
+        ok = rank_value(label_str(p, TG_LABEL_RANK), get(labels, TG_LABEL_RANK),
+                        "metadata.labels[" TG_LABEL_RANK "]", d, p, &minor);
+    else if (label(p, TG_LABEL_LWS_WORKER))
+        ok = rank_value(label_str(p, TG_LABEL_LWS_WORKER), get(labels, TG_LABEL_LWS_WORKER),
+                        "metadata.labels[" TG_LABEL_LWS_WORKER "]", d, p, &minor);
+    else if (kt) {
+        if (!strcasecmp(kt, "worker"))
+            major = 1;
+        else if (strcasecmp(kt, "master") && strcasecmp(kt, "chief") && strcasecmp(kt, "launcher"))
+            return; /* a parameter server, an evaluator: in no ring */
+        ok = rank_value(label_str(p, TG_LABEL_KF_INDEX), get(labels, TG_LABEL_KF_INDEX),
+                        "metadata.labels[" TG_LABEL_KF_INDEX "]", d, p, &minor);
+    } else if (js && ci) {
+        ok = rank_value(js, get(labels, js_key), js_field, d, p, &major);
+        if (ok > 0)
+            ok = rank_value(ci, ci_at, ci_field, d, p, &minor);
+    } else {
+        ok = rank_value(ci, ci_at, ci_field, d, p, &minor);
+    }
+    if (ok > 0)
+        p->rank = 1 + ((uint64_t)major << 32 | minor);
+}
+
 int tg_pod_gang_decode(const cJSON *obj, struct tg_diag *d, struct tg_pod *p)
 {
     const cJSON *md = get(obj, "metadata"), *an = get(md, "annotations");
@@ -725,6 +886,7 @@ int tg_pod_gang_decode(const cJSON *obj, struct tg_diag *d, struct tg_pod *p)
     }
     if (!p->group)
         p->derived = derive(p);
+    decode_rank(md, d, p);
     if ((p->queue = tg_queue_meta(md, TG_QOF_WORKLOAD)) == TG_STR_NONE)
         return TG_ENOMEM;
     return cJSON_IsObject(an) ? decode_hints(an, d, p) : 0;

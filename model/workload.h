@@ -145,9 +145,32 @@ struct tg_ganghints {
 /* The annotation a hint came from ("topogang.io/topology-required"). */
 const char *tg_hint_annotation(int src, int required);
 
+/* ---- a member's rank (issue 20) ---------------------------------------------
+ * The first of these a pod carries gives its rank, as an order key (major,
+ * minor) kept in p->rank as 1 + (major << 32 | minor), 0 none:
+ *   topogang.io/rank label                                  (0, value)
+ *   leaderworkerset.sigs.k8s.io/worker-index label (LWS)    (0, value)
+ *   training.kubeflow.org/replica-type + replica-index      master/chief/launcher (0, i),
+ *     (PyTorchJob, MPIJob, TFJob...)                        worker (1, i); other types none
+ *   jobset.sigs.k8s.io/job-global-index (else job-index)    (job, completion index)
+ *     with batch.kubernetes.io/job-completion-index (JobSet, TrainJob)
+ *   batch.kubernetes.io/job-completion-index label or annotation (Job)  (0, value)
+ * Values are whole numbers 0..2^31-1; another value is a warning naming the
+ * pod and the field, and the pod has no rank. */
+#define TG_LABEL_RANK          "topogang.io/rank"
+#define TG_LABEL_COMPLETION    "batch.kubernetes.io/job-completion-index"
+#define TG_LABEL_LWS_WORKER    "leaderworkerset.sigs.k8s.io/worker-index"
+#define TG_LABEL_KF_TYPE       "training.kubeflow.org/replica-type"
+#define TG_LABEL_KF_INDEX      "training.kubeflow.org/replica-index"
+#define TG_LABEL_JOBSET_GLOBAL "jobset.sigs.k8s.io/job-global-index"
+#define TG_LABEL_JOBSET_INDEX  "jobset.sigs.k8s.io/job-index"
+
+static inline int tg_pod_has_rank(const struct tg_pod *p) { return p->rank != 0; }
+
 /* Called by tg_pod_decode: p->group from a peer when no label named one
  * (spec.schedulingGroup.podGroupName, then scheduling.k8s.io/group-name,
- * then pod-group-name; p->group_api says which), p->derived and p->hints.
+ * then pod-group-name; p->group_api says which), p->derived, p->hints
+ * and p->rank.
  * Returns 0 or TG_ENOMEM (a malformed value is a warning through d). */
 int tg_pod_gang_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_pod *p);
 /* The workload kind of p->derived ("JobSet/x" -> TG_WL_JOBSET), TG_WL_NONE. */

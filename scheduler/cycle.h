@@ -24,6 +24,9 @@ struct tg_gang {
     uint32_t npods;
     uint32_t nbound;                    /* members already bound or assumed */
     uint32_t anchor;                    /* slot of a bound member, or TG_NONE */
+    struct tg_usage *const *members;    /* the placed members (nbound), or NULL: the rest is
+                                         * placed around them, never on a failing node
+                                         * (scheduler/loss.h) */
     uint32_t within;                    /* place only inside this tree domain, or TG_NONE */
     uint32_t min_member;                /* 0: from pg (1 without a PodGroup) */
     int32_t priority;
@@ -51,6 +54,17 @@ struct tg_result {
                                          * preferred level's label, the tightest real domain
                                          * holding that node (tg_tree_named) */
     char reason[1024];
+    /* A gang with sub-groups (scheduler/subgroup.h), when scheduled: per
+     * sub-group k, the tree level and domain it was placed in (malloc'ed,
+     * nsub of them; NULL otherwise). */
+    struct tg_subplace *sub;
+    uint32_t nsub;
+};
+
+struct tg_subplace {
+    int level;                          /* tree level */
+    uint32_t domain;                    /* tree domain id */
+    uint32_t npods;                     /* members placed in it */
 };
 
 struct tg_sched {

@@ -148,6 +148,96 @@ static void maybe_free(struct tg_gangs *gs, struct tg_grec *g)
     grec_free(g);
 }
 
+/* ---- the victims index (gang.h) ---------------------------------------------------- */
+
+/* The bucket of prio, or where it would go (*found = 0). */
+static uint32_t pb_find(const struct tg_gangs *gs, int32_t prio, int *found)
+{
+    uint32_t lo = 0, hi = gs->npb;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (gs->pb[mid].prio < prio)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < gs->npb && gs->pb[lo].prio == prio;
+    return lo;
+}
+
+static void unfile(struct tg_gangs *gs, struct tg_grec *g)
+{
+    int found;
+    uint32_t b = pb_find(gs, g->filed_prio, &found);
+    if (!g->filed || !found)
+        return;
+    if (g->pprev)
+        g->pprev->pnext = g->pnext;
+    else
+        gs->pb[b].head = g->pnext;
+    if (g->pnext)
+        g->pnext->pprev = g->pprev;
+    g->pnext = g->pprev = NULL;
+    g->filed = 0;
+    if (!gs->pb[b].head) { /* no empty bucket: their number stays that of the priorities in use */
+        memmove(gs->pb + b, gs->pb + b + 1, (gs->npb - b - 1) * sizeof *gs->pb);
+        gs->npb--;
+    }
+}
+
+/* Files g under its priority while it has a placed member; O(log buckets),
+ * plus a bucket moved when a priority appears or goes. */
+static void refile(struct tg_gangs *gs, struct tg_grec *g)
+{
+    int want = g->nmembers > 0;
+    if (g->filed && (!want || g->filed_prio != g->priority))
+        unfile(gs, g);
+    if (!want || g->filed)
+        return;
+    int found;
+    uint32_t b = pb_find(gs, g->priority, &found);
+    if (!found) {
+        if (tg_grow((void **)&gs->pb, &gs->cappb, gs->npb, sizeof *gs->pb)) {
+            gs->index_lost = 1;
+            return;
+        }
+        memmove(gs->pb + b + 1, gs->pb + b, (gs->npb - b) * sizeof *gs->pb);
+        gs->pb[b] = (struct tg_pbucket){g->priority, NULL};
+        gs->npb++;
+    }
+    g->pnext = gs->pb[b].head;
+    g->pprev = NULL;
+    if (g->pnext)
+        g->pnext->pprev = g;
+    gs->pb[b].head = g;
+    g->filed_prio = g->priority;
+    g->filed = 1;
+}
+
+struct tg_grec *tg_gangs_placed_next(const struct tg_gangs *gs, int32_t below,
+                                     struct tg_placed_it *it)
+{
+    if (it->g)
+        it->g = it->g->pnext;
+    while (!it->g) {
+        if (it->b >= gs->npb || gs->pb[it->b].prio >= below)
+            return NULL;
+        it->g = gs->pb[it->b++].head;
+    }
+    return it->g;
+}
+
+int tg_gangs_index_lost(const struct tg_gangs *gs)
+{
+    return gs->index_lost;
+}
+
+struct tg_usage *tg_gangs_loose_next(const struct tg_gangs *gs, uint32_t *pos)
+{
+    const struct tg_islot *s = tg_imap_next(&gs->loose, pos);
+    return s ? (struct tg_usage *)(uintptr_t)s->val : NULL;
+}
+
 /* ---- priority ------------------------------------------------------------------ */
 
 int32_t tg_gangs_pclass_value(const struct tg_gangs *gs, uint32_t name, int *found)
@@ -246,6 +336,7 @@ int tg_grec_resolve(struct tg_gangs *gs, struct tg_grec *g)
     g->priority = prio;
     g->created_ms = created;
     g->preempt_never = never;
+    refile(gs, g);
     return changed;
 }
 
@@ -263,6 +354,7 @@ static void absorb(struct tg_gangs *gs, struct tg_grec *g, int32_t prio, int64_t
         g->created_ms = created;
     if (never)
         g->preempt_never = 1;
+    refile(gs, g);
 }
 
 const char *tg_grec_priority_note(const struct tg_gangs *gs, const struct tg_grec *g, char *buf,
@@ -372,32 +464,42 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
 {
     struct tg_gangs *gs = ud;
     u->gpos = UINT32_MAX;
-    if (u->kind == TG_USAGE_NOMINATED || u->deleting)
-        return; /* a Terminating pod is leaving: its gang may already have new members */
+    if (u->kind == TG_USAGE_NOMINATED)
+        return;
+    if (u->deleting) /* a Terminating pod is leaving: its gang may already have new members */
+        goto loose;
     char buf[512];
     const char *key = usage_gang_key(gs, u, buf, sizeof buf);
     uint32_t group = usage_group(gs, u);
     struct tg_grec *g = group ? get_or_make(gs, key, u->ns, group, !u->group) : tg_gangs_get(gs, key);
     if (!g || push_member(g, u))
-        return; /* out of memory: the pod still counts as usage, it is just not a member */
+        goto loose; /* none, or out of memory: the pod still counts as usage, on its own */
     if (tg_hmap_put(&gs->umem, u->key, strlen(u->key), (uint64_t)(uintptr_t)g)) {
         g->nmembers--; /* out of memory: not a member after all */
         u->gpos = UINT32_MAX;
         maybe_free(gs, g);
-        return;
+        goto loose;
     }
     if (is_pending(gs, u->key))
         g->npending_placed++;
     if (!g->anchor_node)
         g->anchor_node = c->nodes[u->slot].name;
-    absorb(gs, g, tg_gangs_usage_priority(gs, u), u->created_ms, 0);
+    absorb(gs, g, tg_gangs_usage_priority(gs, u), u->created_ms, 0); /* files g */
+    return;
+loose:
+    if (tg_imap_put(&gs->loose, (uint64_t)(uintptr_t)u, (uint64_t)(uintptr_t)u))
+        gs->index_lost = 1;
 }
 
 static void on_record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u)
 {
     struct tg_gangs *gs = ud;
-    if (u->kind == TG_USAGE_NOMINATED || u->gpos == UINT32_MAX)
+    if (u->kind == TG_USAGE_NOMINATED)
         return;
+    if (u->gpos == UINT32_MAX) {
+        tg_imap_del(&gs->loose, (uint64_t)(uintptr_t)u);
+        return;
+    }
     /* the gang it joined (its group may have changed in place since) */
     uint64_t v;
     if (!tg_hmap_get(&gs->umem, u->key, strlen(u->key), &v))
@@ -412,6 +514,7 @@ static void on_record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u
         g->npending_placed--;
     if (g->anchor_node == c->nodes[u->slot].name)
         g->anchor_node = g->nmembers ? c->nodes[g->members[0]->slot].name : 0;
+    refile(gs, g);
     if (gs->member_gone)
         gs->member_gone(gs->ud, g, u);
     maybe_free(gs, g);
@@ -445,6 +548,8 @@ void tg_gangs_free(struct tg_gangs *gs)
     tg_hmap_free(&gs->pgs);
     tg_hmap_free(&gs->wls);
     tg_hmap_free(&gs->umem);
+    tg_imap_free(&gs->loose);
+    free(gs->pb);
     pos = 0;
     while ((s = tg_hmap_next(&gs->pidx, &pos))) {
         struct pidx *x = (struct pidx *)(uintptr_t)s->val;
@@ -594,18 +699,6 @@ const struct tg_podgroup *tg_gangs_podgroup(const struct tg_gangs *gs, const cha
 
 /* ---- PodGroups made here: the peers', the derived gangs' ----------------------------- */
 
-/* Tree level (1-based) of a level name or a node label key, or -1. */
-static int level_any(const struct tg_policy *p, uint32_t id)
-{
-    if (!p || !id)
-        return -1;
-    int l = tg_policy_level(p, tg_str(id));
-    for (uint32_t i = 0; l < 0 && i < p->nlevels; i++)
-        if (p->levels[i].label_id == id)
-            l = (int)i + 1;
-    return l;
-}
-
 /* The level `tier` levels above the nodes (a level whose node label is
  * kubernetes.io/hostname is the nodes themselves, tier 0), or -1. */
 static int tier_level(const struct tg_policy *p, int tier)
@@ -653,7 +746,7 @@ static void eff_problem(struct tg_grec *g, const char *fmt, ...)
 static uint32_t resolve_key(const struct tg_gangs *gs, struct tg_grec *g, uint32_t key,
                             const char *field)
 {
-    int l = level_any(gs->policy, key);
+    int l = tg_policy_level_any(gs->policy, key);
     if (l >= 1)
         return level_name(gs->policy, l);
     char lv[512];
@@ -714,7 +807,7 @@ static uint32_t member_level(const struct tg_gangs *gs, struct tg_grec *g, int r
         uint32_t v = h ? (required ? h->req : h->pref) : 0;
         if (!v)
             continue;
-        int l = level_any(gs->policy, v);
+        int l = tg_policy_level_any(gs->policy, v);
         if (l < 1) {
             char lv[512];
             levels_text(gs->policy, lv, sizeof lv);
@@ -964,6 +1057,7 @@ void tg_grec_view(const struct tg_grec *g, const struct tg_cluster *c, struct tg
                           ? tg_cluster_slot((struct tg_cluster *)c, g->anchor_node, 0)
                           : TG_NONE;
     *out = (struct tg_gang){.name = g->key, .pg = g->pg, .pods = pods, .npods = n,
-                            .nbound = g->nmembers, .anchor = anchor, .within = TG_NONE,
+                            .nbound = g->nmembers, .anchor = anchor, .members = g->members,
+                            .within = TG_NONE,
                             .priority = g->priority, .created_ms = g->created_ms};
 }

@@ -98,6 +98,19 @@ struct tg_grec {
     uint32_t queue;                     /* interned tenant queue it belongs to, 0: not resolved
                                            (the engine's, scheduler/tenants.c) */
     uint8_t queue_src;                  /* enum tg_queue_src: where queue came from */
+    /* the placed-gang index (tg_gangs_placed_next), kept by gang.c */
+    struct tg_grec *pnext, *pprev;      /* its bucket's list */
+    int32_t filed_prio;                 /* the priority it is filed under */
+    uint8_t filed;                      /* in the index: nmembers > 0 */
+};
+
+/* One bucket of the placed-gang index: the gangs with placed members of one
+ * key. The key is the priority today; a tenant queue's id goes in front of
+ * it (sorted by queue, then priority) when preemption inside a queue and
+ * reclaim between queues need it. */
+struct tg_pbucket {
+    int32_t prio;
+    struct tg_grec *head;
 };
 
 struct tg_pclass {
@@ -170,6 +183,22 @@ int tg_grec_resolve(struct tg_gangs *gs, struct tg_grec *g);
 /* The priority of a usage record's pod on its own (its gang's is
  * tg_gangs_of_usage()->priority). */
 int32_t tg_gangs_usage_priority(const struct tg_gangs *gs, const struct tg_usage *u);
+
+/* The victims index. Gangs with a placed member and priority < below,
+ * lowest priority first: start with *it = (struct tg_placed_it){0}; NULL
+ * at the end. The index must not change during the walk. */
+struct tg_placed_it {
+    uint32_t b;
+    struct tg_grec *g;
+};
+struct tg_grec *tg_gangs_placed_next(const struct tg_gangs *gs, int32_t below,
+                                     struct tg_placed_it *it);
+/* Placed records that are no gang's member (not nominated phantoms): pods
+ * on their own and Terminating pods. Start with *pos = 0; NULL at the end. */
+struct tg_usage *tg_gangs_loose_next(const struct tg_gangs *gs, uint32_t *pos);
+/* 1 when the index ran out of memory once and is incomplete: preemption
+ * then scans the model instead. */
+int tg_gangs_index_lost(const struct tg_gangs *gs);
 
 /* Frees g if it has no pending or placed member and is out of the queue. */
 void tg_gangs_release(struct tg_gangs *gs, struct tg_grec *g);

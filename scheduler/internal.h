@@ -71,6 +71,15 @@ struct tg_gangs {
     unsigned owner_kinds;               /* bit per enum tg_wl_kind whose pods form derived
                                            gangs (the embedder reads those workloads);
                                            0 at init: none */
+    /* Victims index (preemption): every gang with a placed member, filed
+     * by priority, updated on each member added or removed and each
+     * priority change, O(log buckets); and the placed records that are no
+     * gang's member (pods on their own, Terminating pods), by address. */
+    struct tg_pbucket *pb;              /* sorted by prio, ascending; no empty bucket */
+    uint32_t npb, cappb;
+    struct tg_imap loose;               /* struct tg_usage * -> itself */
+    uint8_t index_lost;                 /* out of memory once: the index is incomplete
+                                           (preemption then scans the model) */
 };
 
 /* ---- tenant queues (scheduler/tenants.c) -------------------------------------------- */

@@ -27,9 +27,12 @@
 #ifndef TG_SCHEDULER_LOSS_H
 #define TG_SCHEDULER_LOSS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config/policy.h"
+#include "model/cluster.h"
+#include "plugins/plugin.h"
 
 enum tg_life {
     TG_LIFE_WHOLE,                      /* no member bound, or minMember bound */
@@ -58,5 +61,48 @@ enum tg_loss_step {
  * *due_ms: when its grace ends. */
 enum tg_loss_step tg_loss_step(const struct tg_policy *p, int64_t since_ms, int64_t now_ms,
                                int64_t *due_ms);
+
+/* ---- replacements ---------------------------------------------------------
+ * A gang with members placed (a short gang's replacements; the rest of a gang
+ * being completed) is placed around them, never moving them: its candidates
+ * at each level are only the domains that hold a placed member (its home),
+ * tried from the tightest level (the members' nodes, then their NVLink
+ * domain, rack, block) up to the gang's required level; and a failing node
+ * (tg_loss_node_failed) takes no replacement, whatever its pods tolerate.
+ * The members still on a failing node stay members until their pods are
+ * gone or terminating (kube-controller-manager's taint eviction deletes
+ * them; topogang never does for this): only then are they lost. When none
+ * fits, the reason says so in numbers (tg_loss_explain), and
+ * gang.onNoReplacement says what the gang does: wait, or requeue. */
+
+/* 1 when o is failing: no Node object, not Ready (NotReady, unreachable),
+ * or tainted with effect NoExecute; why (NULL-able) then receives the
+ * reason (not Ready; tainted <key>). */
+int tg_loss_node_failed(const struct tg_node_obj *o, struct tg_status *why);
+
+/* Marks home[d] = 1 for every tree domain of c holding one of the n placed
+ * members m on a node that is not failing (on failing nodes too when every
+ * one is on such a node). home: c->tree.ndom bytes, zeroed by the caller.
+ * Returns how many members marked (0: none, nothing marked). Cost: n x
+ * levels. */
+uint32_t tg_loss_home(const struct tg_cluster *c, struct tg_usage *const *m, uint32_t n,
+                      uint8_t *home);
+
+/* What a replacement that fits nowhere is told, into buf: "replacement for
+ * rack zone-a/rack-3: 0 of 3 nodes in the rack have room for 1 x
+ * nvidia.com/gpu=8 (1 not Ready or tainted NoExecute)". what: the members
+ * sought ("1 x nvidia.com/gpu=8"); failed: failing nodes in the domain. */
+void tg_loss_explain(char *buf, size_t n, const char *level, const char *path, uint32_t fit,
+                     uint32_t nodes, uint32_t failed, const char *what);
+
+enum tg_noroom_step {
+    TG_NOROOM_STEP_WAIT,                /* wait in its grace for room in its domain */
+    TG_NOROOM_STEP_REQUEUE,             /* evict every member gracefully; placed anew */
+};
+
+/* What a short gang whose replacements were found no room does under p:
+ * requeue only when the policy says so and its loss was announced (it
+ * stayed short SETTLE: not a gang being deleted whole). */
+enum tg_noroom_step tg_loss_no_room(const struct tg_policy *p, int announced);
 
 #endif

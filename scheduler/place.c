@@ -35,11 +35,15 @@
  * gaining its first match), the set's counts are redone. Shapes without
  * such terms skip those plugins (prefilter) and keep the plain path. */
 #include "scheduler/cycle.h"
+#include "scheduler/rank.h"
+#include "scheduler/subgroup.h"
+#include "scheduler/loss.h"
 #include "plugins/plugin.h"
 #include "model/quantity.h"
 #include "util/err.h"
 #include "util/intern.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +108,8 @@ struct pc {
     struct tg_shape **shapes;           /* the sets' shapes, for the plugins (cx.gang) */
     uint32_t *cslots, ncslots;          /* the slots counted when g->within is set, else NULL */
     uint8_t any_dcons, released;
+    struct sgplan *sg;                  /* the gang's sub-groups, NULL: none (see sg_plan) */
+    uint8_t *home;                      /* per domain: holds a placed member (loss.h), or NULL */
 };
 
 /* Adds n nodes to the (reason, arg) entry; max: keeps the larger instead. */
@@ -141,6 +147,12 @@ static uint32_t eval_slot(struct pc *x, struct set *st, uint32_t slot, struct hi
     const struct tg_cluster *c = &x->s->cluster;
     if (!c->nodes[slot].obj || c->tree.leaf[slot] == NONE)
         return 0;
+    struct tg_status status = {0};
+    if (x->home && tg_loss_node_failed(c->nodes[slot].obj, &status)) {
+        if (h)
+            hist_add(h, status.reason, status.arg);
+        return 0; /* a replacement never goes to a failing node */
+    }
     for (uint32_t b = 0; b < x->s->nblocks; b++) {
         const struct tg_block *bl = &x->s->blocks[b];
         if (tg_tree_ancestor(&c->tree, c->tree.leaf[slot], c->tree.dom[bl->domain].level) ==
@@ -150,7 +162,6 @@ static uint32_t eval_slot(struct pc *x, struct set *st, uint32_t slot, struct hi
             return 0;
         }
     }
-    struct tg_status status = {0};
     for (uint32_t i = 0; i < st->nfilt; i++)
         if (!st->filt[i](&x->cx, &st->sh, slot, &status)) {
             if (h)
@@ -617,9 +628,13 @@ static int exact_in(struct pc *x, uint32_t d, const uint32_t *slots, uint32_t m,
  * domain): the greedy fill first; when it fails although the counts say it
  * might hold the gang (pod sets competing for the same nodes), an exact
  * decision. */
+static int sg_try_in(struct pc *x, uint32_t d, uint32_t slot, int *ok);
+
 static int try_in(struct pc *x, uint32_t d, uint32_t slot, uint32_t must, int *ok)
 {
     *ok = 0;
+    if (x->sg)
+        return sg_try_in(x, d, slot, ok);
     uint32_t *order = set_order(x, d);
     if (!order)
         return TG_ENOMEM;
@@ -1001,7 +1016,7 @@ static uint32_t candidates(struct pc *x, uint32_t lvl, int required, int loose, 
     const struct tg_tree *t = &x->s->cluster.tree;
     uint32_t n = 0;
     uint32_t only = NONE, within = x->g->within;
-    if (x->g->anchor != NONE && x->g->anchor < t->nslots && t->leaf[x->g->anchor] != NONE)
+    if (!x->home && x->g->anchor != NONE && x->g->anchor < t->nslots && t->leaf[x->g->anchor] != NONE)
         only = tg_tree_ancestor(t, t->leaf[x->g->anchor], lvl);
     if (within != NONE && within < t->ndom) {
         if (t->dom[within].level > lvl)
@@ -1013,7 +1028,7 @@ static uint32_t candidates(struct pc *x, uint32_t lvl, int required, int loose, 
     }
     for (uint32_t k = 0; k < t->nbylevel[lvl]; k++) {
         uint32_t d = t->bylevel[lvl][k];
-        if (!t->dom[d].nnodes || (only != NONE && d != only))
+        if (!t->dom[d].nnodes || (only != NONE && d != only) || (x->home && !x->home[d]))
             continue;
         if (within != NONE && within < t->ndom &&
             tg_tree_ancestor(t, d, t->dom[within].level) != within)
@@ -1200,6 +1215,36 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
     tg_sb_free(&b);
 }
 
+/* Replacements that fit nowhere: the gang's own domain at the required level
+ * in numbers (tg_loss_explain), before the rest of the reason. */
+static void explain_home(struct pc *x, int required)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    uint32_t best = NONE, failed = 0;
+    for (uint32_t k = 0; k < t->nbylevel[required]; k++) {
+        uint32_t d = t->bylevel[required][k];
+        if (x->home[d] && (best == NONE || x->sets[0].delig[d] > x->sets[0].delig[best]))
+            best = d;
+    }
+    uint32_t *slots = best != NONE ? tg_arena_alloc(x->a, (t->nslots + 1) * sizeof *slots) : NULL;
+    if (!slots)
+        return;
+    uint32_t m = tg_tree_slots_under(t, best, slots);
+    for (uint32_t i = 0; i < m; i++)
+        failed += tg_loss_node_failed(x->s->cluster.nodes[slots[i]].obj, NULL);
+    struct tg_sb what = {0};
+    describe_set(&x->sets[0], &what);
+    char path[512], head[1024];
+    tg_loss_explain(head, sizeof head, required ? x->s->policy.levels[required - 1].name : "cluster",
+                    required ? tg_tree_path(t, best, path, sizeof path) : "", x->sets[0].delig[best],
+                    t->dom[best].nnodes, failed, tg_sb_str(&what));
+    tg_sb_free(&what);
+    struct tg_sb b = {0};
+    tg_sb_printf(&b, "%s; %s", head, x->r->reason);
+    snprintf(x->r->reason, sizeof x->r->reason, "%s", tg_sb_str(&b));
+    tg_sb_free(&b);
+}
+
 static uint64_t set_weight(const struct set *st)
 {
     const struct tg_pod *p = st->sh.pod;
@@ -1291,6 +1336,9 @@ static int make_sets(struct pc *x)
         x->sets[k].weight = set_weight(&x->sets[k]);
     }
     qsort(x->sets, x->nsets, sizeof *x->sets, set_cmp);
+    for (uint32_t k = 0; k < x->nsets; k++) /* lowest rank first: placed in rank order */
+        if (tg_rank_sort(g->pods, x->sets[k].mem, x->sets[k].nmem, a))
+            return TG_ENOMEM;
     return 0;
 }
 
@@ -1429,6 +1477,8 @@ static void note_caps(struct pc *x, struct set *st)
 }
 
 /* Drops what the plugins registered for the sets (live queries). */
+static int sg_plan(struct pc *x);
+
 static void pc_release(struct pc *x)
 {
     if (x->released)
@@ -1454,8 +1504,15 @@ static int pc_init(struct pc *x, struct tg_sched *s, struct tg_arena *a, const s
     x->touched = tg_arena_alloc(a, (c->nslots + 1) * sizeof *x->touched);
     x->is_touched = tg_arena_calloc(a, c->nslots + 1, 1);
     int rc = TG_ENOMEM;
-    if (!x->touched || !x->is_touched || (rc = make_sets(x)) || (rc = counted_slots(x)))
+    if (!x->touched || !x->is_touched || (rc = make_sets(x)) || (rc = counted_slots(x)) ||
+        (rc = sg_plan(x)))
         return rc;
+    if (g->members && g->nbound) { /* the rest goes around the placed members (loss.h) */
+        if (!(x->home = tg_arena_calloc(a, c->tree.ndom + 1, 1)))
+            return TG_ENOMEM;
+        if (!tg_loss_home(c, g->members, g->nbound, x->home))
+            x->home = NULL;
+    }
     if (!(x->shapes = tg_arena_alloc(a, (x->nsets + 1) * sizeof *x->shapes)))
         return TG_ENOMEM;
     for (uint32_t i = 0; i < x->nsets; i++)
@@ -1477,6 +1534,314 @@ static int pc_init(struct pc *x, struct tg_sched *s, struct tg_arena *a, const s
     }
     set_weights(x);
     return 0;
+}
+
+/* Each set's members onto its slots in rank order (scheduler/rank.h). */
+static int rank_sets(struct pc *x)
+{
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        int rc = tg_rank_layout(&x->s->cluster, x->g->pods, x->sets[i].mem, x->sets[i].nmem,
+                                x->r->slot, x->a);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- sub-groups (scheduler/subgroup.h) --------------------------------------
+ * A gang with sub-groups is placed by domain as any gang, but each candidate
+ * domain is decided by tg_subgroup_solve (one domain per sub-group, chosen
+ * jointly), at the sub-groups' preferred levels first, then their required
+ * ones; then each sub-group is filled into its domain, deepest level first,
+ * the members in no sub-group last, anywhere in the gang's domain. */
+struct sgplan {
+    uint8_t bad;                        /* 1 invalid, 2 cannot be tried now: x->r->reason */
+    uint32_t nsg;
+    int32_t *of;                        /* per pod: its sub-group, -1 none */
+    uint32_t *req, *pref;               /* per sub-group: tree levels (0: the gang's) */
+    uint32_t *need;                     /* nsg x nsets */
+    uint32_t *rest;                     /* per set: members in no sub-group */
+    uint32_t *dom, *lvl;                /* per sub-group: where it went, at which level */
+    struct tg_sgwhy why;                /* why the first gang domain tried failed */
+    uint32_t why_dom, *why_lvl;
+};
+
+static int sg_bad(struct pc *x, int bad, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sg_bad(struct pc *x, int bad, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->r->reason, sizeof x->r->reason, fmt, ap);
+    va_end(ap);
+    x->sg->bad = (uint8_t)bad;
+    return 0;
+}
+
+/* Tree level of a sub-group's level name or node label key into *out (0:
+ * none given); -1 with the gang made invalid when it names no level. */
+static int sg_level(struct pc *x, uint32_t name, const char *field, uint32_t *out)
+{
+    *out = 0;
+    if (!name)
+        return 0;
+    int l = tg_policy_level_any(&x->s->policy, name);
+    if (l < 0) {
+        sg_bad(x, 1, "PodGroup %s: %s: \"%s\" is neither a level of the policy nor the node "
+               "label of one", x->g->pg->key, field, tg_str(name));
+        return -1;
+    }
+    *out = (uint32_t)l;
+    return 0;
+}
+
+/* Which member is in which sub-group, what each needs per pod set, and the
+ * levels; a gang that cannot be tried gets x->sg->bad and its reason. */
+static int sg_levels(struct pc *x)
+{
+    const struct tg_podgroup *pg = x->g->pg;
+    struct sgplan *p = x->sg;
+    for (uint32_t k = 0; k < p->nsg; k++) {
+        const struct tg_subgroup *sub = pg->sub_size > 0 ? &pg->sub_topo : &pg->subs[k];
+        char base[48], f[80];
+        if (pg->sub_size > 0)
+            snprintf(base, sizeof base, "spec.subGroupTopology");
+        else
+            snprintf(base, sizeof base, "spec.subGroups[%u].topology", k);
+        snprintf(f, sizeof f, "%s.required", base);
+        if (sg_level(x, sub->required, f, &p->req[k]))
+            return 0;
+        snprintf(f, sizeof f, "%s.preferred", base);
+        if (sg_level(x, sub->preferred, f, &p->pref[k]))
+            return 0;
+        if (p->pref[k] < p->req[k])
+            p->pref[k] = p->req[k];
+    }
+    return 0;
+}
+
+static int sg_plan(struct pc *x)
+{
+    const struct tg_gang *g = x->g;
+    const struct tg_podgroup *pg = g->pg;
+    if (!tg_podgroup_has_subs(pg))
+        return 0;
+    struct sgplan *p = x->sg = tg_arena_calloc(x->a, 1, sizeof *p);
+    if (!p || !(p->of = tg_arena_alloc(x->a, (g->npods + 1) * sizeof *p->of)))
+        return TG_ENOMEM;
+    p->why_dom = NONE;
+    int64_t most = -1;
+    char why[512];
+    for (uint32_t i = 0; i < g->npods; i++) {
+        int64_t k = tg_subgroup_of(pg, g->pods[i], why, sizeof why);
+        if (k == -2)
+            return sg_bad(x, 1, "%s", why);
+        if (k >= TG_MAX_SUBGROUPS)
+            return sg_bad(x, 1, "Pod %s: rank %lld with spec.subGroupSize %d of PodGroup %s makes "
+                          "more than %d sub-groups", g->pods[i]->key, (long long)tg_pod_rank(g->pods[i]),
+                          pg->sub_size, pg->key, TG_MAX_SUBGROUPS);
+        p->of[i] = (int32_t)k;
+        most = k > most ? k : most;
+    }
+    if (g->nbound)
+        return sg_bad(x, 2, "PodGroup %s has sub-groups and %u members bound already: placing the "
+                      "rest beside their sub-groups is not supported yet", pg->key, g->nbound);
+    p->nsg = pg->sub_size > 0 ? (uint32_t)(most + 1) : pg->nsubs;
+    uint32_t n = p->nsg + 1, ns = x->nsets;
+    p->req = tg_arena_calloc(x->a, n, sizeof *p->req);
+    p->pref = tg_arena_calloc(x->a, n, sizeof *p->pref);
+    p->need = tg_arena_calloc(x->a, (size_t)n * ns, sizeof *p->need);
+    p->rest = tg_arena_calloc(x->a, ns + 1, sizeof *p->rest);
+    p->dom = tg_arena_calloc(x->a, n, sizeof *p->dom);
+    p->lvl = tg_arena_calloc(x->a, n, sizeof *p->lvl);
+    p->why_lvl = tg_arena_calloc(x->a, n, sizeof *p->why_lvl);
+    if (!p->req || !p->pref || !p->need || !p->rest || !p->dom || !p->lvl || !p->why_lvl)
+        return TG_ENOMEM;
+    for (uint32_t s = 0; s < ns; s++)
+        for (uint32_t m = 0; m < x->sets[s].nmem; m++) {
+            int32_t k = p->of[x->sets[s].mem[m]];
+            if (k < 0)
+                p->rest[s]++;
+            else
+                p->need[(size_t)k * ns + s]++;
+        }
+    for (uint32_t k = 0; k < p->nsg; k++) {
+        uint32_t have = 0;
+        for (uint32_t s = 0; s < ns; s++)
+            have += p->need[(size_t)k * ns + s];
+        int32_t min = pg->sub_size > 0 ? pg->sub_size : pg->subs[k].min_member;
+        char name[128];
+        if (have < (uint32_t)min)
+            return sg_bad(x, 2, "sub-group %s of PodGroup %s has %u of its minMember %d pods",
+                          tg_subgroup_name(pg, k, name, sizeof name), pg->key, have, min);
+    }
+    return sg_levels(x);
+}
+
+/* Members of each set in the order sub-groups are filled: deepest level
+ * first (lvl), then by index; members in no sub-group last. A counting sort:
+ * O(members + sub-groups). Returns 0 or TG_ENOMEM. */
+static int sg_order(struct pc *x, const uint32_t *lvl)
+{
+    struct sgplan *p = x->sg;
+    uint32_t n = p->nsg, maxl = 0;
+    uint32_t *pos = tg_arena_calloc(x->a, n + 2, sizeof *pos);
+    uint32_t *start = tg_arena_calloc(x->a, n + 2, sizeof *start);
+    uint32_t *bylvl = tg_arena_calloc(x->a, TG_MAX_LEVELS + 2, sizeof *bylvl);
+    uint32_t *tmp = tg_arena_alloc(x->a, (x->g->npods + 1) * sizeof *tmp);
+    if (!pos || !start || !bylvl || !tmp)
+        return TG_ENOMEM;
+    for (uint32_t k = 0; k < n; k++) {
+        bylvl[lvl[k]]++;
+        maxl = lvl[k] > maxl ? lvl[k] : maxl;
+    }
+    /* position of sub-group k: those at deeper levels, then lower index, first */
+    uint32_t at = 0;
+    for (uint32_t l = maxl + 1; l-- > 0;) {
+        uint32_t c = bylvl[l];
+        bylvl[l] = at;
+        at += c;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        pos[k] = bylvl[lvl[k]]++;
+    for (uint32_t s = 0; s < x->nsets; s++) {
+        struct set *st = &x->sets[s];
+        memset(start, 0, (n + 2) * sizeof *start);
+        for (uint32_t i = 0; i < st->nmem; i++) {
+            int32_t k = p->of[st->mem[i]];
+            start[(k < 0 ? n : pos[k]) + 1]++;
+        }
+        for (uint32_t i = 1; i <= n + 1; i++)
+            start[i] += start[i - 1];
+        for (uint32_t i = 0; i < st->nmem; i++) {
+            int32_t k = p->of[st->mem[i]];
+            tmp[start[k < 0 ? n : pos[k]]++] = st->mem[i];
+        }
+        memcpy(st->mem, tmp, st->nmem * sizeof *tmp);
+    }
+    return 0;
+}
+
+/* Fills each sub-group into p->dom[k], then the rest into d; *ok when every
+ * member went where it should (else rolled back). */
+static int sg_fill(struct pc *x, uint32_t d, const uint32_t *lvl, int *ok)
+{
+    struct sgplan *p = x->sg;
+    *ok = 0;
+    int rc = sg_order(x, lvl);
+    if (rc)
+        return rc;
+    for (uint32_t s = 0; s < x->nsets; s++) {
+        struct set *st = &x->sets[s];
+        while (st->next < st->nmem) {
+            int32_t k = p->of[st->mem[st->next]];
+            uint32_t want = k < 0 ? p->rest[s] : p->need[(size_t)k * x->nsets + s];
+            uint32_t placed = 0;
+            rc = fill(x, st, k < 0 ? d : p->dom[k], want, &placed);
+            if (rc)
+                return rc;
+            if (placed < want) {
+                rollback(x);
+                return 0;
+            }
+        }
+    }
+    *ok = 1;
+    memcpy(p->lvl, lvl, p->nsg * sizeof *lvl);
+    return 0;
+}
+
+static int sg_try_in(struct pc *x, uint32_t d, uint32_t slot, int *ok)
+{
+    struct sgplan *p = x->sg;
+    *ok = 0;
+    if (slot != NONE || p->bad)
+        return 0;
+    uint32_t **count = tg_arena_alloc(x->a, (x->nsets + 1) * sizeof *count);
+    if (!count)
+        return TG_ENOMEM;
+    for (uint32_t s = 0; s < x->nsets; s++)
+        count[s] = x->sets[s].dcount;
+    int differ = memcmp(p->pref, p->req, p->nsg * sizeof *p->req) != 0;
+    for (int pass = differ ? 0 : 1; pass < 2; pass++) {
+        const uint32_t *lvl = pass ? p->req : p->pref;
+        struct tg_sgprob prob = {&x->s->cluster.tree, x->nsets, count, p->nsg, lvl, p->need,
+                                 p->rest, 0};
+        struct tg_sgwhy why;
+        int found = tg_subgroup_solve(&prob, d, x->a, p->dom, &why);
+        if (found < 0)
+            return found;
+        if (found) {
+            int rc = sg_fill(x, d, lvl, ok);
+            if (rc || *ok)
+                return rc;
+            why.unfilled = 1; /* the counts held it; pod shapes competing for nodes did not */
+        }
+        if (pass == 1 && p->why_dom == NONE) {
+            p->why = why;
+            p->why_dom = d;
+            memcpy(p->why_lvl, lvl, p->nsg * sizeof *lvl);
+        }
+    }
+    return 0;
+}
+
+/* The sub-groups' levels and domains into x->r (none when out of memory:
+ * the placement stands). */
+static int sg_result(struct pc *x)
+{
+    struct sgplan *p = x->sg;
+    const struct tg_tree *t = &x->s->cluster.tree;
+    if (!(x->r->sub = calloc(p->nsg + 1, sizeof *x->r->sub)))
+        return 0;
+    x->r->nsub = p->nsg;
+    for (uint32_t k = 0; k < p->nsg; k++) {
+        struct tg_subplace *sp = &x->r->sub[k];
+        sp->domain = p->dom[k] == x->r->domain || t->dom[p->dom[k]].level <= x->r->level
+                         ? x->r->domain : p->dom[k];
+        sp->level = sp->domain == x->r->domain ? x->r->level : (int)p->lvl[k];
+        for (uint32_t s = 0; s < x->nsets; s++)
+            sp->npods += p->need[(size_t)k * x->nsets + s];
+    }
+    return 0;
+}
+
+/* The reason of a gang whose sub-groups found no arrangement: which
+ * sub-group, in which gang domain, with numbers; then the gang's own. */
+static void sg_explain(struct pc *x)
+{
+    struct sgplan *p = x->sg;
+    const struct tg_tree *t = &x->s->cluster.tree;
+    const struct tg_policy *pol = &x->s->policy;
+    char gpath[256], name[128], *old = strdup(x->r->reason);
+    uint32_t gl = t->dom[p->why_dom].level;
+    const char *glname = gl ? pol->levels[gl - 1].name : "cluster";
+    tg_tree_path(t, p->why_dom, gpath, sizeof gpath);
+    struct tg_sb b = {0};
+    if (p->why.unfilled)
+        tg_sb_printf(&b, "sub-groups: an arrangement in %s %s fits by count, but its pod sets "
+                         "compete for the same nodes", glname, gpath);
+    else if (p->why.gave_up)
+        tg_sb_printf(&b, "sub-groups: the search for an arrangement in %s %s gave up after %u steps",
+                     glname, gpath, TG_SUBGROUP_STEPS);
+    else if (p->why.rest || p->why.sg == NONE)
+        tg_sb_printf(&b, "sub-groups: the members in no sub-group do not fit beside the sub-groups "
+                         "in %s %s", glname, gpath);
+    else {
+        uint32_t k = p->why.sg, lv = p->why_lvl[k] > gl ? p->why_lvl[k] : gl, n = 0;
+        for (uint32_t s = 0; s < x->nsets; s++)
+            n += p->need[(size_t)k * x->nsets + s];
+        tg_sb_printf(&b, "sub-group %s: no %s in %s %s has room for its %u pods (most: %u; %u of %u "
+                         "sub-groups fit, %u %s%s there)",
+                     tg_subgroup_name(x->g->pg, k, name, sizeof name),
+                     lv ? pol->levels[lv - 1].name : "cluster", glname, gpath, n, p->why.most,
+                     p->why.placed, p->nsg, p->why.ndom, lv ? pol->levels[lv - 1].name : "cluster",
+                     p->why.ndom == 1 ? "" : "s");
+    }
+    if (old)
+        tg_sb_printf(&b, "; %s", old);
+    snprintf(x->r->reason, sizeof x->r->reason, "%s", tg_sb_str(&b));
+    tg_sb_free(&b);
+    free(old);
 }
 
 int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result *r)
@@ -1507,18 +1872,34 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
         return rc;
     }
     uint32_t must = tg_gang_must(g);
+    if (x.sg && x.sg->bad) {
+        r->status = x.sg->bad == 1 ? TG_GANG_INVALID : TG_GANG_UNSCHEDULABLE;
+        pc_release(&x);
+        return 0;
+    }
     if (x.strategy == TG_STRATEGY_SPREAD)
         preferred = required;
+    else if (x.home)
+        preferred = (int)s->cluster.tree.nlevels; /* replacements: tightest first */
     int tried = 0;
-    struct cand cands[MAX_TRIES];
     const struct tg_tree *t = &s->cluster.tree;
+    /* sub-groups: every domain is a candidate (counts cover the gang but
+     * the arrangement may not), each decided by tg_subgroup_solve */
+    uint32_t ncap = x.sg ? t->ndom + 1 : MAX_TRIES;
+    struct cand *cands = tg_arena_alloc(&s->scratch, ncap * sizeof *cands);
+    if (!cands) {
+        pc_release(&x);
+        return TG_ENOMEM;
+    }
     for (int lvl = preferred; lvl >= required; lvl--) {
-        uint32_t n = candidates(&x, (uint32_t)lvl, required, 1, must, cands, MAX_TRIES);
+        uint32_t n = candidates(&x, (uint32_t)lvl, required, !x.sg, must, cands, ncap);
         for (uint32_t i = 0; i < n; i++) {
             int ok;
             uint32_t slot = cands[i].slot;
             rc = try_in(&x, slot == NONE ? cands[i].d : t->leaf[slot], slot, must, &ok);
             if (rc)
+                goto fail;
+            if (ok && !x.sg && (rc = rank_sets(&x)))
                 goto fail;
             if (ok) {
                 r->status = TG_GANG_SCHEDULED;
@@ -1526,12 +1907,16 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
                 r->domain = slot == NONE ? cands[i].d : tg_tree_named(t, t->leaf[slot]);
                 r->level = slot == NONE ? lvl : t->dom[r->domain].level;
                 pc_release(&x);
-                return 0;
+                return x.sg ? sg_result(&x) : 0;
             }
             tried++;
         }
     }
     explain(&x, must, required, tried);
+    if (x.sg && x.sg->why_dom != NONE)
+        sg_explain(&x);
+    if (x.home)
+        explain_home(&x, required);
     pc_release(&x);
     return 0;
 fail:
@@ -1544,6 +1929,9 @@ void tg_result_free(struct tg_result *r)
 {
     free(r->slot);
     r->slot = NULL;
+    free(r->sub);
+    r->sub = NULL;
+    r->nsub = 0;
 }
 
 /* ---- what-if sessions ------------------------------------------------------ */

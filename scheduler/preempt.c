@@ -1,8 +1,11 @@
 /* Topology-first gang preemption; see preempt.h.
  *
- * 1. Units: every placed pod is sorted into its unit (its gang, or itself),
- *    and each unit is judged eligible or not once; PodDisruptionBudgets
- *    count their healthy pods on the way.
+ * 1. Units: from the gang layer's victims index (gang.h: gangs with placed
+ *    members filed by priority, and the placed records of no gang), only
+ *    the gangs of lower priority and the pods of no gang, never every
+ *    placed pod; each unit is judged eligible or not once. Only with
+ *    PodDisruptionBudgets is every placed pod walked (their healthy pods
+ *    are counted cluster-wide), and when the index lost an allocation.
  * 2. Candidate domains: in one what-if session on the preemptor, every
  *    eligible unit (and every Terminating pod) is hidden; the domains whose
  *    counts then hold the gang are the candidates (a packed domain is not
@@ -166,13 +169,20 @@ static struct unit *unit_of(struct plan *x, struct tg_usage *u)
     return make_unit(x, g, u);
 }
 
-static int collect_units(struct plan *x)
+static int leave(struct plan *x, struct tg_usage *u)
+{
+    if (tg_grow((void **)&x->leaving, &x->capleaving, x->nleaving, sizeof *x->leaving))
+        return TG_ENOMEM;
+    x->leaving[x->nleaving++] = u;
+    return 0;
+}
+
+/* Walks every placed record: PodDisruptionBudgets' healthy pods, and with
+ * units != 0 (the victims index was lost to a failed allocation) the units
+ * and the Terminating records too. */
+static int scan_model(struct plan *x, int units)
 {
     const struct tg_cluster *c = &x->s->cluster;
-    uint32_t npdb = x->in->pdbs ? x->in->pdbs->n : 0;
-    if (npdb && (!(x->healthy = tg_arena_calloc(&x->a, npdb, sizeof *x->healthy)) ||
-                 !(x->allowed = tg_arena_calloc(&x->a, npdb, sizeof *x->allowed))))
-        return TG_ENOMEM;
     uint32_t pos = 0;
     const struct tg_hslot *hs;
     while ((hs = tg_hmap_next(&c->usage, &pos))) {
@@ -180,16 +190,54 @@ static int collect_units(struct plan *x)
         if (u->kind == TG_USAGE_NOMINATED || u->hidden)
             continue;
         if (u->deleting) {
-            if (tg_grow((void **)&x->leaving, &x->capleaving, x->nleaving, sizeof *x->leaving))
+            if (units && leave(x, u))
                 return TG_ENOMEM;
-            x->leaving[x->nleaving++] = u;
             continue;
         }
-        if (npdb && u->kind == TG_USAGE_BOUND)
+        if (x->healthy && u->kind == TG_USAGE_BOUND)
             pdb_index_hits(x, u, x->healthy);
-        if (!unit_of(x, u))
+        if (units && !unit_of(x, u))
             return TG_ENOMEM;
     }
+    return 0;
+}
+
+/* Units from the victims index (gang.h): only gangs of lower priority and
+ * the records of no gang, never every placed pod. A unit is what the scan
+ * would make: a gang counts when one of its members is visible. */
+static int collect_indexed(struct plan *x)
+{
+    struct tg_placed_it it = {0};
+    struct tg_grec *g;
+    while ((g = tg_gangs_placed_next(x->gs, x->in->priority, &it))) {
+        uint32_t i = 0;
+        while (i < g->nmembers && g->members[i]->hidden)
+            i++;
+        if (i < g->nmembers && !unit_of(x, g->members[i]))
+            return TG_ENOMEM;
+    }
+    uint32_t pos = 0;
+    struct tg_usage *u;
+    while ((u = tg_gangs_loose_next(x->gs, &pos))) {
+        if (u->hidden)
+            continue;
+        if (u->deleting ? leave(x, u) : !unit_of(x, u))
+            return TG_ENOMEM;
+    }
+    return 0;
+}
+
+static int collect_units(struct plan *x)
+{
+    uint32_t npdb = x->in->pdbs ? x->in->pdbs->n : 0;
+    int lost = tg_gangs_index_lost(x->gs), rc;
+    if (npdb && (!(x->healthy = tg_arena_calloc(&x->a, npdb, sizeof *x->healthy)) ||
+                 !(x->allowed = tg_arena_calloc(&x->a, npdb, sizeof *x->allowed))))
+        return TG_ENOMEM;
+    if ((npdb || lost) && (rc = scan_model(x, lost)))
+        return rc;
+    if (!lost && (rc = collect_indexed(x)))
+        return rc;
     for (uint32_t j = 0; j < npdb; j++)
         x->allowed[j] = tg_pdb_allowed(x->in->pdbs->v[j], x->healthy[j]);
     return 0;

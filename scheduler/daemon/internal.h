@@ -243,6 +243,11 @@ int tg__loss_life(const struct tg_grec *g, const struct tg_store *bound);
  * condition MemberLoss; its grace from the condition's time when the
  * PodGroup records one). The leader only. */
 int tg__loss_check(struct tg__loss *l, struct tg_grec *g, const struct tg_store *bound);
+/* g's replacements fit nowhere in its domain (reason: the decision's, in
+ * numbers): a watched short gang under gang.onNoReplacement requeue is
+ * evicted whole now (Event MemberLossRequeued); else nothing. */
+void tg__loss_no_room(struct tg__loss *l, struct tg_grec *g, const struct tg_store *bound,
+                      const char *reason);
 /* Housekeeping: leading != 0 on the leader (the first such tick checks
  * every gang); watched gangs made whole or gone are let go, those past
  * gang.memberLossGraceSeconds get gang.onMemberLoss. A standby forgets all. */

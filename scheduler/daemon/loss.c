@@ -13,6 +13,13 @@
  *     replacements bound (minMember again)  Event MembersReplaced, condition gone
  *     no member left                        watch ends, condition gone
  *     grace over, gang.onMemberLoss keep    Event MemberLossKept, reason KeptRunning
+ *   its replacements fit nowhere in its domain (an UNSCHEDULABLE decision
+ *   -> tg__loss_no_room), gang.onNoReplacement requeue, once announced:
+ *                                           Event MemberLossRequeued, reason Evicted,
+ *                                           every bound member deleted as below; the
+ *                                           gang is placed anew whole when its
+ *                                           controller recreates them (wait: nothing
+ *                                           more; the decision's reason is its Event)
  *     grace over, evict                     Event MemberLossEvicted, reason Evicted,
  *                                           then every bound member deleted with its
  *                                           own terminationGracePeriodSeconds (again
@@ -20,7 +27,8 @@
  * The replacements are the engine's to place: its placement of a gang with
  * bound members stays around them (the anchor: their domain at each level,
  * tightest first), so they land inside the gang's domain when it has room.
- * Config: gang.memberLossGraceSeconds, gang.onMemberLoss (read at use). */
+ * Config: gang.memberLossGraceSeconds, gang.onMemberLoss, gang.onNoReplacement
+ * (read at use). */
 #include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
 #include "scheduler/loss.h"
@@ -159,8 +167,11 @@ static void act(struct tg__loss *l, struct tg_grec *g, struct lost *x, const str
             return;
         x->announced = 1;
         snprintf(what, sizeof what, "waiting up to %lld s for replacements, then "
-                 "gang.onMemberLoss %s", (long long)p->member_loss_grace_s,
-                 p->on_member_loss == TG_LOSS_EVICT ? "evict" : "keep");
+                 "gang.onMemberLoss %s%s", (long long)p->member_loss_grace_s,
+                 p->on_member_loss == TG_LOSS_EVICT ? "evict" : "keep",
+                 p->on_no_replacement == TG_NOROOM_REQUEUE
+                     ? "; requeued whole as soon as no replacement fits (gang.onNoReplacement)"
+                     : "");
         tell(l, g, x, "Warning", "MemberLoss", what);
     }
     if (x->state == TG_PGLOSS_WAITING) {
@@ -216,6 +227,25 @@ static void watch(struct tg__loss *l, struct tg_grec *g, const struct tg_store *
     }
     /* announced by act() once it has stayed short SETTLE_MS: a gang going
      * whole (preempted, deleted by its owner) loses its members in a burst */
+}
+
+void tg__loss_no_room(struct tg__loss *l, struct tg_grec *g, const struct tg_store *bound,
+                      const char *reason)
+{
+    uint64_t v;
+    if (!tg_hmap_get(&l->lost, g->key, strlen(g->key), &v))
+        return;
+    struct lost *x = (struct lost *)(uintptr_t)v;
+    if (x->state != TG_PGLOSS_WAITING ||
+        tg_loss_no_room(tg_engine_policy(l->e), x->announced) != TG_NOROOM_STEP_REQUEUE)
+        return; /* wait: the decision's reason (in numbers) goes out as its Event */
+    char what[768];
+    snprintf(what, sizeof what, "requeued whole (gang.onNoReplacement requeue), each member "
+             "evicted with its own grace period: %s", reason);
+    x->state = TG_PGLOSS_EVICTED;
+    x->deleted_ms = tg__wall_ms();
+    tell(l, g, x, "Warning", "MemberLossRequeued", what);
+    evict_members(l, g, bound);
 }
 
 int tg__loss_check(struct tg__loss *l, struct tg_grec *g, const struct tg_store *bound)

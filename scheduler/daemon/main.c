@@ -26,6 +26,7 @@
 #include "scheduler/daemon/metrics.h"
 #include "util/clock.h"
 #include "scheduler/loss.h"
+#include "scheduler/rank.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -124,14 +125,31 @@ static int rolled_back_half_bound(struct tg_daemon *d, const struct tg_decision 
     char why[sizeof dc->reason + 64];
     if (!g->nmembers || g->nmembers >= tg_grec_min(g))
         return 0;
-    if (tg__loss_check(d->loss, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND)) != TG_LIFE_HALF_BOUND)
+    const struct tg_store *bound = tg_informer_store(d->inf, TG_INF_PODS_BOUND);
+    int life = tg__loss_check(d->loss, g, bound);
+    if (life == TG_LIFE_SHORT && dc->kind == TG_D_UNSCHEDULABLE)
+        tg__loss_no_room(d->loss, g, bound, dc->reason); /* gang.onNoReplacement */
+    if (life != TG_LIFE_HALF_BOUND)
         return 0;
     if (!g->timed_out && (tg__report_seen(g) || dc->kind != TG_D_UNSCHEDULABLE))
         return 0;
     snprintf(why, sizeof why, "%s%s", g->timed_out ? "incomplete past its timeout: " : "",
              dc->reason);
-    tg__binder_rollback(d->binder, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND), why);
+    tg__binder_rollback(d->binder, g, bound, why);
     return 1;
+}
+
+/* topogang_rank_*: the crossings of consecutive ranks in a placement. */
+static void rank_metrics(struct tg_daemon *d, const struct tg_decision *dc)
+{
+    struct tg_rank_report r;
+    if (tg_rank_report(tg_engine_cluster(d->engine), dc->view.pods, dc->result.slot, dc->view.npods,
+                       &r, NULL) || !r.pairs)
+        return;
+    const char *names[TG_MAX_LEVELS + 1];
+    uint32_t counts[TG_MAX_LEVELS + 1];
+    uint32_t n = tg_rank_by_level(tg_engine_policy(d->engine), &r, names, counts);
+    tg_metrics_rank(r.pairs, names, counts, n);
 }
 
 static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
@@ -141,6 +159,7 @@ static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
     switch (dc->kind) {
     case TG_D_PLACE:
         tg_metrics_inc(TG_M_ATTEMPT_SCHEDULED, 1);
+        rank_metrics(d, dc);
         tg__report_decision(&d->report, dc);
         if (tg__binder_bind(d->binder, dc)) {
             tg_metrics_inc(TG_M_ATTEMPT_ERROR, 1);

@@ -4,6 +4,7 @@
 #include "util/log.h"
 #include "util/strbuf.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -101,6 +102,46 @@ void tg_metrics_observe(enum tg_histo h, double s)
     atomic_fetch_add(&histos[h].sum_us, (uint64_t)(s * 1e6));
 }
 
+static _Atomic uint64_t rank_pairs;
+static struct {
+    char name[64];
+    _Atomic uint64_t n;
+} rank_cross[TG_METRICS_RANK_LEVELS];
+static pthread_mutex_t rank_mu = PTHREAD_MUTEX_INITIALIZER; /* the names */
+
+void tg_metrics_rank(uint64_t pairs, const char *const *level, const uint32_t *cross, uint32_t n)
+{
+    atomic_fetch_add(&rank_pairs, pairs);
+    pthread_mutex_lock(&rank_mu);
+    for (uint32_t i = 0; i < n; i++) {
+        int k = 0;
+        while (k < TG_METRICS_RANK_LEVELS && rank_cross[k].name[0] &&
+               strcmp(rank_cross[k].name, level[i]))
+            k++;
+        if (k == TG_METRICS_RANK_LEVELS)
+            continue;
+        if (!rank_cross[k].name[0])
+            snprintf(rank_cross[k].name, sizeof rank_cross[k].name, "%s", level[i]);
+        atomic_fetch_add(&rank_cross[k].n, cross[i]);
+    }
+    pthread_mutex_unlock(&rank_mu);
+}
+
+static void render_rank(struct tg_sb *b)
+{
+    tg_sb_printf(b, "# HELP topogang_rank_pairs_total Pairs of consecutive ranks placed (members "
+                    "carrying a rank).\n# TYPE topogang_rank_pairs_total counter\n"
+                    "topogang_rank_pairs_total %llu\n"
+                    "# HELP topogang_rank_crossings_total Pairs of consecutive ranks placed in two "
+                    "domains of a level.\n# TYPE topogang_rank_crossings_total counter\n",
+                 (unsigned long long)atomic_load(&rank_pairs));
+    pthread_mutex_lock(&rank_mu);
+    for (int k = 0; k < TG_METRICS_RANK_LEVELS && rank_cross[k].name[0]; k++)
+        tg_sb_printf(b, "topogang_rank_crossings_total{level=\"%s\"} %llu\n", rank_cross[k].name,
+                     (unsigned long long)atomic_load(&rank_cross[k].n));
+    pthread_mutex_unlock(&rank_mu);
+}
+
 /* HELP and TYPE lines of a metric, named without its labels. */
 static void help(struct tg_sb *b, const char *name, const char *text, const char *type)
 {
@@ -127,6 +168,7 @@ char *tg_metrics_render(void)
             help(&b, gauge_name[i][0], gauge_name[i][1], "gauge");
         tg_sb_printf(&b, "%s %lld\n", gauge_name[i][0], (long long)atomic_load(&gauges[i]));
     }
+    render_rank(&b);
     for (int h = 0; h < TG_H__HISTOS; h++) {
         const char *n = histo_name[h][0];
         tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s histogram\n", n, histo_name[h][1], n);

@@ -47,6 +47,14 @@ int64_t tg_metrics_get(enum tg_gauge g);
 uint64_t tg_metrics_counter(enum tg_counter c);
 /* Observes a duration in seconds. */
 void tg_metrics_observe(enum tg_histo h, double seconds);
+/* Rank order (scheduler/rank.h): one placement's consecutive-rank pairs and,
+ * per level name, the pairs that crossed it; counted into
+ * topogang_rank_pairs_total and topogang_rank_crossings_total{level}. Up to
+ * TG_METRICS_RANK_LEVELS level names over the process's life (a policy
+ * reload may rename levels); further names are not counted. */
+enum { TG_METRICS_RANK_LEVELS = 16 };
+void tg_metrics_rank(uint64_t pairs, const char *const *level, const uint32_t *cross, uint32_t n);
+
 /* Appends the Prometheus text exposition (version 0.0.4) to a malloc'ed
  * string the caller frees. */
 char *tg_metrics_render(void);

@@ -1,6 +1,8 @@
 /* `topogang simulate`: read Kubernetes YAML (load.h), run the engine on a
  * fixed clock until nothing is due, print a table or JSON. See simulate.h. */
 #include "scheduler/sim/simulate.h"
+#include "scheduler/rank.h"
+#include "scheduler/subgroup.h"
 #include "scheduler/engine.h"
 #include "scheduler/sim/load.h"
 #include "scheduler/sim/replay.h"
@@ -36,9 +38,22 @@ struct outcome {
     char *reason;
     const struct tg_pod **pods;         /* pending members, input order */
     uint32_t *node;                     /* interned node per pod, 0 none */
+    uint32_t *rank;                     /* per pod: position in rank order, UINT32_MAX none */
     uint32_t npods;
+    struct tg_rank_report ranks;        /* crossings of consecutive ranks (scheduler/rank.h) */
     struct preempted *pre;
     uint32_t npre;
+    struct subout *subs;                /* a placed gang's sub-groups, nsubs of them */
+    uint32_t nsubs;
+    int32_t *subof;                     /* per pod: its index in subs, -1 none */
+};
+
+/* Where one sub-group went (scheduler/subgroup.h). */
+struct subout {
+    char *name;
+    char level[64];
+    char *domain;
+    uint32_t npods;
 };
 
 struct tg_sim {
@@ -80,8 +95,15 @@ static void outcome_free(struct outcome *o)
         free(o->pre[i].group);
     }
     free(o->pre);
+    for (uint32_t i = 0; i < o->nsubs; i++) {
+        free(o->subs[i].name);
+        free(o->subs[i].domain);
+    }
+    free(o->subs);
+    free(o->subof);
     free(o->pods);
     free(o->node);
+    free(o->rank);
     free(o->domain);
     free(o->reason);
     free(o->key);
@@ -201,7 +223,8 @@ static int make_outcomes(struct tg_sim *sim)
             o->min = g ? tg_grec_min(g) : 1;
             o->pods = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->pods);
             o->node = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->node);
-            if (!o->pods || !o->node)
+            o->rank = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->rank);
+            if (!o->pods || !o->node || !o->rank)
                 return TG_ENOMEM;
         }
         o->pods[o->npods++] = p;
@@ -243,6 +266,36 @@ static int evict(struct tg_sim *sim, struct outcome *o, const struct tg_preempti
     return 0;
 }
 
+/* A placed gang's sub-groups: each one's level and domain, each pod's. */
+static int record_subs(struct tg_sim *sim, struct outcome *o, const struct tg_decision *dc)
+{
+    const struct tg_podgroup *pg = dc->gang->pg;
+    const struct tg_tree *t = &tg_engine_cluster(sim->engine)->tree;
+    const struct tg_policy *p = tg_engine_policy(sim->engine);
+    if (!pg || o->subs)
+        return 0;
+    if (!(o->subs = calloc(dc->result.nsub, sizeof *o->subs)) ||
+        !(o->subof = malloc((o->npods + 1) * sizeof *o->subof)))
+        return TG_ENOMEM;
+    o->nsubs = dc->result.nsub;
+    for (uint32_t k = 0; k < o->nsubs; k++) {
+        const struct tg_subplace *sp = &dc->result.sub[k];
+        char name[128], path[512];
+        snprintf(o->subs[k].level, sizeof o->subs[k].level, "%s",
+                 sp->level ? p->levels[sp->level - 1].name : "cluster");
+        o->subs[k].npods = sp->npods;
+        if (!(o->subs[k].name = strdup(tg_subgroup_name(pg, k, name, sizeof name))) ||
+            !(o->subs[k].domain = strdup(tg_tree_path(t, sp->domain, path, sizeof path))))
+            return TG_ENOMEM;
+    }
+    for (uint32_t k = 0; k < o->npods; k++) {
+        char why[8];
+        int64_t sg = tg_subgroup_of(pg, o->pods[k], why, sizeof why);
+        o->subof[k] = sg >= 0 && sg < o->nsubs ? (int32_t)sg : -1;
+    }
+    return 0;
+}
+
 static int record(struct tg_sim *sim, const struct tg_decision *dc)
 {
     struct outcome *o = outcome_of(sim, dc->gang->key);
@@ -261,14 +314,22 @@ static int record(struct tg_sim *sim, const struct tg_decision *dc)
     tg_tree_path(&c->tree, dc->result.domain, path, sizeof path);
     if (set_text(&o->domain, path) || set_text(&o->reason, ""))
         return TG_ENOMEM;
+    uint32_t *ord = malloc((dc->view.npods + 1) * sizeof *ord);
+    if (!ord || tg_rank_report(c, dc->view.pods, dc->result.slot, dc->view.npods, &o->ranks, ord)) {
+        free(ord);
+        return TG_ENOMEM;
+    }
     for (uint32_t i = 0; i < dc->view.npods; i++) {
         if (dc->result.slot[i] == TG_NONE)
             continue;
         for (uint32_t k = 0; k < o->npods; k++)
-            if (o->pods[k] == dc->view.pods[i])
+            if (o->pods[k] == dc->view.pods[i]) {
                 o->node[k] = c->nodes[dc->result.slot[i]].name;
+                o->rank[k] = ord[i];
+            }
     }
-    return 0;
+    free(ord);
+    return dc->result.nsub ? record_subs(sim, o, dc) : 0;
 }
 
 static int outcome_cmp(const void *a, const void *b)
@@ -351,6 +412,26 @@ static void json_str_or_null(struct tg_sb *o, const char *s)
         tg_sb_puts(o, "null");
 }
 
+/* {"pairs": n, "<level>": n, ..., "node": n} for a placed gang whose members
+ * carry ranks, else null. "node" is left out when a level has that name. */
+static void rank_json(const struct tg_sim *sim, const struct outcome *g, struct tg_sb *o)
+{
+    if (g->status != TG_GANG_SCHEDULED || !g->ranks.pairs) {
+        tg_sb_puts(o, "null");
+        return;
+    }
+    const char *names[TG_MAX_LEVELS + 1];
+    uint32_t counts[TG_MAX_LEVELS + 1];
+    uint32_t n = tg_rank_by_level(tg_engine_policy(sim->engine), &g->ranks, names, counts);
+    tg_sb_printf(o, "{\"pairs\":%u", g->ranks.pairs);
+    for (uint32_t l = 0; l < n; l++) {
+        tg_sb_putc(o, ',');
+        tg_sb_json_str(o, names[l]);
+        tg_sb_printf(o, ":%u", counts[l]);
+    }
+    tg_sb_putc(o, '}');
+}
+
 void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
 {
     tg_sb_puts(o, "{\"gangs\":[");
@@ -373,9 +454,29 @@ void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
             tg_sb_json_str(o, g->pods[k]->key);
             tg_sb_puts(o, ",\"node\":");
             json_str_or_null(o, ok && g->node[k] ? tg_str(g->node[k]) : NULL);
+            if (ok && g->node[k] && g->rank[k] != UINT32_MAX)
+                tg_sb_printf(o, ",\"rank\":%u", g->rank[k]);
+            if (ok && g->subof && g->subof[k] >= 0) {
+                tg_sb_puts(o, ",\"subGroup\":");
+                tg_sb_json_str(o, g->subs[g->subof[k]].name);
+            }
             tg_sb_putc(o, '}');
         }
-        tg_sb_puts(o, "],\"preempts\":[");
+        if (ok && g->nsubs) {
+            tg_sb_puts(o, "],\"subGroups\":[");
+            for (uint32_t k = 0; k < g->nsubs; k++) {
+                tg_sb_puts(o, k ? ",{\"name\":" : "{\"name\":");
+                tg_sb_json_str(o, g->subs[k].name);
+                tg_sb_puts(o, ",\"level\":");
+                tg_sb_json_str(o, g->subs[k].level);
+                tg_sb_puts(o, ",\"domain\":");
+                tg_sb_json_str(o, g->subs[k].domain);
+                tg_sb_printf(o, ",\"pods\":%u}", g->subs[k].npods);
+            }
+        }
+        tg_sb_puts(o, "],\"rankCrossings\":");
+        rank_json(sim, g, o);
+        tg_sb_puts(o, ",\"preempts\":[");
         for (uint32_t k = 0; k < g->npre; k++) {
             tg_sb_puts(o, k ? ",{\"podGroup\":" : "{\"podGroup\":");
             json_str_or_null(o, g->pre[k].group);

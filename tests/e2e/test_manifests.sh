@@ -120,6 +120,14 @@ helm_checks() {
   else
     fail "the chart renders the objects of manifests/" "$out"
   fi
+  # monitoring is off by default: prometheus-operator's CRD may not be there
+  # (it is not in this cluster; tests/e2e/test_dashboard.py renders it on)
+  if grep -qE '^kind: ServiceMonitor$|^  name: topogang-(metrics|dashboard)$' "$work/helm.yaml"; then
+    fail "the defaults render no ServiceMonitor, metrics Service or dashboard ConfigMap" \
+      "$(grep -nE '^kind: ServiceMonitor$|^  name: topogang-(metrics|dashboard)$' "$work/helm.yaml")"
+  else
+    pass "the defaults render no ServiceMonitor, metrics Service or dashboard ConfigMap"
+  fi
   # values do what they say
   "$h" template topogang "$chart" --namespace tg --set agent.enabled=false \
     --set gangSources.upstream=false,gangSources.schedulerPlugins=false,gangSources.kai=false \
@@ -232,6 +240,16 @@ reject "scheduleTimeoutSeconds -1" '{minMember: 2, scheduleTimeoutSeconds: -1}' 
 reject "topology.required a number" '{minMember: 2, topology: {required: 3}}' 'spec.topology.required in body must be of type string'
 reject "topology.preferred 64 chars" "{minMember: 2, topology: {preferred: $(printf 'x%.0s' $(seq 64))}}" 'spec.topology.preferred: Too long'
 reject "priority a string" '{minMember: 2, priority: high}' 'spec.priority in body must be of type integer'
+# sub-groups (issue 20): listed by name, or by rank slices
+reject "subGroups entry without name" '{minMember: 2, subGroups: [{minMember: 2}]}' 'spec.subGroups\[0\].name: Required value'
+reject "subGroups duplicate name" '{minMember: 2, subGroups: [{name: a}, {name: a}]}' 'spec.subGroups\[1\]: Duplicate value'
+reject "subGroupSize 0" '{minMember: 2, subGroupSize: 0}' 'spec.subGroupSize in body should be greater than or equal to 1'
+printf 'apiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: tp, namespace: e2e}\nspec:\n  minMember: 16\n  topology: {required: block}\n  subGroups:\n  - {name: tp-0, minMember: 8, topology: {required: nvlink-domain}}\n  - {name: tp-1, minMember: 8, topology: {required: nvlink-domain, preferred: node}}\n' > "$work/pg-sub.yaml"
+check "create a PodGroup with subGroups" k apply -f "$work/pg-sub.yaml"
+[ "$(k get pg -n e2e tp -o jsonpath='{.spec.subGroups[1].topology.preferred}')" = node ] \
+  && pass "subGroups stored (not pruned)" || fail "subGroups stored (not pruned)"
+printf 'apiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: slices, namespace: e2e}\nspec: {minMember: 64, subGroupSize: 8, subGroupTopology: {required: nvlink-domain}}\n' > "$work/pg-size.yaml"
+check "create a PodGroup with subGroupSize" k apply -f "$work/pg-size.yaml"
 # Unknown fields: refused by kubectl's (default) strict validation; pruned,
 # never stored, for clients that do not ask for it.
 reject "unknown field minMembers" '{minMember: 2, minMembers: 5}' 'unknown field "spec.minMembers"'

@@ -213,6 +213,57 @@ static void test_podgroup(void **state)
     cJSON_Delete(j);
 }
 
+/* Sub-groups (issue 20): the listed form and the rank-slice form; bad
+ * entries named by field. */
+static void test_podgroup_subgroups(void **state)
+{
+    (void)state;
+    cJSON *j = yaml("kind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+                    "spec:\n  minMember: 12\n  subGroups:\n"
+                    "  - {name: prefill, minMember: 4, topology: {required: nvlink-domain}}\n"
+                    "  - {name: decode, minMember: 8, topology: {required: rack, preferred: nvlink-domain}}\n");
+    struct tg_diag d = {capture, NULL, 0, 0};
+    struct tg_podgroup *g;
+    assert_int_equal(tg_podgroup_decode(j, &d, &g), 0);
+    assert_int_equal(g->nsubs, 2);
+    assert_int_equal(g->sub_size, 0);
+    assert_string_equal(tg_str(g->subs[0].name), "prefill");
+    assert_int_equal(g->subs[0].min_member, 4);
+    assert_string_equal(tg_str(g->subs[0].required), "nvlink-domain");
+    assert_int_equal(g->subs[0].preferred, 0);
+    assert_string_equal(tg_str(g->subs[1].required), "rack");
+    assert_string_equal(tg_str(g->subs[1].preferred), "nvlink-domain");
+    tg_podgroup_free(&g);
+    cJSON_Delete(j);
+
+    j = yaml("kind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+             "spec: {minMember: 64, subGroupSize: 8, subGroupTopology: {required: nvlink-domain}}\n");
+    assert_int_equal(tg_podgroup_decode(j, &d, &g), 0);
+    assert_int_equal(g->sub_size, 8);
+    assert_int_equal(g->sub_topo.min_member, 8);
+    assert_string_equal(tg_str(g->sub_topo.required), "nvlink-domain");
+    tg_podgroup_free(&g);
+    cJSON_Delete(j);
+
+    msgs[0] = 0;
+    j = yaml("kind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+             "spec:\n  minMember: 2\n  subGroupSize: 2\n  subGroups:\n  - {name: a}\n");
+    assert_int_equal(tg_podgroup_decode(j, &d, &g), TG_EPARSE);
+    assert_non_null(strstr(msgs, "spec.subGroups: cannot be given with spec.subGroupSize"));
+    cJSON_Delete(j);
+
+    msgs[0] = 0;
+    j = yaml("kind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+             "spec:\n  minMember: 2\n  subGroups:\n  - {name: a, minMember: 0}\n  - {name: a}\n"
+             "  - {minMember: 1}\n  - 7\n");
+    assert_int_equal(tg_podgroup_decode(j, &d, &g), TG_EPARSE);
+    assert_non_null(strstr(msgs, "spec.subGroups[0].minMember: must be a whole number from 1"));
+    assert_non_null(strstr(msgs, "spec.subGroups[1].name: \"a\" is listed twice"));
+    assert_non_null(strstr(msgs, "spec.subGroups[2].name: is required"));
+    assert_non_null(strstr(msgs, "spec.subGroups[3]: must be a map"));
+    cJSON_Delete(j);
+}
+
 /* One PriorityClass decoder (issue 19): the daemon's informer kind and
  * `simulate` call tg_prioclass_decode, so they agree; a null
  * preemptionPolicy is the API's default, PreemptLowerPriority (the informer
@@ -469,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_effective_requests), cmocka_unit_test(test_pod_constraints),
         cmocka_unit_test(test_bad_pods),           cmocka_unit_test(test_node),
         cmocka_unit_test(test_podgroup),           cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_podgroup_subgroups),
         cmocka_unit_test(test_time),               cmocka_unit_test(test_yaml_errors),
         cmocka_unit_test(test_prioclass),
         cmocka_unit_test(test_resource_registry_bounded),

@@ -3,7 +3,9 @@
  * ran complete and lost members (never rolled back; a grace, then
  * gang.onMemberLoss), what the grace does, the policy keys, and the decoding
  * of the records this reads (PodGroup conditions Complete and MemberLoss, a
- * pod's status.startTime). No apiserver. */
+ * pod's status.startTime). Replacements (issue 20): placed in the tightest
+ * domain around the healthy members, never on a failing node, the reason in
+ * numbers when none fits, gang.onNoReplacement. No apiserver. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 #include "scheduler/loss.h"
 #include "util/err.h"
 #include "util/strbuf.h"
+#include "testutil.h"
 
 static enum tg_life life(uint32_t bound, uint32_t min, int ours, int complete, uint32_t started)
 {
@@ -176,12 +179,156 @@ static void pod_started(void **state)
     tg_pod_free(&p);
 }
 
+
+/* ---- replacements (issue 20) --------------------------------------------- */
+
+/* A GPU node in block b1 with its rack and NVLink clique; extra: more Node
+ * fields (spec taints, status conditions) as YAML lines. */
+static void gpu_node(char **buf, const char *name, const char *rack, const char *clique,
+                     const char *spec, const char *conditions)
+{
+    tu_cat(buf, "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  labels:\n"
+                "    kubernetes.io/hostname: %s\n    topology.kubernetes.io/zone: z1\n"
+                "    cloud.google.com/gce-topology-block: b1\n    topogang.io/rack: %s\n"
+                "    nvidia.com/gpu.clique: %s\nspec: {%s}\nstatus:\n%s"
+                "  allocatable: {cpu: \"64\", memory: 512Gi, pods: \"110\", nvidia.com/gpu: \"8\"}\n",
+           name, name, rack, clique, spec ? spec : "", conditions ? conditions : "");
+}
+
+/* A 4-pod gang g (minMember 4, required: required) with members m0..m2
+ * bound on the nodes named and m3, its replacement, pending (tolerating
+ * every taint when tolerate). */
+static void gang_short(char **buf, const char *required, const char *n0, const char *n1,
+                       const char *n2, int tolerate)
+{
+    tu_cat(buf, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+                "metadata: {name: g, namespace: ml}\nspec: {minMember: 4, topology: {required: %s}}\n",
+           required);
+    const char *on[3] = {n0, n1, n2};
+    for (int i = 0; i < 3; i++) {
+        char name[8], spec[64];
+        snprintf(name, sizeof name, "m%d", i);
+        snprintf(spec, sizeof spec, "  nodeName: %s\n", on[i]);
+        tu_pod(buf, name, "g", "nvidia.com/gpu: 8", spec);
+    }
+    tu_pod(buf, "m3", "g", "nvidia.com/gpu: 8", tolerate ? "  tolerations: [{operator: Exists}]\n" : NULL);
+}
+
+static void replacement_tightest_domain(void **state)
+{
+    (void)state;
+    /* rack r1: clique c1 = a1 (m0), a2, a7 free; c2 = a3, a4 (m1, m2); c5 =
+     * a5 free. rack r2: b1, b2 free. Best fit in the rack alone would take
+     * a5 (a clique it fills exactly); the replacement belongs in m0's NVLink
+     * domain: a2 or a7. */
+    char *y = NULL;
+    gpu_node(&y, "a1", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a2", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a7", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a3", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "a4", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "a5", "r1", "c5", NULL, NULL);
+    gpu_node(&y, "b1", "r2", "c3", NULL, NULL);
+    gpu_node(&y, "b2", "r2", "c3", NULL, NULL);
+    gang_short(&y, "block", "a1", "a3", "a4", 0);
+    cJSON *res = tu_simulate(NULL, y);
+    assert_string_equal(tu_str(tu_gang(res, "ml/g"), "status"), "Scheduled");
+    const char *n = tu_node_of(res, "ml/m3");
+    assert_non_null(n);
+    assert_true(!strcmp(n, "a2") || !strcmp(n, "a7"));
+    cJSON_Delete(res);
+    free(y);
+
+    /* the healthy members' domain, not a failing member's: m0 sits on a1,
+     * tainted NoExecute (its pod not yet evicted: still a member); m1, m2
+     * in c2 beside a free a6. a2 (c1, a1's clique) is free too. */
+    y = NULL;
+    gpu_node(&y, "a1", "r1", "c1", "taints: [{key: gpu-broken, effect: NoExecute}]", NULL);
+    gpu_node(&y, "a2", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a3", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "a4", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "a6", "r1", "c2", NULL, NULL);
+    gang_short(&y, "rack", "a1", "a3", "a4", 0);
+    res = tu_simulate(NULL, y);
+    assert_string_equal(tu_str(tu_gang(res, "ml/g"), "status"), "Scheduled");
+    assert_string_equal(tu_node_of(res, "ml/m3"), "a6");
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void replacement_never_on_failing_node(void **state)
+{
+    (void)state;
+    /* rack r1: a1..a3 hold m0..m2; a4 (tainted NoExecute) and a5 (NotReady)
+     * are free and the replacement tolerates every taint; r2 has room but
+     * the gang requires one rack. No replacement: the reason in numbers. */
+    char *y = NULL;
+    gpu_node(&y, "a1", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a2", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a3", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a4", "r1", "c1", "taints: [{key: gpu-broken, effect: NoExecute}]", NULL);
+    gpu_node(&y, "a5", "r1", "c1", NULL, "  conditions: [{type: Ready, status: \"False\"}]\n");
+    gpu_node(&y, "b1", "r2", "c3", NULL, NULL);
+    gang_short(&y, "rack", "a1", "a2", "a3", 1);
+    cJSON *res = tu_simulate(NULL, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_null(tu_node_of(res, "ml/m3"));
+    const char *why = tu_str(g, "reason");
+    assert_non_null(strstr(why, "replacement for rack z1/b1/r1: 0 of 5 nodes in the rack have room "
+                                "for 1 x nvidia.com/gpu=8 (2 not Ready or tainted NoExecute)"));
+    assert_non_null(strstr(why, "1 node tainted gpu-broken"));
+    assert_non_null(strstr(why, "1 node not Ready"));
+    cJSON_Delete(res);
+    free(y);
+
+    /* a pod that is no replacement (no member placed) may still use a node
+     * whose NoExecute taint it tolerates: only replacements avoid it */
+    y = NULL;
+    gpu_node(&y, "a4", "r1", "c1", "taints: [{key: gpu-broken, effect: NoExecute}]", NULL);
+    tu_pod(&y, "solo", NULL, "nvidia.com/gpu: 8", "  tolerations: [{operator: Exists}]\n");
+    res = tu_simulate(NULL, y);
+    assert_string_equal(tu_node_of(res, "ml/solo"), "a4");
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void no_replacement_policy(void **state)
+{
+    (void)state;
+    struct tg_policy p;
+    tg_policy_default(&p);
+    assert_int_equal(p.on_no_replacement, TG_NOROOM_WAIT);
+    assert_int_equal(tg_loss_no_room(&p, 1), TG_NOROOM_STEP_WAIT);
+    struct tg_sb err = {0};
+    const char *y = "gang: {onNoReplacement: requeue}\n";
+    assert_int_equal(tg_policy_parse(y, strlen(y), "cfg", &p, &err), 0);
+    assert_int_equal(p.on_no_replacement, TG_NOROOM_REQUEUE);
+    assert_int_equal(tg_loss_no_room(&p, 1), TG_NOROOM_STEP_REQUEUE);
+    /* not before its loss is announced (a gang deleted whole loses its
+     * members in a burst: nothing to requeue) */
+    assert_int_equal(tg_loss_no_room(&p, 0), TG_NOROOM_STEP_WAIT);
+    y = "gang: {onNoReplacement: later}\n";
+    assert_int_not_equal(tg_policy_parse(y, strlen(y), "cfg", &p, &err), 0);
+    assert_non_null(strstr(tg_sb_str(&err), "gang.onNoReplacement"));
+    tg_sb_free(&err);
+
+    char buf[256];
+    tg_loss_explain(buf, sizeof buf, "rack", "z/b/r3", 0, 3, 0, "1 x nvidia.com/gpu=8");
+    assert_string_equal(buf, "replacement for rack z/b/r3: 0 of 3 nodes in the rack have room for "
+                             "1 x nvidia.com/gpu=8");
+    tg_loss_explain(buf, sizeof buf, "nvlink-domain", "c1", 1, 1, 1, "1 x cpu=2");
+    assert_string_equal(buf, "replacement for nvlink-domain c1: 1 of 1 node in the nvlink-domain "
+                             "has room for 1 x cpu=2 (1 not Ready or tainted NoExecute)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(classify_from_the_record), cmocka_unit_test(grace_then_policy),
         cmocka_unit_test(policy_keys), cmocka_unit_test(records_decoded),
-        cmocka_unit_test(pod_started),
+        cmocka_unit_test(pod_started), cmocka_unit_test(replacement_tightest_domain),
+        cmocka_unit_test(replacement_never_on_failing_node), cmocka_unit_test(no_replacement_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,8 @@
  *     enough room, and cost no more than the cheapest subset of any rack. */
 #include "testutil.h"
 #include "scheduler/daemon/internal.h"
+#include "scheduler/internal.h"
+#include "util/intern.h"
 #include "util/strbuf.h"
 
 #include <stdio.h>
@@ -788,6 +790,148 @@ static void test_preempting_note_fits(void **state)
 }
 
 /* tg_utf8_prefix never splits a character. */
+/* ---- the victims index (gang.h) under churn ------------------------------------ */
+
+enum { CH_PODS = 40, CH_STEPS = 3000 };
+
+/* The index against the model, recomputed by brute force: every gang with
+ * a placed member filed once, under its priority, lowest first, no empty
+ * bucket; a walk below P yields exactly those of priority < P; the loose
+ * records are exactly the placed records of no gang (not phantoms). */
+static void index_check(const struct tg_gangs *gs, const struct tg_cluster *c, int32_t below)
+{
+    uint32_t want = 0, got = 0, nbelow = 0, wbelow = 0, pos = 0;
+    const struct tg_hslot *hs;
+    while ((hs = tg_hmap_next(&gs->by_key, &pos))) {
+        const struct tg_grec *g = (const struct tg_grec *)(uintptr_t)hs->val;
+        want += g->nmembers > 0;
+        wbelow += g->nmembers > 0 && g->priority < below;
+        assert_int_equal(g->filed, g->nmembers > 0);
+    }
+    struct tg_placed_it it = {0};
+    const struct tg_grec *g;
+    int32_t last = INT32_MIN;
+    uint32_t distinct = 0;
+    while ((g = tg_gangs_placed_next(gs, INT32_MAX, &it))) {
+        assert_true(g->nmembers > 0);
+        assert_int_equal(g->filed_prio, g->priority);
+        assert_true(g->priority >= last);
+        distinct += !got || g->priority != last;
+        last = g->priority;
+        got++;
+        assert_true(got <= want); /* no gang twice, no cycle */
+    }
+    assert_int_equal(got, want);
+    assert_int_equal(gs->npb, distinct);
+    it = (struct tg_placed_it){0};
+    while ((g = tg_gangs_placed_next(gs, below, &it))) {
+        assert_true(g->priority < below);
+        nbelow++;
+    }
+    assert_int_equal(nbelow, wbelow);
+    uint32_t wloose = 0, gloose = 0;
+    pos = 0;
+    while ((hs = tg_hmap_next(&c->usage, &pos))) {
+        const struct tg_usage *u = (const struct tg_usage *)(uintptr_t)hs->val;
+        wloose += u->kind != TG_USAGE_NOMINATED && u->gpos == UINT32_MAX;
+    }
+    pos = 0;
+    const struct tg_usage *u;
+    while ((u = tg_gangs_loose_next(gs, &pos))) {
+        assert_int_equal(u->gpos, UINT32_MAX);
+        assert_int_not_equal(u->kind, TG_USAGE_NOMINATED);
+        assert_ptr_equal(tg_cluster_usage(c, u->key), u); /* alive */
+        gloose++;
+    }
+    assert_int_equal(gloose, wloose);
+    assert_false(gs->index_lost);
+}
+
+/* Random binds, assumptions, nominations, Terminating pods, deletes and
+ * PriorityClass changes (every gang's priority resolved again); the index
+ * is checked after each step. */
+static void test_victims_index_churn(void **state)
+{
+    (void)state;
+    uint32_t levels[1] = {tg_intern("topogang.io/rack")};
+    struct tg_cluster c;
+    struct tg_gangs gs;
+    assert_int_equal(tg_cluster_init(&c, levels, 1), 0);
+    assert_int_equal(tg_gangs_init(&gs, &c), 0);
+    uint32_t cls = tg_intern("churn-class"), ns = tg_intern("ml");
+    struct tg_pclass pc = {.value = 5};
+    assert_int_equal(tg_gangs_pclass_set(&gs, cls, &pc), 0);
+    uint32_t gpu = (uint32_t)tg_res_id("nvidia.com/gpu", 14), seed = 12345;
+    struct tg_pod *pods[CH_PODS];
+    for (int i = 0; i < CH_PODS; i++) {
+        char key[32], grp[16];
+        snprintf(key, sizeof key, "ml/p%d", i);
+        snprintf(grp, sizeof grp, "g%d", i % 7);
+        struct tg_pod *p = pods[i] = calloc(1, sizeof *p);
+        p->key = strdup(key);
+        p->ns = ns;
+        p->name_off = 3;
+        p->group = i % 5 == 0 ? 0 : tg_intern(grp); /* every fifth: a pod of no gang */
+        p->owner_kind = tg_intern("Job");
+        p->req = calloc(1, sizeof *p->req);
+        p->req[0] = (struct tg_rq){gpu, 1};
+        p->nreq = 1;
+    }
+    for (int step = 0; step < CH_STEPS; step++) {
+        seed = seed * 1103515245u + 12345u;
+        uint32_t r = seed >> 8;
+        struct tg_pod *p = pods[r % CH_PODS];
+        char node[16];
+        snprintf(node, sizeof node, "n%u", (r >> 6) % 4);
+        uint32_t slot = tg_cluster_slot(&c, tg_intern(node), 1);
+        switch ((r >> 10) % 7) {
+        case 0: /* seen bound, with its own priority or its class's */
+        case 1:
+            p->node = tg_intern(node);
+            p->phase = TG_PHASE_RUNNING;
+            p->deleting = 0;
+            p->has_priority = (r >> 13) % 2;
+            p->priority = (int32_t)((r >> 14) % 4) * 10;
+            p->prio_class = p->has_priority ? 0 : cls;
+            assert_int_equal(tg_cluster_pod_update(&c, p), 0);
+            break;
+        case 2: /* assumed by this scheduler */
+            p->node = 0;
+            p->deleting = 0;
+            assert_int_equal(tg_cluster_assume(&c, p, slot), 0);
+            break;
+        case 3: /* a phantom holding room */
+            p->node = 0;
+            p->deleting = 0;
+            assert_int_equal(tg_cluster_nominate(&c, p, slot), 0);
+            break;
+        case 4: /* Terminating: leaves its gang, still holds its node */
+            if (tg_cluster_usage(&c, p->key) && p->node) {
+                p->deleting = 1;
+                assert_int_equal(tg_cluster_pod_update(&c, p), 0);
+            }
+            break;
+        case 5:
+            tg_cluster_pod_delete(&c, p->key);
+            break;
+        default: /* the class moves every gang that takes its priority from it */
+            pc.value = (int32_t)((r >> 13) % 5) * 10 - 5;
+            assert_int_equal(tg_gangs_pclass_set(&gs, cls, &pc), 0);
+            break;
+        }
+        index_check(&gs, &c, (int32_t)((r >> 20) % 5) * 10 - 5);
+    }
+    /* everything gone: an empty index */
+    for (int i = 0; i < CH_PODS; i++)
+        tg_cluster_pod_delete(&c, pods[i]->key);
+    index_check(&gs, &c, INT32_MAX);
+    assert_int_equal(gs.npb, 0);
+    tg_gangs_free(&gs);
+    tg_cluster_free(&c);
+    for (int i = 0; i < CH_PODS; i++)
+        tg_pod_free(&pods[i]);
+}
+
 static void test_utf8_prefix(void **state)
 {
     (void)state;
@@ -817,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_property_cheapest),
         cmocka_unit_test(test_preempting_note_fits),
         cmocka_unit_test(test_utf8_prefix),
+        cmocka_unit_test(test_victims_index_churn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,398 @@
+/* Sub-groups: membership (labels, ranks) and the joint arrangement of the
+ * sub-groups inside one gang domain (see subgroup.h for the contract and why
+ * the single-set answer is exact). No configuration key drives it: the
+ * PodGroup says everything (spec.subGroups, spec.subGroupSize). */
+#include "scheduler/subgroup.h"
+#include "model/workload.h"
+#include "util/err.h"
+#include "util/intern.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+enum { SYM_WINDOW = 16 };
+
+struct solver {
+    const struct tg_sgprob *p;
+    uint32_t gang;
+    uint32_t **used;                    /* per set: per domain, members assigned inside it */
+    uint32_t *order;                    /* sub-groups, deepest level first, then largest */
+    uint32_t **list;                    /* per tree level: its domains under gang, best fit first */
+    uint32_t *nlist;
+    uint32_t *pick;                     /* per position in order: index chosen in its list */
+    uint64_t *remain;                   /* per position x set: members still to place from there */
+    uint64_t steps;
+    uint64_t budget;
+    struct tg_sgwhy *why;
+    uint32_t *dom;
+};
+
+static uint32_t need_of(const struct tg_sgprob *p, uint32_t k, uint32_t s)
+{
+    return p->need[(size_t)k * p->nsets + s];
+}
+
+static uint64_t need_total(const struct tg_sgprob *p, uint32_t k)
+{
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < p->nsets; s++)
+        n += need_of(p, k, s);
+    return n;
+}
+
+/* The level a sub-group is placed at: its own, or the gang domain's when
+ * that is as tight (the gang domain is then its domain). */
+static uint32_t eff_level(const struct solver *v, uint32_t k)
+{
+    uint32_t gl = v->p->t->dom[v->gang].level;
+    return v->p->level[k] > gl ? v->p->level[k] : gl;
+}
+
+static int same_need(const struct solver *v, uint32_t a, uint32_t b)
+{
+    if (eff_level(v, a) != eff_level(v, b))
+        return 0;
+    for (uint32_t s = 0; s < v->p->nsets; s++)
+        if (need_of(v->p, a, s) != need_of(v->p, b, s))
+            return 0;
+    return 1;
+}
+
+static int order_cmp(const void *a, const void *b, void *ud)
+{
+    const struct solver *cmp_v = ud;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint32_t lx = eff_level(cmp_v, x), ly = eff_level(cmp_v, y);
+    if (lx != ly)
+        return lx > ly ? -1 : 1;
+    uint64_t nx = need_total(cmp_v->p, x), ny = need_total(cmp_v->p, y);
+    if (nx != ny)
+        return nx > ny ? -1 : 1;
+    /* identical sub-groups next to each other (symmetry) */
+    for (uint32_t s = 0; s < cmp_v->p->nsets; s++)
+        if (need_of(cmp_v->p, x, s) != need_of(cmp_v->p, y, s))
+            return need_of(cmp_v->p, x, s) > need_of(cmp_v->p, y, s) ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+static uint64_t dom_total(const struct solver *v, uint32_t d)
+{
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < v->p->nsets; s++)
+        n += v->p->count[s][d];
+    return n;
+}
+
+static int list_cmp(const void *a, const void *b, void *ud)
+{
+    const struct solver *cmp_v = ud;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint64_t cx = dom_total(cmp_v, x), cy = dom_total(cmp_v, y);
+    if (cx != cy)
+        return cx < cy ? -1 : 1; /* best fit: the tightest domain first */
+    return (x > y) - (x < y);
+}
+
+/* The domains of tree level lvl under the gang domain whose nodes carry
+ * lvl's label, tightest first; the gang domain alone when lvl is its level. */
+static int make_list(struct solver *v, struct tg_arena *a, uint32_t lvl)
+{
+    const struct tg_tree *t = v->p->t;
+    uint32_t cap = t->ndom + 1, n = 0, top = 0;
+    uint32_t *out = tg_arena_alloc(a, cap * sizeof *out);
+    uint32_t *stack = tg_arena_alloc(a, cap * sizeof *stack);
+    if (!out || !stack)
+        return TG_ENOMEM;
+    stack[top++] = v->gang;
+    while (top) {
+        uint32_t d = stack[--top];
+        const struct tg_domain *dd = &t->dom[d];
+        if (!dd->nnodes)
+            continue;
+        if (dd->level == lvl) {
+            if (d == v->gang || dd->name)
+                out[n++] = d;
+            continue;
+        }
+        for (uint32_t i = 0; i < dd->nchild && dd->level < t->nlevels; i++)
+            stack[top++] = dd->child[i];
+    }
+    qsort_r(out, n, sizeof *out, list_cmp, v);
+    v->list[lvl] = out;
+    v->nlist[lvl] = n;
+    return 0;
+}
+
+/* Room for sub-group k in domain d given what is assigned: every domain
+ * from d up to the gang domain keeps its count. */
+static int fits(const struct solver *v, uint32_t k, uint32_t d)
+{
+    const struct tg_tree *t = v->p->t;
+    for (uint32_t s = 0; s < v->p->nsets; s++) {
+        uint32_t n = need_of(v->p, k, s);
+        if (!n)
+            continue;
+        for (uint32_t a = d;; a = t->dom[a].parent) {
+            if ((uint64_t)v->used[s][a] + n > v->p->count[s][a])
+                return 0;
+            if (a == v->gang)
+                break;
+        }
+    }
+    return 1;
+}
+
+static void apply(struct solver *v, uint32_t k, uint32_t d, int sign)
+{
+    const struct tg_tree *t = v->p->t;
+    for (uint32_t s = 0; s < v->p->nsets; s++) {
+        uint32_t n = need_of(v->p, k, s);
+        for (uint32_t a = d; n; a = t->dom[a].parent) {
+            v->used[s][a] = sign > 0 ? v->used[s][a] + n : v->used[s][a] - n;
+            if (a == v->gang)
+                break;
+        }
+    }
+}
+
+/* The most members of sub-group k's largest set a domain of its level
+ * still holds (for the reason). */
+static uint32_t most_room(const struct solver *v, uint32_t k)
+{
+    const struct tg_tree *t = v->p->t;
+    uint32_t s0 = 0, best = 0, lvl = eff_level(v, k);
+    for (uint32_t s = 1; s < v->p->nsets; s++)
+        if (need_of(v->p, k, s) > need_of(v->p, k, s0))
+            s0 = s;
+    for (uint32_t i = 0; i < v->nlist[lvl]; i++) {
+        uint32_t room = UINT32_MAX;
+        for (uint32_t a = v->list[lvl][i];; a = t->dom[a].parent) {
+            uint32_t r = v->p->count[s0][a] - v->used[s0][a];
+            room = r < room ? r : room;
+            if (a == v->gang)
+                break;
+        }
+        best = room > best ? room : best;
+    }
+    return best;
+}
+
+static void dead_end(struct solver *v, uint32_t pos)
+{
+    if (v->why->sg != NONE && pos <= v->why->placed)
+        return;
+    uint32_t k = v->order[pos];
+    v->why->sg = k;
+    v->why->placed = pos;
+    v->why->most = most_room(v, k);
+    v->why->ndom = v->nlist[eff_level(v, k)];
+}
+
+/* Two domains of one level are interchangeable for what is left to place
+ * (all of it at their level or above) when they share a parent and have the
+ * same room left in every set. */
+static int interchangeable(const struct solver *v, uint32_t d, uint32_t e)
+{
+    const struct tg_tree *t = v->p->t;
+    if (t->dom[d].parent != t->dom[e].parent)
+        return 0;
+    for (uint32_t s = 0; s < v->p->nsets; s++)
+        if (v->p->count[s][d] - v->used[s][d] != v->p->count[s][e] - v->used[s][e])
+            return 0;
+    return 1;
+}
+
+/* Depth-first over positions of v->order: 1 found, 0 none, -1 budget spent. */
+static int search(struct solver *v, uint32_t pos)
+{
+    if (pos == v->p->nsg)
+        return 1;
+    const struct tg_sgprob *p = v->p;
+    for (uint32_t s = 0; s < p->nsets; s++)
+        if (v->remain[(size_t)pos * p->nsets + s] > p->count[s][v->gang] - v->used[s][v->gang]) {
+            dead_end(v, pos);
+            return 0;
+        }
+    uint32_t k = v->order[pos], lvl = eff_level(v, k);
+    uint32_t start = pos && same_need(v, v->order[pos - 1], k) ? v->pick[pos - 1] : 0;
+    uint32_t tried[SYM_WINDOW], ntried = 0;
+    for (uint32_t i = start; i < v->nlist[lvl]; i++) {
+        uint32_t d = v->list[lvl][i];
+        if (++v->steps > v->budget)
+            return -1;
+        if (!fits(v, k, d))
+            continue;
+        int twin = 0;
+        for (uint32_t j = 0; j < ntried && !twin; j++)
+            twin = interchangeable(v, d, tried[j]);
+        if (twin)
+            continue;
+        tried[ntried++ % SYM_WINDOW] = d;
+        ntried = ntried > SYM_WINDOW ? SYM_WINDOW : ntried;
+        apply(v, k, d, +1);
+        v->pick[pos] = i;
+        v->dom[k] = d;
+        int rc = search(v, pos + 1);
+        if (rc)
+            return rc; /* found (the assignment stays), or out of budget */
+        apply(v, k, d, -1);
+    }
+    dead_end(v, pos);
+    return 0;
+}
+
+/* The members in no sub-group, and all the rest, fit the gang domain. */
+static int fits_gang(const struct solver *v)
+{
+    for (uint32_t s = 0; s < v->p->nsets; s++)
+        if (v->used[s][v->gang] > v->p->count[s][v->gang])
+            return 0;
+    return 1;
+}
+
+/* Identical sub-groups at one level: how many fit in each domain. Exact. */
+static int solve_alike(struct solver *v)
+{
+    const struct tg_sgprob *p = v->p;
+    uint32_t k0 = v->order[0], lvl = eff_level(v, k0), placed = 0;
+    for (uint32_t i = 0; i < v->nlist[lvl] && placed < p->nsg; i++) {
+        uint32_t d = v->list[lvl][i], fit = UINT32_MAX;
+        for (uint32_t s = 0; s < p->nsets; s++) {
+            uint32_t n = need_of(p, k0, s);
+            uint32_t room = p->count[s][d] - (d == v->gang ? v->used[s][d] : 0);
+            if (n && room / n < fit)
+                fit = room / n;
+        }
+        for (; fit && placed < p->nsg; fit--) {
+            v->dom[v->order[placed++]] = d;
+            apply(v, v->order[placed - 1], d, +1);
+        }
+    }
+    if (placed == p->nsg && fits_gang(v))
+        return 1;
+    v->why->sg = v->order[placed < p->nsg ? placed : p->nsg - 1];
+    v->why->placed = placed;
+    v->why->most = most_room(v, v->why->sg);
+    v->why->ndom = v->nlist[lvl];
+    v->why->rest = placed == p->nsg;
+    return 0;
+}
+
+static int all_alike(const struct solver *v)
+{
+    for (uint32_t i = 1; i < v->p->nsg; i++)
+        if (!same_need(v, v->order[0], v->order[i]))
+            return 0;
+    return 1;
+}
+
+static int solver_init(struct solver *v, const struct tg_sgprob *p, uint32_t gang,
+                       struct tg_arena *a, uint32_t *dom, struct tg_sgwhy *why)
+{
+    const struct tg_tree *t = p->t;
+    *v = (struct solver){.p = p, .gang = gang, .why = why, .dom = dom,
+                         .budget = p->budget ? p->budget : TG_SUBGROUP_STEPS};
+    v->used = tg_arena_alloc(a, (p->nsets + 1) * sizeof *v->used);
+    v->order = tg_arena_alloc(a, (p->nsg + 1) * sizeof *v->order);
+    v->pick = tg_arena_calloc(a, p->nsg + 1, sizeof *v->pick);
+    v->remain = tg_arena_calloc(a, ((size_t)p->nsg + 1) * p->nsets + 1, sizeof *v->remain);
+    v->list = tg_arena_calloc(a, TG_MAX_LEVELS + 1, sizeof *v->list);
+    v->nlist = tg_arena_calloc(a, TG_MAX_LEVELS + 1, sizeof *v->nlist);
+    if (!v->used || !v->order || !v->pick || !v->remain || !v->list || !v->nlist)
+        return TG_ENOMEM;
+    for (uint32_t s = 0; s < p->nsets; s++) {
+        if (!(v->used[s] = tg_arena_calloc(a, t->ndom + 1, sizeof **v->used)))
+            return TG_ENOMEM;
+        v->used[s][gang] = p->rest ? p->rest[s] : 0;
+    }
+    for (uint32_t k = 0; k < p->nsg; k++)
+        v->order[k] = k;
+    qsort_r(v->order, p->nsg, sizeof *v->order, order_cmp, v);
+    for (uint32_t i = p->nsg; i-- > 0;)
+        for (uint32_t s = 0; s < p->nsets; s++)
+            v->remain[(size_t)i * p->nsets + s] =
+                v->remain[(size_t)(i + 1) * p->nsets + s] + need_of(p, v->order[i], s);
+    for (uint32_t k = 0; k < p->nsg; k++) {
+        uint32_t lvl = eff_level(v, k);
+        int rc;
+        if (!v->list[lvl] && (rc = make_list(v, a, lvl)))
+            return rc;
+    }
+    return 0;
+}
+
+int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena *a, uint32_t *dom,
+                      struct tg_sgwhy *why)
+{
+    *why = (struct tg_sgwhy){.sg = NONE};
+    struct tg_arena_mark mk = tg_arena_mark(a);
+    struct solver v;
+    int rc = solver_init(&v, p, gang, a, dom, why);
+    if (rc)
+        goto out;
+    if (!fits_gang(&v)) {
+        why->rest = 1;
+        rc = 0;
+    } else if (!p->nsg) {
+        rc = 1;
+    } else if (all_alike(&v)) {
+        rc = solve_alike(&v);
+    } else {
+        rc = search(&v, 0);
+        if (rc < 0) {
+            why->gave_up = 1;
+            rc = 0;
+        }
+    }
+out:
+    tg_arena_release(a, mk);
+    return rc;
+}
+
+int64_t tg_pod_rank(const struct tg_pod *p)
+{
+    /* the rank decoded with the pod (model/workload.c): a plain index when
+     * it came from topogang.io/rank, an LWS worker index or a completion
+     * index; a JobSet's (job, index) pair or a Kubeflow replica type has no
+     * single position a slice size could cut */
+    if (!p->rank || (p->rank - 1) >> 32)
+        return -1;
+    return (int64_t)(p->rank - 1);
+}
+
+int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, char *reason,
+                       size_t n)
+{
+    if (pg->sub_size > 0) {
+        int64_t r = tg_pod_rank(p);
+        if (r >= 0)
+            return r / pg->sub_size;
+        snprintf(reason, n,
+                 "Pod %s: PodGroup %s sets spec.subGroupSize, but the pod has no rank (label "
+                 TG_LABEL_RANK " or " TG_LABEL_JOB_INDEX ", a whole number)",
+                 p->key, pg->key);
+        return -2;
+    }
+    const char *key = pg->api == TG_PG_KAI ? TG_LABEL_KAI_SUB_GROUP : TG_LABEL_SUB_GROUP;
+    uint32_t v = tg_labels_get(p->labels, p->nlabels, tg_intern(key));
+    if (v == TG_STR_NONE)
+        return -1;
+    for (uint32_t k = 0; k < pg->nsubs; k++)
+        if (pg->subs[k].name == v)
+            return k;
+    snprintf(reason, n,
+             "Pod %s: metadata.labels[%s]: \"%s\" is no sub-group of PodGroup %s "
+             "(spec.subGroups)", p->key, key, tg_str(v), pg->key);
+    return -2;
+}
+
+const char *tg_subgroup_name(const struct tg_podgroup *pg, uint32_t k, char *buf, size_t n)
+{
+    if (pg->sub_size > 0 || k >= pg->nsubs)
+        snprintf(buf, n, "%u", k);
+    else
+        snprintf(buf, n, "%s", tg_str(pg->subs[k].name));
+    return buf;
+}

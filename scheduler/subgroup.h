@@ -1,0 +1,91 @@
+/* Sub-groups of a gang (issue 20): which member belongs to which sub-group,
+ * and the joint choice of one domain per sub-group inside the gang's domain.
+ *
+ * A PodGroup lists sub-groups (spec.subGroups: name, minMember, topology;
+ * members join by the label topogang.io/sub-group) or slices the gang by rank
+ * (spec.subGroupSize N with spec.subGroupTopology: ranks 0..N-1 are
+ * sub-group "0", N..2N-1 "1", ...; a member's rank is its label
+ * topogang.io/rank, else batch.kubernetes.io/job-completion-index). Each
+ * sub-group must be placed whole (at least its minMember) inside one domain
+ * of its required level, inside the gang's domain; the gang stays all or
+ * nothing.
+ *
+ * The choice is joint: tg_subgroup_solve decides, for one gang domain,
+ * whether the domains below it can host every sub-group at once (a
+ * bin-packing of sub-groups into domains whose capacities nest: a rack-level
+ * sub-group and the NVLink-level ones inside that rack share its room). Per
+ * pod set (members of one shape) a domain's capacity is its count (members
+ * of that set its nodes hold, summed up the tree). With one pod set the
+ * answer is exact: an arrangement fits iff, for every domain, the members
+ * of the sub-groups placed inside it are at most its count (capacities on a
+ * tree: filling the deepest first never strands room). Identical sub-groups
+ * at one level are counted (how many fit per domain: exact, linear); others
+ * are searched depth first, deepest level first, with pruning (room left at
+ * the gang domain, interchangeable domains tried once) and a step bound. With
+ * several pod sets the counts ignore sets competing for one node, so the
+ * caller's placement verifies the arrangement. */
+#ifndef TG_SCHEDULER_SUBGROUP_H
+#define TG_SCHEDULER_SUBGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/objects.h"
+#include "model/tree.h"
+#include "util/arena.h"
+
+#define TG_SUBGROUP_STEPS 200000        /* search steps per gang domain */
+
+/* One gang domain's question. */
+struct tg_sgprob {
+    const struct tg_tree *t;
+    uint32_t nsets;
+    uint32_t *const *count;             /* per pod set: per domain id, members it holds */
+    uint32_t nsg;
+    const uint32_t *level;              /* per sub-group: tree level of its domain */
+    const uint32_t *need;               /* nsg x nsets: members of each set to place */
+    const uint32_t *rest;               /* per set: members in no sub-group; NULL: none */
+    uint64_t budget;                    /* steps; 0: TG_SUBGROUP_STEPS */
+};
+
+/* Why no arrangement was found in a gang domain. */
+struct tg_sgwhy {
+    uint32_t sg;                        /* the sub-group that found no room, UINT32_MAX none */
+    uint32_t placed;                    /* sub-groups the best partial arrangement placed */
+    uint32_t most;                      /* most members of sg a domain held then */
+    uint32_t ndom;                      /* domains of sg's level in the gang domain */
+    uint8_t gave_up;                    /* the step bound ran out */
+    uint8_t rest;                       /* the members in no sub-group did not fit */
+    uint8_t unfilled;                   /* set by the caller: found, but its fill failed */
+};
+
+/* Whether the domains under gang domain `gang` host every sub-group of p.
+ * Returns 1 with dom[k] the domain of sub-group k (at p->level[k]; `gang`
+ * itself when that level is not below it), 0 when none (*why says which
+ * sub-group was left without room), or TG_ENOMEM. Scratch from a; nothing
+ * else changes. */
+int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena *a, uint32_t *dom,
+                      struct tg_sgwhy *why);
+
+/* The rank of a pod as a plain index (topogang.io/rank, an LWS worker
+ * index, a completion index: the rank model/workload.c decoded); -1 when it
+ * has none, or one that is not a single index (a JobSet job and completion
+ * index, a Kubeflow replica type). */
+int64_t tg_pod_rank(const struct tg_pod *p);
+
+/* Sub-group of pod p in PodGroup pg: 0..n-1 (an index in pg->subs, or
+ * rank / pg->sub_size); -1 when p is in none (no sub-group label: KAI's
+ * kai.scheduler/subgroup-name for a KAI PodGroup); -2 when p names one pg
+ * does not list, or has no rank under subGroupSize (reason written, naming
+ * the pod and the field). */
+int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, char *reason,
+                       size_t n);
+/* The name of sub-group k of pg ("tp-3", or "3" under subGroupSize). */
+const char *tg_subgroup_name(const struct tg_podgroup *pg, uint32_t k, char *buf, size_t n);
+/* 1 when pg declares sub-groups. */
+static inline int tg_podgroup_has_subs(const struct tg_podgroup *pg)
+{
+    return pg && (pg->nsubs || pg->sub_size > 0);
+}
+
+#endif

@@ -1,0 +1,535 @@
+/* Sub-groups (issue 20) through `simulate`: a joint arrangement found where
+ * best-fit-decreasing fails, all or nothing, the gang's required level, the
+ * sub-groups' minMember, bad labels, subGroupSize by rank; and a property test
+ * of tg_subgroup_solve against brute force on small random trees. */
+#include "testutil.h"
+#include "model/objects.h"
+#include "model/tree.h"
+#include "scheduler/subgroup.h"
+#include "util/arena.h"
+#include "util/intern.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *POLICY =
+    "topology:\n  levels:\n"
+    "    - {name: block, nodeLabel: topogang.io/block}\n"
+    "    - {name: nvlink-domain, nodeLabel: nvidia.com/gpu.clique}\n"
+    "    - {name: node, nodeLabel: kubernetes.io/hostname}\n"
+    "placement: {strategy: pack, defaultPreferred: block}\n";
+
+/* A node in block b and clique c with gpus GPUs. */
+static void node(char **y, const char *name, const char *b, const char *c, int gpus)
+{
+    char labels[256];
+    snprintf(labels, sizeof labels, "kubernetes.io/hostname: %s, topogang.io/block: %s, "
+             "nvidia.com/gpu.clique: %s", name, b, c);
+    tu_node_labels(y, name, labels, gpus);
+}
+
+/* n one-GPU pods of gang g, labelled sub-group sg (NULL: none) or ranked from rank0. */
+static void sgpods(char **y, const char *prefix, const char *g, const char *sg, int n, int rank0)
+{
+    for (int i = 0; i < n; i++) {
+        tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%d\n  namespace: ml\n"
+                  "  labels: {topogang.io/pod-group: %s", prefix, i, g);
+        if (sg)
+            tu_cat(y, ", topogang.io/sub-group: %s", sg);
+        if (rank0 >= 0)
+            tu_cat(y, ", topogang.io/rank: \"%d\"", rank0 + i);
+        tu_cat(y, "}\nspec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                  "    resources: {requests: {nvidia.com/gpu: 1}}\n");
+    }
+}
+
+/* The clique of the node pod ml/<prefix>-<i> went to: its node's name
+ * starts with the clique name ("c1-n0"); NULL when unplaced. */
+static const char *clique_of(const cJSON *res, const char *prefix, int i, char *buf)
+{
+    char name[64];
+    snprintf(name, sizeof name, "ml/%s-%d", prefix, i);
+    const char *n = tu_node_of(res, name);
+    if (!n)
+        return NULL;
+    snprintf(buf, 16, "%.*s", (int)(strchr(n, '-') - n), n);
+    return buf;
+}
+
+/* Every member of sub-group prefix (n pods) sits in one clique; returns it. */
+static void assert_one_clique(const cJSON *res, const char *prefix, int n, char *out)
+{
+    char a[16], b[16];
+    assert_non_null(clique_of(res, prefix, 0, a));
+    for (int i = 1; i < n; i++) {
+        assert_non_null(clique_of(res, prefix, i, b));
+        assert_string_equal(a, b);
+    }
+    strcpy(out, a);
+}
+
+static int placed(const cJSON *res, const char *prefix, int n)
+{
+    int k = 0;
+    char b[16];
+    for (int i = 0; i < n; i++)
+        k += clique_of(res, prefix, i, b) != NULL;
+    return k;
+}
+
+/* Two NVLink domains of 10 GPUs (5 nodes x 2) in block b1; sub-groups of
+ * 5, 4, 3, 3, 3, 2 pods (one GPU each), each required in one domain: best
+ * fit decreasing puts 5 and 4 together and strands the 2; the only
+ * arrangements are {5,3,2} + {4,3,3}. */
+static void cluster_two_tens(char **y)
+{
+    for (int c = 1; c <= 2; c++)
+        for (int i = 0; i < 5; i++) {
+            char n[16], cl[8];
+            snprintf(n, sizeof n, "c%d-n%d", c, i);
+            snprintf(cl, sizeof cl, "c%d", c);
+            node(y, n, "b1", cl, 2);
+        }
+}
+
+static void podgroup(char **y, const char *name, int min, const char *subs)
+{
+    tu_cat(y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: %s, "
+              "namespace: ml}\nspec:\n  minMember: %d\n  topology: {required: block}\n%s",
+           name, min, subs);
+}
+
+static void test_joint_where_greedy_fails(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_two_tens(&y);
+    static const int size[] = {5, 4, 3, 3, 3, 2};
+    char subs[1024] = "  subGroups:\n";
+    for (int k = 0; k < 6; k++) {
+        char one[128];
+        snprintf(one, sizeof one, "  - {name: s%d, minMember: %d, topology: {required: nvlink-domain}}\n",
+                 k, size[k]);
+        strcat(subs, one);
+    }
+    podgroup(&y, "g", 20, subs);
+    for (int k = 0; k < 6; k++) {
+        char p[8], s[8];
+        snprintf(p, sizeof p, "s%d", k);
+        snprintf(s, sizeof s, "s%d", k);
+        sgpods(&y, p, "g", s, size[k], -1);
+    }
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    char cl[6][16];
+    int used[3] = {0};
+    for (int k = 0; k < 6; k++) {
+        char p[8];
+        snprintf(p, sizeof p, "s%d", k);
+        assert_one_clique(res, p, size[k], cl[k]);
+        used[cl[k][1] - '0'] += size[k];
+    }
+    assert_int_equal(used[1], 10);
+    assert_int_equal(used[2], 10);
+    /* 5 and 4 cannot share a domain in the only arrangements */
+    assert_string_not_equal(cl[0], cl[1]);
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_all_or_nothing(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_two_tens(&y);
+    /* 18 pods fit the block's 20 GPUs by count, but three 6-pod sub-groups
+     * need three domains of 6: none is placed */
+    podgroup(&y, "g", 18, "  subGroups:\n"
+             "  - {name: a, minMember: 6, topology: {required: nvlink-domain}}\n"
+             "  - {name: b, minMember: 6, topology: {required: nvlink-domain}}\n"
+             "  - {name: c, minMember: 6, topology: {required: nvlink-domain}}\n");
+    sgpods(&y, "a", "g", "a", 6, -1);
+    sgpods(&y, "b", "g", "b", 6, -1);
+    sgpods(&y, "c", "g", "c", 6, -1);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_int_equal(placed(res, "a", 6) + placed(res, "b", 6) + placed(res, "c", 6), 0);
+    const char *why = tu_str(g, "reason");
+    assert_non_null(strstr(why, "no nvlink-domain in block b1 has room for its 6 pods (most: 4; "
+                                "2 of 3 sub-groups fit"));
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_gang_level_holds(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    /* b1 and b2: one 8-GPU domain each; b3: two. Two 8-pod sub-groups
+     * would fit b1 + b2 but the gang requires one block: b3. */
+    node(&y, "d1-n0", "b1", "d1", 8);
+    node(&y, "d2-n0", "b2", "d2", 8);
+    node(&y, "d3-n0", "b3", "d3", 8);
+    node(&y, "d4-n0", "b3", "d4", 8);
+    podgroup(&y, "g", 16, "  subGroups:\n"
+             "  - {name: a, minMember: 8, topology: {required: nvlink-domain}}\n"
+             "  - {name: b, minMember: 8, topology: {required: nvlink-domain}}\n");
+    sgpods(&y, "a", "g", "a", 8, -1);
+    sgpods(&y, "b", "g", "b", 8, -1);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_str(g, "domain"), "b3");
+    char a[16], b[16];
+    assert_one_clique(res, "a", 8, a);
+    assert_one_clique(res, "b", 8, b);
+    assert_string_not_equal(a, b);
+    /* simulate -o json: each sub-group's level and domain, each pod's sub-group */
+    const cJSON *subs = cJSON_GetObjectItem(g, "subGroups");
+    assert_int_equal(cJSON_GetArraySize(subs), 2);
+    const cJSON *s0 = cJSON_GetArrayItem(subs, 0);
+    assert_string_equal(tu_str(s0, "name"), "a");
+    assert_string_equal(tu_str(s0, "level"), "nvlink-domain");
+    char want[32];
+    snprintf(want, sizeof want, "b3/%s", a);
+    assert_string_equal(tu_str(s0, "domain"), want);
+    assert_int_equal(cJSON_GetObjectItem(s0, "pods")->valueint, 8);
+    const cJSON *pod;
+    int named = 0;
+    cJSON_ArrayForEach(pod, cJSON_GetObjectItem(g, "pods"))
+    {
+        const char *sg = tu_str(pod, "subGroup");
+        assert_non_null(sg);
+        assert_int_equal(sg[0], tu_str(pod, "pod")[3]); /* ml/a-3 is in a */
+        named++;
+    }
+    assert_int_equal(named, 16);
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_min_member_and_bad_label(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_two_tens(&y);
+    podgroup(&y, "short", 3, "  subGroups:\n"
+             "  - {name: a, minMember: 4, topology: {required: nvlink-domain}}\n");
+    sgpods(&y, "short", "short", "a", 3, -1);
+    podgroup(&y, "bad", 2, "  subGroups:\n  - {name: a, minMember: 1}\n");
+    sgpods(&y, "bad", "bad", "nope", 2, -1);
+    podgroup(&y, "lvl", 2, "  subGroups:\n  - {name: a, minMember: 2, topology: {required: rack}}\n");
+    sgpods(&y, "lvl", "lvl", "a", 2, -1);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/short");
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_non_null(strstr(tu_str(g, "reason"), "sub-group a of PodGroup ml/short has 3 of its minMember 4 pods"));
+    assert_int_equal(placed(res, "short", 3), 0);
+    g = tu_gang(res, "ml/bad");
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_non_null(strstr(tu_str(g, "reason"), "metadata.labels[topogang.io/sub-group]: \"nope\""));
+    g = tu_gang(res, "ml/lvl");
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_non_null(strstr(tu_str(g, "reason"), "PodGroup ml/lvl: spec.subGroups[0].topology.required: "
+                                                "\"rack\" is neither a level of the policy nor the node label of one"));
+    assert_int_equal(placed(res, "lvl", 2), 0);
+    cJSON_Delete(res);
+    free(y);
+}
+
+static void test_size_by_rank(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    /* three 2-GPU domains; 6 ranked pods in slices of 2; each slice in one */
+    for (int c = 1; c <= 3; c++)
+        for (int i = 0; i < 2; i++) {
+            char n[16], cl[8];
+            snprintf(n, sizeof n, "c%d-n%d", c, i);
+            snprintf(cl, sizeof cl, "c%d", c);
+            node(&y, n, "b1", cl, 1);
+        }
+    podgroup(&y, "g", 6, "  subGroupSize: 2\n  subGroupTopology: {required: nvlink-domain}\n");
+    sgpods(&y, "r", "g", NULL, 6, 0);
+    cJSON *res = tu_simulate(POLICY, y);
+    assert_string_equal(tu_str(tu_gang(res, "ml/g"), "status"), "Scheduled");
+    for (int s = 0; s < 3; s++) {
+        char a[16], b[16];
+        assert_non_null(clique_of(res, "r", 2 * s, a));
+        assert_non_null(clique_of(res, "r", 2 * s + 1, b));
+        assert_string_equal(a, b);
+    }
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Preemption knows sub-groups: 16 GPUs are free in b1 (8 per domain), as
+ * many as the gang asks, but its 10-pod sub-group needs one domain with 10:
+ * one lower-priority gang goes, and the placement keeps each sub-group in
+ * one domain. */
+static void test_preemption_honours_subgroups(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_two_tens(&y);
+    tu_cat(&y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low}\n"
+               "value: 10\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+               "metadata: {name: high}\nvalue: 100\n");
+    for (int c = 1; c <= 2; c++) {
+        tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: low%d, "
+                   "namespace: ml}\nspec: {minMember: 2, priorityClassName: low}\n", c);
+        for (int i = 0; i < 2; i++)
+            tu_cat(&y, "---\nkind: Pod\nmetadata:\n  name: low%d-%d\n  namespace: ml\n"
+                       "  labels: {topogang.io/pod-group: low%d}\n  ownerReferences: [{apiVersion: batch/v1, "
+                       "kind: Job, name: low%d, uid: u-low%d, controller: true}]\n"
+                       "spec:\n  nodeName: c%d-n0\n"
+                       "  priorityClassName: low\n  schedulerName: topogang\n  containers:\n"
+                       "  - name: c\n    resources: {requests: {nvidia.com/gpu: 1}}\n"
+                       "status: {phase: Running}\n", c, i, c, c, c, c);
+    }
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+               "spec:\n  minMember: 16\n  priorityClassName: high\n  topology: {required: block}\n"
+               "  subGroups:\n  - {name: big, minMember: 10, topology: {required: nvlink-domain}}\n"
+               "  - {name: small, minMember: 6, topology: {required: nvlink-domain}}\n");
+    sgpods(&y, "big", "g", "big", 10, -1);
+    sgpods(&y, "small", "g", "small", 6, -1);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "preempts")), 1);
+    char a[16], b[16];
+    assert_one_clique(res, "big", 10, a);
+    assert_one_clique(res, "small", 6, b);
+    assert_string_not_equal(a, b);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* KAI's PodGroup subGroups (scheduling.run.ai/v2alpha2): leaves joined by
+ * kai.scheduler/subgroup-name, levels as node label keys; a parent only
+ * groups its children. Same BFD counterexample as above. */
+static void test_kai_subgroups(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_two_tens(&y);
+    static const int size[] = {5, 4, 3, 3, 3, 2};
+    tu_cat(&y, "---\napiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: k, "
+               "namespace: ml}\nspec:\n  minMember: 20\n  topologyConstraint: "
+               "{requiredTopologyLevel: topogang.io/block}\n  subGroups:\n  - {name: all}\n");
+    for (int k = 0; k < 6; k++)
+        tu_cat(&y, "  - {name: s%d, parent: all, minMember: %d, topologyConstraint: "
+                   "{requiredTopologyLevel: nvidia.com/gpu.clique}}\n", k, size[k]);
+    for (int k = 0; k < 6; k++)
+        for (int i = 0; i < size[k]; i++)
+            tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: s%d-%d\n  namespace: ml\n"
+                       "  annotations: {pod-group-name: k}\n  labels: {kai.scheduler/subgroup-name: s%d}\n"
+                       "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                       "    resources: {requests: {nvidia.com/gpu: 1}}\n", k, i, k);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = NULL, *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "gangs"))
+        if (tu_str(it, "podGroup") && strstr(tu_str(it, "podGroup"), "ml/k"))
+            g = it;
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "subGroups")), 6);
+    char cl[16];
+    for (int k = 0; k < 6; k++) {
+        char p[8];
+        snprintf(p, sizeof p, "s%d", k);
+        assert_one_clique(res, p, size[k], cl);
+    }
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* ---- property: tg_subgroup_solve against brute force ------------------------ */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+/* Valid when every domain holds what is assigned inside it. */
+static int valid(const struct tg_tree *t, const uint32_t *count, uint32_t nsg, const uint32_t *need,
+                 const uint32_t *dom, uint32_t gang)
+{
+    uint32_t used[256] = {0};
+    for (uint32_t k = 0; k < nsg; k++)
+        for (uint32_t a = dom[k];; a = t->dom[a].parent) {
+            used[a] += need[k];
+            if (used[a] > count[a])
+                return 0;
+            if (a == gang)
+                break;
+        }
+    return 1;
+}
+
+static int brute(const struct tg_tree *t, const uint32_t *count, uint32_t nsg, const uint32_t *lvl,
+                 const uint32_t *need, uint32_t gang, uint32_t *dom, uint32_t k)
+{
+    if (k == nsg)
+        return valid(t, count, nsg, need, dom, gang);
+    for (uint32_t i = 0; i < t->nbylevel[lvl[k]]; i++) {
+        uint32_t d = t->bylevel[lvl[k]][i];
+        if (tg_tree_ancestor(t, d, 1) != gang || !t->dom[d].nnodes)
+            continue;
+        dom[k] = d;
+        if (brute(t, count, nsg, lvl, need, gang, dom, k + 1))
+            return 1;
+    }
+    return 0;
+}
+
+static void test_property_vs_brute_force(void **state)
+{
+    (void)state;
+    uint32_t keys[3] = {tg_intern("b"), tg_intern("r"), tg_intern("n")};
+    int agree = 0, feasible = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        struct tg_tree t;
+        assert_int_equal(tg_tree_init(&t, keys, 3), 0);
+        /* one block, 2-3 racks, 1-3 nodes each */
+        uint32_t nr = 2 + rnd(2), slot = 0, nodecnt[16];
+        for (uint32_t r = 0; r < nr; r++) {
+            uint32_t nn = 1 + rnd(3);
+            for (uint32_t i = 0; i < nn; i++, slot++) {
+                char rv[8], nv[8];
+                snprintf(rv, sizeof rv, "r%u", r);
+                snprintf(nv, sizeof nv, "n%u", slot);
+                struct tg_label l[3] = {{keys[0], tg_intern("b1")}, {keys[1], tg_intern(rv)},
+                                        {keys[2], tg_intern(nv)}};
+                /* labels sorted by key id */
+                for (int a = 0; a < 3; a++)
+                    for (int b = a + 1; b < 3; b++)
+                        if (l[b].key < l[a].key) {
+                            struct tg_label tmp = l[a];
+                            l[a] = l[b];
+                            l[b] = tmp;
+                        }
+                assert_int_equal(tg_tree_insert(&t, slot, l, 3), 0);
+                nodecnt[slot] = rnd(5);
+            }
+        }
+        uint32_t count[256] = {0};
+        for (uint32_t s = 0; s < slot; s++)
+            for (uint32_t d = t.leaf[s]; d != UINT32_MAX; d = t.dom[d].parent)
+                count[d] += nodecnt[s];
+        uint32_t gang = t.bylevel[1][0];
+        uint32_t nsg = 1 + rnd(5), lvl[8], need[8], dom[8], bdom[8];
+        for (uint32_t k = 0; k < nsg; k++) {
+            lvl[k] = 2 + rnd(2); /* rack or node */
+            need[k] = 1 + rnd(4);
+        }
+        uint32_t *cp[1] = {count};
+        struct tg_sgprob p = {&t, 1, cp, nsg, lvl, need, NULL, 0};
+        struct tg_arena a = {0};
+        struct tg_sgwhy why;
+        int got = tg_subgroup_solve(&p, gang, &a, dom, &why);
+        int want = brute(&t, count, nsg, lvl, need, gang, bdom, 0);
+        assert_int_equal(got, want);
+        if (got == 1)
+            assert_true(valid(&t, count, nsg, need, dom, gang));
+        agree++;
+        feasible += want;
+        tg_arena_free(&a);
+        tg_tree_free(&t);
+    }
+    assert_int_equal(agree, 400);
+    assert_true(feasible > 50 && feasible < 350); /* both outcomes exercised */
+}
+
+/* End to end through `simulate` (counting, search and fill): random cliques
+ * of 1-3 nodes with 0-4 GPUs in one block, 1-4 sub-groups of 1-4 one-GPU
+ * pods each required in one clique: Scheduled exactly when some assignment
+ * of sub-groups to cliques fits, and then every sub-group in one clique. */
+static int fits_brute(const int *cap, int ncl, const int *need, int nsg, int k, int *used)
+{
+    if (k == nsg)
+        return 1;
+    for (int c = 0; c < ncl; c++)
+        if (used[c] + need[k] <= cap[c]) {
+            used[c] += need[k];
+            int ok = fits_brute(cap, ncl, need, nsg, k + 1, used);
+            used[c] -= need[k];
+            if (ok)
+                return 1;
+        }
+    return 0;
+}
+
+static void test_property_simulate(void **state)
+{
+    (void)state;
+    int seen[2] = {0, 0};
+    for (int trial = 0; trial < 200; trial++) {
+        char *y = NULL;
+        int ncl = 2 + (int)rnd(2), cap[3] = {0}, nsg = 1 + (int)rnd(4), need[4], used[3] = {0};
+        for (int c = 0; c < ncl; c++) {
+            int nn = 1 + (int)rnd(3);
+            for (int i = 0; i < nn; i++) {
+                char n[16], cl[8];
+                int gpus = (int)rnd(5);
+                snprintf(n, sizeof n, "c%d-n%d", c, i);
+                snprintf(cl, sizeof cl, "c%d", c);
+                node(&y, n, "b1", cl, gpus);
+                cap[c] += gpus;
+            }
+        }
+        char subs[1024] = "  subGroups:\n";
+        int total = 0;
+        for (int k = 0; k < nsg; k++) {
+            char one[128];
+            need[k] = 1 + (int)rnd(4);
+            total += need[k];
+            snprintf(one, sizeof one, "  - {name: s%d, minMember: %d, topology: {required: nvlink-domain}}\n",
+                     k, need[k]);
+            strcat(subs, one);
+        }
+        podgroup(&y, "g", total, subs);
+        for (int k = 0; k < nsg; k++) {
+            char p[8];
+            snprintf(p, sizeof p, "s%d", k);
+            sgpods(&y, p, "g", p, need[k], -1);
+        }
+        int want = fits_brute(cap, ncl, need, nsg, 0, used);
+        cJSON *res = tu_simulate(POLICY, y);
+        const char *st = tu_str(tu_gang(res, "ml/g"), "status");
+        assert_string_equal(st, want ? "Scheduled" : "Unschedulable");
+        char cl[16];
+        for (int k = 0; want && k < nsg; k++) {
+            char p[8];
+            snprintf(p, sizeof p, "s%d", k);
+            assert_one_clique(res, p, need[k], cl);
+        }
+        seen[want]++;
+        cJSON_Delete(res);
+        free(y);
+    }
+    assert_true(seen[0] > 20 && seen[1] > 20);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_joint_where_greedy_fails),
+        cmocka_unit_test(test_all_or_nothing),
+        cmocka_unit_test(test_gang_level_holds),
+        cmocka_unit_test(test_min_member_and_bad_label),
+        cmocka_unit_test(test_size_by_rank),
+        cmocka_unit_test(test_kai_subgroups),
+        cmocka_unit_test(test_preemption_honours_subgroups),
+        cmocka_unit_test(test_property_vs_brute_force),
+        cmocka_unit_test(test_property_simulate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
