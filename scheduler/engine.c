@@ -1272,17 +1272,11 @@ static void queues_changed(struct tg_engine *e)
     tg_queue_wake(&e->queue);
 }
 
-int tg_engine_queue_set(struct tg_engine *e, struct tg_queue_obj *q)
+int tg_engine_queues_set(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n)
 {
-    int rc = tg__tenants_set(e, q);
+    int rc = tg__tenants_replace(e, qs, n);
     queues_changed(e);
     return rc;
-}
-
-void tg_engine_queue_delete(struct tg_engine *e, uint32_t name)
-{
-    tg__tenants_delete(e, name);
-    queues_changed(e);
 }
 
 const struct tg_fairshare *tg_engine_fairshare(const struct tg_engine *e)

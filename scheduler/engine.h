@@ -135,16 +135,17 @@ void tg_engine_sc_delete(struct tg_engine *e, uint32_t name);
 int tg_engine_claim_set(struct tg_engine *e, struct tg_rclaim *c);
 void tg_engine_claim_delete(struct tg_engine *e, uint32_t ns, uint32_t name);
 
-/* Tenant Queues (model/queues.h; issue 19), taken (also on failure). While
- * none is held queues are off; once one is, every gang belongs to a queue
+/* Tenant Queues (model/queues.h; issue 19): the whole current set (n == 0:
+ * none), not kept (the division copies what it needs), replacing the set
+ * held; 0, or TG_ENOMEM with the set held unchanged. While none is held
+ * queues are off; once one is, every gang belongs to a queue
  * (its PodGroup's, its pods', its namespace's default, else the policy's
  * queues.defaultQueue), waits while that queue does not exist, is placed
  * only within the limits of its queue and every ancestor, and the queue
  * furthest below its fair share goes first (scheduler/tenants.c). Every
  * gang parked for its queue is looked at again. */
 struct tg_queue_obj;
-int tg_engine_queue_set(struct tg_engine *e, struct tg_queue_obj *q);
-void tg_engine_queue_delete(struct tg_engine *e, uint32_t name);
+int tg_engine_queues_set(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n);
 
 /* ---- the flow ------------------------------------------------------------------ */
 

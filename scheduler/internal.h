@@ -87,7 +87,6 @@ struct tg_gangs {
 struct tg_fairshare;
 
 struct tg_tenants {
-    struct tg_imap objs;                /* interned name -> struct tg_queue_obj * (owned) */
     struct tg_fairshare *fs;            /* NULL while no Queue exists: queues off */
     struct tg_hmap acct;                /* pod key -> what it counts in which queue (owned) */
     int64_t cap[TG_RES_MAX];            /* the Nodes' allocatable, summed */
@@ -102,9 +101,8 @@ enum { TG_TENANT_OK, TG_TENANT_MISSING, TG_TENANT_LIMIT };
 
 int tg__tenants_init(struct tg_engine *e);
 void tg__tenants_free(struct tg_engine *e);
-/* Queue objects in (q taken, also on failure). */
-int tg__tenants_set(struct tg_engine *e, struct tg_queue_obj *q);
-void tg__tenants_delete(struct tg_engine *e, uint32_t name);
+/* The whole set of Queue objects (not kept), replacing the one held. */
+int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n);
 /* A Node's allocatable counted (sign +1) or no more (-1). */
 void tg__tenants_node(struct tg_engine *e, const struct tg_node_obj *n, int sign);
 /* A pending pod of g added or changed (gone 0), or gone (gone 1; g may be NULL). */

@@ -113,7 +113,12 @@ static uint32_t rank_of(const struct tg_engine *e, uint32_t queue)
 
 uint32_t tg__tenants_resolve(struct tg_engine *e, struct tg_grec *g)
 {
-    const struct tg_namespace *ns = tg_objstore_namespace(&e->sched.store, g->ns);
+    /* the namespace from the store placement reads (simulate's own, carried
+     * by its pods' specs, as the plugins do), else the engine's */
+    const struct tg_pod *p0 = g->npending ? g->pending[0] : NULL;
+    const struct tg_objstore *st = p0 && p0->spec && p0->spec->store ? p0->spec->store
+                                                                      : &e->sched.store;
+    const struct tg_namespace *ns = tg_objstore_namespace(st, g->ns);
     struct tg_queue_pick pk = tg_queue_resolve(g->pg, (const struct tg_pod *const *)g->pending,
                                                g->npending, ns, tg_intern(e->sched.policy.default_queue));
     if (pk.src >= TG_QSRC_NAMESPACE) /* no pending member names one: a placed member may */
@@ -165,9 +170,14 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
     if (u->kind == TG_USAGE_NOMINATED || u->deleting || u->sched != e->gangs.sched)
         return;
     struct tg_grec *g = tg_gangs_of_usage(&e->gangs, u); /* the gang layer listens first */
-    if (!g)
-        return;
-    uint32_t queue = g->queue ? g->queue : tg__tenants_resolve(e, g);
+    uint32_t queue;
+    if (g) {
+        queue = g->queue ? g->queue : tg__tenants_resolve(e, g);
+    } else { /* a pod on its own: its label, its namespace's default, the default */
+        const struct tg_namespace *ns = tg_objstore_namespace(&e->sched.store, u->ns);
+        queue = u->queue ? u->queue
+                : ns && ns->queue ? ns->queue : tg_intern(e->sched.policy.default_queue);
+    }
     acct_set(e, u->key, queue, u->req, u->nreq, 1);
 }
 
@@ -208,13 +218,6 @@ void tg__tenants_free(struct tg_engine *e)
         free(a);
     }
     tg_hmap_free(&t->acct);
-    const struct tg_islot *is;
-    pos = 0;
-    while ((is = tg_imap_next(&t->objs, &pos))) {
-        struct tg_queue_obj *q = (struct tg_queue_obj *)(uintptr_t)is->val;
-        tg_queue_obj_free(&q);
-    }
-    tg_imap_free(&t->objs);
     tg_fairshare_free(&t->fs);
     free(t->rank);
     free(t->order);
@@ -232,26 +235,18 @@ void tg__tenants_node(struct tg_engine *e, const struct tg_node_obj *n, int sign
         }
 }
 
-/* A new division from the Queue objects held; every entry counted again
- * (a Queue change is an administrator's act: O(pods) then is fine). */
-static int rebuild(struct tg_engine *e)
+/* A new division from the Queue objects qs (not kept: the division copies
+ * what it needs); every entry counted again (a Queue change is an
+ * administrator's act: O(pods) then is fine). n == 0: queues off. */
+int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n)
 {
     struct tg_tenants *t = &e->tenants;
     struct tg_fairshare *fs = NULL;
-    uint32_t n = t->objs.len, k = 0;
     if (n) {
-        const struct tg_queue_obj **qs = malloc(n * sizeof *qs);
-        if (!qs)
-            return TG_ENOMEM;
-        uint32_t pos = 0;
-        const struct tg_islot *is;
-        while ((is = tg_imap_next(&t->objs, &pos)) && k < n)
-            qs[k++] = (const struct tg_queue_obj *)(uintptr_t)is->val;
         struct tg_fairshare_opts o = {e->sched.policy.usage_half_life_s, 1.0};
-        int rc = tg_fairshare_build(qs, k, &o, NULL, &fs);
-        free(qs);
+        int rc = tg_fairshare_build(qs, n, &o, NULL, &fs);
         if (rc)
-            return rc;
+            return rc; /* the division held stays */
     }
     tg_fairshare_free(&t->fs);
     t->fs = fs;
@@ -269,35 +264,6 @@ static int rebuild(struct tg_engine *e)
     while ((s = tg_hmap_next(&t->acct, &pos)))
         apply(e, (const struct qacct *)(uintptr_t)s->val, 1);
     return 0;
-}
-
-int tg__tenants_set(struct tg_engine *e, struct tg_queue_obj *q)
-{
-    struct tg_tenants *t = &e->tenants;
-    uint64_t v;
-    if (tg_imap_get(&t->objs, q->name, &v)) {
-        struct tg_queue_obj *old = (struct tg_queue_obj *)(uintptr_t)v;
-        tg_queue_obj_free(&old);
-    }
-    if (tg_imap_put(&t->objs, q->name, (uint64_t)(uintptr_t)q)) {
-        tg_imap_del(&t->objs, q->name);
-        tg_queue_obj_free(&q);
-        rebuild(e);
-        return TG_ENOMEM;
-    }
-    return rebuild(e);
-}
-
-void tg__tenants_delete(struct tg_engine *e, uint32_t name)
-{
-    uint64_t v;
-    if (!tg_imap_get(&e->tenants.objs, name, &v))
-        return;
-    struct tg_queue_obj *old = (struct tg_queue_obj *)(uintptr_t)v;
-    tg_imap_del(&e->tenants.objs, name);
-    tg_queue_obj_free(&old);
-    if (rebuild(e))
-        e->stats.nomem++;
 }
 
 /* The requests of g's members not placed yet, summed per resource. */

@@ -110,6 +110,19 @@ static void kick(void *ud)
         uv_timer_start(&d->tick, on_tick, KICK_MS, 0);
 }
 
+/* The tenant Queues changed (scheduler/daemon/queues.c): the engine gets
+ * the whole current set (issue 19) and tries what waits for it. */
+static void on_queues(void *ud)
+{
+    struct tg_daemon *d = ud;
+    const struct tg_queue_obj **qs = NULL;
+    int n = tg__queues_current(d->queues, &qs);
+    if (n < 0 || tg_engine_queues_set(d->engine, qs, (uint32_t)n))
+        tg_warn(C, "tenant queues: out of memory taking the new set; the last one stays");
+    free(qs);
+    kick(d);
+}
+
 /* A gang with some members bound but fewer than minMember that cannot get
  * the rest. A gang that ran complete and lost members since (its PodGroup's
  * status or its members say so: scheduler/loss.h) is never rolled back: the
@@ -682,6 +695,7 @@ static int start_informer(struct tg_daemon *d)
     int rc = tg__queues_new(d->client, &d->queues);
     if (rc)
         return rc;
+    tg__queues_on_change(d->queues, on_queues, d);
     tg__queues_wire(d->queues, &io);
     rc = tg_informer_start(d->client, &io, &d->inf);
     tg__queues_set_informer(d->queues, d->inf);

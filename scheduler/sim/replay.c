@@ -847,6 +847,8 @@ static int feed(struct tg_replay *r)
     int rc = 0;
     for (uint32_t i = 0; i < d->npcs && !rc; i++)
         rc = tg_engine_pclass_set(e, d->pcs[i].name, &d->pcs[i].pc);
+    if (d->nqueues && !rc) /* tenant Queues (issue 19): none, queues off */
+        rc = tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d->queues, d->nqueues);
     for (uint32_t i = 0; i < d->npgs; i++)
         tg_engine_podgroup_set(e, d->pgs[i]);
     for (uint32_t i = 0; i < d->nwls && !rc; i++)

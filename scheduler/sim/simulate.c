@@ -4,6 +4,8 @@
 #include "scheduler/rank.h"
 #include "scheduler/subgroup.h"
 #include "scheduler/engine.h"
+#include "scheduler/fairshare.h"
+#include "model/quantity.h"
 #include "scheduler/sim/load.h"
 #include "scheduler/sim/replay.h"
 #include "util/err.h"
@@ -39,6 +41,7 @@ struct outcome {
     const struct tg_pod **pods;         /* pending members, input order */
     uint32_t *node;                     /* interned node per pod, 0 none */
     uint32_t *rank;                     /* per pod: position in rank order, UINT32_MAX none */
+    uint32_t queue;                     /* interned tenant queue (issue 19), 0 none */
     uint32_t npods;
     struct tg_rank_report ranks;        /* crossings of consecutive ranks (scheduler/rank.h) */
     struct preempted *pre;
@@ -166,6 +169,8 @@ static int feed(struct tg_sim *sim)
     tg_engine_set_owner_kinds(e, d->wl_kinds); /* the owners the input holds form gangs */
     for (uint32_t i = 0; i < d->npcs && !rc; i++)
         rc = tg_engine_pclass_set(e, d->pcs[i].name, &d->pcs[i].pc);
+    if (d->nqueues && !rc) /* tenant Queues (issue 19): none, queues off */
+        rc = tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d->queues, d->nqueues);
     for (uint32_t i = 0; i < d->npgs; i++)
         tg_engine_podgroup_set(e, d->pgs[i]);
     for (uint32_t i = 0; i < d->nwls && !rc; i++)
@@ -221,6 +226,7 @@ static int make_outcomes(struct tg_sim *sim)
             o->priority = g ? g->priority : p->priority;
             o->created_ms = g ? g->created_ms : p->created_ms;
             o->min = g ? tg_grec_min(g) : 1;
+            o->queue = g ? g->queue : 0;
             o->pods = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->pods);
             o->node = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->node);
             o->rank = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->rank);
@@ -432,6 +438,138 @@ static void rank_json(const struct tg_sim *sim, const struct outcome *g, struct 
     tg_sb_putc(o, '}');
 }
 
+/* ---- tenant queues (issue 19) ------------------------------------------------ */
+
+/* Gangs of queue name that were not placed. */
+static uint32_t queue_waiting(const struct tg_sim *sim, uint32_t name)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < sim->nout; i++)
+        n += sim->out[i].queue == name && sim->out[i].status != TG_GANG_SCHEDULED;
+    return n;
+}
+
+/* One amount: GPUs and other units as numbers, cpu and memory as
+ * Kubernetes quantities (strings in JSON). */
+static void amount(struct tg_sb *o, uint32_t res, double v, int json)
+{
+    if (res == TG_RES_CPU || res == TG_RES_MEMORY) {
+        char buf[64];
+        tg_quantity_format((int64_t)(v + 0.5), tg_res_is_milli(res), buf, sizeof buf);
+        tg_sb_printf(o, json ? "\"%s\"" : "%s", buf);
+    } else if (v == (double)(int64_t)v) {
+        tg_sb_printf(o, "%lld", (long long)v);
+    } else {
+        tg_sb_printf(o, "%.3g", v);
+    }
+}
+
+enum { QV_QUOTA, QV_LIMIT, QV_SHARE, QV_ALLOC, QV_N };
+
+static double qval(const struct tg_fairshare *fs, uint32_t q, uint32_t r, int what)
+{
+    switch (what) {
+    case QV_QUOTA: return tg_fairshare_quota(fs, q, r);
+    case QV_LIMIT: return tg_fairshare_limit(fs, q, r);
+    case QV_SHARE: return tg_fairshare_share(fs, q, r);
+    default: return tg_fairshare_allocated(fs, q, r);
+    }
+}
+
+/* Whether resource r is worth a column for queue q: named by it, or shared
+ * or allocated to it. */
+static int qres_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t r)
+{
+    return r != TG_RES_PODS && r != TG_RES_EPHEMERAL && r != TG_RES_UNOFFERED &&
+           (tg_fairshare_quota(fs, q, r) > 0 || tg_fairshare_limit(fs, q, r) >= 0 ||
+            tg_fairshare_share(fs, q, r) > 0 || tg_fairshare_allocated(fs, q, r) > 0);
+}
+
+/* {"nvidia.com/gpu": 8, "cpu": "16"}: an unlimited limit is left out. */
+static void qmap_json(const struct tg_fairshare *fs, uint32_t q, int what, struct tg_sb *o)
+{
+    int first = 1;
+    tg_sb_putc(o, '{');
+    for (uint32_t r = 0; r < tg_res_count(); r++) {
+        double v = qval(fs, q, r, what);
+        if (!qres_shown(fs, q, r) || (what == QV_LIMIT && v < 0))
+            continue;
+        tg_sb_puts(o, first ? "" : ",");
+        first = 0;
+        tg_sb_json_str(o, tg_res_name(r));
+        tg_sb_putc(o, ':');
+        amount(o, r, v, 1);
+    }
+    tg_sb_putc(o, '}');
+}
+
+/* ,"queues":[...] when the input holds Queues: every queue, parents too. */
+static void queues_json(const struct tg_sim *sim, struct tg_sb *o)
+{
+    const struct tg_fairshare *fs = tg_engine_fairshare(sim->engine);
+    if (!fs)
+        return;
+    static const char *const key[QV_N] = {"quota", "limit", "fairShare", "allocated"};
+    tg_sb_puts(o, ",\"queues\":[");
+    for (uint32_t q = 0; q < tg_fairshare_count(fs); q++) {
+        tg_sb_puts(o, q ? ",\n{\"name\":" : "\n{\"name\":");
+        tg_sb_json_str(o, tg_str(tg_fairshare_name(fs, q)));
+        int parent = tg_fairshare_parent(fs, q);
+        tg_sb_puts(o, ",\"parent\":");
+        json_str_or_null(o, parent >= 0 ? tg_str(tg_fairshare_name(fs, (uint32_t)parent)) : NULL);
+        for (int w = 0; w < QV_N; w++) {
+            tg_sb_printf(o, ",\"%s\":", key[w]);
+            qmap_json(fs, q, w, o);
+        }
+        tg_sb_printf(o, ",\"waitingGangs\":%u", queue_waiting(sim, tg_fairshare_name(fs, q)));
+        const char *why = tg_fairshare_problem(fs, q);
+        tg_sb_puts(o, ",\"problem\":");
+        json_str_or_null(o, why && *why ? why : NULL);
+        tg_sb_putc(o, '}');
+    }
+    tg_sb_puts(o, "\n]");
+}
+
+/* The table's queue section: per queue and resource, allocated / fair share
+ * / quota / limit. */
+static void queues_table(const struct tg_sim *sim, struct tg_sb *o)
+{
+    const struct tg_fairshare *fs = tg_engine_fairshare(sim->engine);
+    if (!fs)
+        return;
+    tg_sb_printf(o, "\n%-24s  %-24s  %-16s  %-10s  %-10s  %-10s  %s\n", "QUEUE", "PARENT",
+                 "RESOURCE", "ALLOCATED", "FAIRSHARE", "QUOTA", "LIMIT");
+    for (uint32_t q = 0; q < tg_fairshare_count(fs); q++) {
+        int parent = tg_fairshare_parent(fs, q), any = 0;
+        const char *pname = parent >= 0 ? tg_str(tg_fairshare_name(fs, (uint32_t)parent)) : "-";
+        for (uint32_t r = 0; r < tg_res_count(); r++) {
+            if (!qres_shown(fs, q, r))
+                continue;
+            tg_sb_printf(o, "%-24s  %-24s  %-16s  ", any ? "" : tg_str(tg_fairshare_name(fs, q)),
+                         any ? "" : pname, tg_res_name(r));
+            static const int cols[] = {QV_ALLOC, QV_SHARE, QV_QUOTA, QV_LIMIT};
+            for (int k = 0; k < 4; k++) {
+                struct tg_sb b = {0};
+                double v = qval(fs, q, r, cols[k]);
+                if (cols[k] == QV_LIMIT && v < 0)
+                    tg_sb_puts(&b, "none");
+                else
+                    amount(&b, r, v, 0);
+                tg_sb_printf(o, k < 3 ? "%-10s  " : "%s\n", tg_sb_str(&b));
+                tg_sb_free(&b);
+            }
+            any = 1;
+        }
+        if (!any)
+            tg_sb_printf(o, "%-24s  %-24s  %-16s\n", tg_str(tg_fairshare_name(fs, q)), pname, "-");
+        const char *why = tg_fairshare_problem(fs, q);
+        if (why && *why)
+            tg_sb_printf(o, "    problem: %s\n", why);
+        if (queue_waiting(sim, tg_fairshare_name(fs, q)))
+            tg_sb_printf(o, "    %u gang(s) waiting\n", queue_waiting(sim, tg_fairshare_name(fs, q)));
+    }
+}
+
 void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
 {
     tg_sb_puts(o, "{\"gangs\":[");
@@ -490,8 +628,10 @@ void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
         }
         tg_sb_puts(o, "]}");
     }
+    tg_sb_puts(o, "\n]");
+    queues_json(sim, o);
     const struct tg_sim_summary *s = &sim->sum;
-    tg_sb_printf(o, "\n],\"summary\":{\"nodes\":%u,\"boundPods\":%u,\"gangs\":%u,\"scheduled\":%u,"
+    tg_sb_printf(o, ",\"summary\":{\"nodes\":%u,\"boundPods\":%u,\"gangs\":%u,\"scheduled\":%u,"
                     "\"unschedulable\":%u,\"podsPlaced\":%u,\"podsPending\":%u,"
                     "\"preemptions\":%u,\"victimPods\":%u,"
                     "\"skippedObjects\":%u,\"loadMs\":%.1f,\"scheduleMs\":%.1f}}\n",
@@ -543,6 +683,7 @@ void tg_sim_table(const struct tg_sim *sim, int show_pods, struct tg_sb *o)
             tg_sb_printf(o, "    %-40s -> %s\n", g->pods[k]->key,
                          ok && g->node[k] ? tg_str(g->node[k]) : "(pending)");
     }
+    queues_table(sim, o);
     const struct tg_sim_summary *s = &sim->sum;
     tg_sb_printf(o, "\n%u gangs: %u scheduled, %u unschedulable; %u pods placed, %u pending; "
                     "%u nodes, %u bound pods; ",
