@@ -21,6 +21,13 @@ broken KAI one and a broken one of ours).
     kai-broken given another problem (a limit below its quota): one new
     Event naming that field.
 
+  limit_holds: our CRD and a Queue team-lim (limit 8 GPUs); two one-pod
+    gangs of 8 GPUs labelled topogang.io/queue: team-lim on a cluster with
+    room for both: one is bound, the other stays pending with an Event
+    naming the queue and the numbers ("queue team-lim at its limit: 8/8
+    nvidia.com/gpu"); a pod of a queue that does not exist waits saying so;
+    the limit raised to 16: the second is bound.
+
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import os
@@ -30,7 +37,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import run_cases, fail, wait, Scheduler, log  # noqa: E402
+from harness import run_cases, fail, wait, Scheduler, log, make_namespace  # noqa: E402
 
 SRC = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 FIX = os.path.join(SRC, "tests/fixtures")
@@ -179,7 +186,61 @@ def case_volcano_discovered_and_fixed(ctx):
         fail(f"sanitizer: {rep}")
 
 
-CASES = [case_absent_api_not_read, case_volcano_discovered_and_fixed]
+def lim_queue(gpus):
+    return {"apiVersion": OURS, "kind": "Queue", "metadata": {"name": "team-lim"},
+            "spec": {"resources": {"nvidia.com/gpu": {"quota": "4", "limit": str(gpus)}}}}
+
+
+def lim_pod(name, queue):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "lim", "labels": {"topogang.io/queue": queue}},
+            "spec": {"schedulerName": "topogang", "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "c", "image": "busybox",
+                                     "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
+
+
+def node_of(ctx, name):
+    st, doc = ctx["api"].request("GET", f"/api/v1/namespaces/lim/pods/{name}")
+    return (doc or {}).get("spec", {}).get("nodeName") if st == 200 else None
+
+
+def notes(ctx, pod):
+    return " | ".join(e.get("note", "") for e in ctx["api"].events("lim")
+                      if e.get("regarding", {}).get("name") == pod)
+
+
+def case_limit_holds(ctx):
+    install_crd(ctx, os.path.join(SRC, "manifests/crd-queue.yaml"), "queues.topogang.io")
+    api = ctx["api"]
+    st, _ = api.request("POST", f"/apis/{OURS}/queues", lim_queue(8))
+    if st not in (200, 201, 409):
+        raise RuntimeError(f"creating Queue team-lim: HTTP {st}")
+    make_namespace(api, "lim")
+    start(ctx, "queues-lim")
+    api.create_pod("lim", lim_pod("l1", "team-lim"))
+    wait(lambda: node_of(ctx, "l1"), 30, "lim/l1 bound")
+    api.create_pod("lim", lim_pod("l2", "team-lim"))
+    api.create_pod("lim", lim_pod("x1", "no-such-queue"))
+    want = "queue team-lim at its limit: 8/8 nvidia.com/gpu"
+    wait(lambda: want in notes(ctx, "l2"), 30, f"an Event on lim/l2 saying '{want}'")
+    wait(lambda: "queue no-such-queue does not exist" in notes(ctx, "x1"), 30,
+         "an Event on lim/x1 saying its queue does not exist")
+    if node_of(ctx, "l2") or node_of(ctx, "x1"):
+        fail(f"bound past the queue's limit or without its queue: l2 on {node_of(ctx, 'l2')}, "
+             f"x1 on {node_of(ctx, 'x1')}")
+    st, doc = api.request("GET", f"/apis/{OURS}/queues/team-lim")
+    body = lim_queue(16)
+    body["metadata"]["resourceVersion"] = (doc or {}).get("metadata", {}).get("resourceVersion")
+    st, _ = api.request("PUT", f"/apis/{OURS}/queues/team-lim", body)
+    if st != 200:
+        fail(f"raising team-lim's limit: HTTP {st}")
+    wait(lambda: node_of(ctx, "l2"), 60, "lim/l2 bound once the limit is 16")
+    rep = ctx["scheds"][-1].sanitizer_report()
+    if rep:
+        fail(f"sanitizer: {rep}")
+
+
+CASES = [case_absent_api_not_read, case_volcano_discovered_and_fixed, case_limit_holds]
 
 
 def main():
