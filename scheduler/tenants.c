@@ -6,7 +6,9 @@
  * Queues are off while the engine holds no Queue object: every gang is then
  * placed as before. Once one exists, every gang belongs to a queue
  * (tg_queue_resolve: its PodGroup's, its pods', its namespace's default, else
- * the policy's queues.defaultQueue); a gang whose queue does not exist waits.
+ * the policy's queues.defaultQueue); a gang whose queue does not exist waits,
+ * except one that names none while the default Queue does not exist: it is
+ * scheduled as without queues (one tenant's Queue does not stop the rest).
  *
  * Accounting, O(depth x resources) per pod event:
  *   - a pending pod of this scheduler adds its requests to its gang's queue's
@@ -296,6 +298,8 @@ int tg__tenants_gate(struct tg_engine *e, struct tg_grec *g, char *reason, size_
         return 0;
     uint32_t queue = tg__tenants_resolve(e, g);
     int q = queue ? tg_fairshare_find(fs, queue) : -1;
+    if (q < 0 && g->queue_src == TG_QSRC_DEFAULT)
+        return TG_TENANT_OK; /* names no queue and no default Queue exists: as without queues */
     if (q < 0) {
         snprintf(reason, len, "queue %s does not exist (named by its %s; it waits for the Queue)",
                  queue ? tg_str(queue) : "(none)", tg_queue_src_name[g->queue_src]);

@@ -25,9 +25,11 @@
 #include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
 #include "util/clock.h"
+#include "scheduler/fairshare.h"
 #include "scheduler/loss.h"
 #include "scheduler/rank.h"
 #include "util/err.h"
+#include "util/intern.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -231,8 +233,52 @@ static int schedule(struct tg_daemon *d)
     }
 }
 
+/* The tenant queues' gauges for /metrics (issue 19): per queue and
+ * resource, allocated, fair share, quota and limit (-1: none), in the
+ * resource's Kubernetes units (cpu in cores, memory in bytes). */
+static void publish_queues(const struct tg_engine *e)
+{
+    const struct tg_fairshare *fs = tg_engine_fairshare(e);
+    if (!fs) {
+        tg_metrics_queues(NULL);
+        return;
+    }
+    static const struct {
+        const char *name, *help;
+        double (*get)(const struct tg_fairshare *, uint32_t, uint32_t);
+    } fam[] = {
+        {"topogang_queue_allocated", "Resources bound to a tenant queue's pods (and its children's).",
+         tg_fairshare_allocated},
+        {"topogang_queue_fair_share", "A tenant queue's fair share (KAI's division).",
+         tg_fairshare_share},
+        {"topogang_queue_quota", "A tenant queue's quota (deserved when demanded).", tg_fairshare_quota},
+        {"topogang_queue_limit", "A tenant queue's limit; -1: none.", tg_fairshare_limit},
+    };
+    struct tg_sb b = {0};
+    for (size_t f = 0; f < sizeof fam / sizeof *fam; f++) {
+        tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n", fam[f].name, fam[f].help, fam[f].name);
+        for (uint32_t q = 0; q < tg_fairshare_count(fs); q++)
+            for (uint32_t r = 0; r < tg_res_count(); r++) {
+                if (r == TG_RES_PODS || r == TG_RES_EPHEMERAL || r == TG_RES_UNOFFERED)
+                    continue;
+                if (!(tg_fairshare_quota(fs, q, r) > 0 || tg_fairshare_limit(fs, q, r) >= 0 ||
+                      tg_fairshare_share(fs, q, r) > 0 || tg_fairshare_allocated(fs, q, r) > 0))
+                    continue;
+                double v = fam[f].get(fs, q, r);
+                if (r == TG_RES_CPU && v > 0)
+                    v /= 1000;
+                tg_sb_printf(&b, "%s{queue=\"%s\",resource=\"%s\"} %.17g\n", fam[f].name,
+                             tg_str(tg_fairshare_name(fs, q)), tg_res_name(r), v);
+            }
+    }
+    const char *text = tg_sb_str(&b);
+    tg_metrics_queues(text ? strdup(text) : NULL);
+    tg_sb_free(&b);
+}
+
 static void housekeeping(struct tg_daemon *d)
 {
+    publish_queues(d->engine);
     const struct tg_engine *e = d->engine;
     tg_metrics_set(TG_G_LOOP_HEARTBEAT_MS, (int64_t)(uv_hrtime() / 1000000));
     struct tg_engine_counts n;

@@ -142,6 +142,25 @@ static void render_rank(struct tg_sb *b)
     pthread_mutex_unlock(&rank_mu);
 }
 
+static char *queues_text;                /* the loop's, under queues_mu */
+static pthread_mutex_t queues_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void tg_metrics_queues(char *text)
+{
+    pthread_mutex_lock(&queues_mu);
+    free(queues_text);
+    queues_text = text;
+    pthread_mutex_unlock(&queues_mu);
+}
+
+static void render_queues(struct tg_sb *b)
+{
+    pthread_mutex_lock(&queues_mu);
+    if (queues_text)
+        tg_sb_puts(b, queues_text);
+    pthread_mutex_unlock(&queues_mu);
+}
+
 /* HELP and TYPE lines of a metric, named without its labels. */
 static void help(struct tg_sb *b, const char *name, const char *text, const char *type)
 {
@@ -169,6 +188,7 @@ char *tg_metrics_render(void)
         tg_sb_printf(&b, "%s %lld\n", gauge_name[i][0], (long long)atomic_load(&gauges[i]));
     }
     render_rank(&b);
+    render_queues(&b);
     for (int h = 0; h < TG_H__HISTOS; h++) {
         const char *n = histo_name[h][0];
         tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s histogram\n", n, histo_name[h][1], n);

@@ -54,6 +54,10 @@ void tg_metrics_observe(enum tg_histo h, double seconds);
  * reload may rename levels); further names are not counted. */
 enum { TG_METRICS_RANK_LEVELS = 16 };
 void tg_metrics_rank(uint64_t pairs, const char *const *level, const uint32_t *cross, uint32_t n);
+/* The tenant queues' gauges (issue 19), as exposition text the scheduler's
+ * loop builds (topogang_queue_{allocated,fair_share,quota,limit}{queue,
+ * resource}); taken (freed here), NULL: none. Rendered as they are. */
+void tg_metrics_queues(char *text);
 
 /* Appends the Prometheus text exposition (version 0.0.4) to a malloc'ed
  * string the caller frees. */
