@@ -63,7 +63,11 @@ def values(helm):
         errs.append("policy %r" % cm["data"]["config.yaml"])
     rules = next(d for d in docs if d["kind"] == "ClusterRole"
                  and d["metadata"]["name"] == "topogang-scheduler")["rules"]
-    groups = {g for r in rules for g in r["apiGroups"]}
+    # the gang sources switch off the peers' PodGroups and workloads; their
+    # Queues are read whatever they say (tenant queues, docs/queues.md)
+    groups = {g for r in rules if set(r["resources"]) - {"queues", "queues/status"} for g in r["apiGroups"]}
+    if not any(r["resources"] == ["queues"] and "scheduling.run.ai" in r["apiGroups"] for r in rules):
+        errs.append("no rule to read KAI's Queues")
     for g in ("scheduling.volcano.sh", "batch"):
         if g not in groups:
             errs.append("no rule for " + g)
