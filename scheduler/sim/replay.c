@@ -566,6 +566,7 @@ static int carry_out(struct tg_replay *r, const struct tg_decision *d)
     int rc = 0;
     r->changes++;
     g->priority = d->gang->priority;
+    g->queue = d->gang->queue;
     if (d->timed_out) {
         r->sum.timed_out += !g->timed_out;
         g->timed_out = g->overdue = 1;

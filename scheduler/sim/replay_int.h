@@ -56,6 +56,7 @@ struct tg__rgang {
     uint8_t initial;                    /* was running at the trace start */
     const struct tg_podgroup *pg;
     int32_t priority;
+    uint32_t queue;                     /* interned tenant queue (issue 19), 0 none */
     uint32_t *pods, npods, cappods;     /* rpod indices, input order */
     uint32_t min;
     int64_t main;                       /* main extended resource of every member */

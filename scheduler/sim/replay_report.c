@@ -202,6 +202,8 @@ static void gang_json(const struct tg_replay *r, const struct tg__rgang *g, stru
     }
     tg_sb_puts(o, "],\"arrival\":");
     tg__replay_secs(o, g->arrival);
+    tg_sb_puts(o, ",\"queue\":");
+    json_str_or_null(o, g->queue ? tg_str(g->queue) : NULL);
     tg_sb_printf(o, ",\"minMember\":%u,\"priority\":%d,\"gpus\":%lld,\"wait\":", g->min,
                  g->priority, (long long)g->main);
     int64_t w = wait_of(g);

@@ -3,12 +3,15 @@
  * of a queue that does not exist waits with that reason, a namespace's
  * default queue applies, the queue furthest below its fair share goes first
  * (against age), and without Queues nothing changes; `-o json` lists every
- * queue, parents too, with quota, limit, fair share and allocation. */
+ * queue, parents too, with quota, limit, fair share and allocation; the
+ * replay's gangs name their queue. */
 #include "testutil.h"
 #include "cjson/cJSON.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A node of 8 GPUs. */
 static void node(char **y, const char *name)
@@ -186,6 +189,38 @@ static void test_namespace_default_and_parents(void **state)
     free(y);
 }
 
+/* The replay's gangs name their queue (`simulate --replay -o json`). */
+static void test_replay_names_queue(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    node(&y, "n1");
+    queue(&y, "team-a", "", "4", "8");
+    pod(&y, "a1", "ns-a", "team-a", 8, 0, NULL);
+    char path[] = "/tmp/tg-tenants-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, y, strlen(y)), (ssize_t)strlen(y));
+    close(fd);
+    const char *bin = getenv("TOPOGANG_BIN");
+    assert_non_null(bin);
+    char cmd[1024], out[65536];
+    snprintf(cmd, sizeof cmd, "%s simulate --replay -f %s -o json", bin, path);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    assert_int_equal(pclose(f), 0);
+    unlink(path);
+    cJSON *res = cJSON_Parse(out);
+    assert_non_null(res);
+    const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(res, "gangs"), 0);
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "queue"), "team-a");
+    cJSON_Delete(res);
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +228,7 @@ int main(void)
         cmocka_unit_test(test_no_queues_no_change),
         cmocka_unit_test(test_order_between_queues),
         cmocka_unit_test(test_namespace_default_and_parents),
+        cmocka_unit_test(test_replay_names_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
