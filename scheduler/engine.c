@@ -1179,6 +1179,10 @@ static int reserve(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
 }
 
 /* Decides for one popped gang: the steps above, in order. */
+/* noinline: tests/faults/test_oom.py injects allocation failures inside a
+ * scheduling cycle by this function's address range (nm); since the split
+ * into steps it is small enough for the compiler to fold into its caller. */
+__attribute__((noinline))
 static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
 {
     int64_t now = tg_engine_now(e);

@@ -147,7 +147,7 @@ static uint32_t evict_members(struct tg__loss *l, const struct tg_grec *g,
 static void tell(struct tg__loss *l, struct tg_grec *g, const struct lost *x, const char *type,
                  const char *reason, const char *what)
 {
-    char msg[512];
+    char msg[1024];
     snprintf(msg, sizeof msg, "%u of %u member(s) bound (minMember %u) after the gang ran "
              "complete; %s", g->nmembers, tg_grec_min(g), tg_grec_min(g), what);
     tg_warn(C, "gang %s: %s", g->key, msg);
