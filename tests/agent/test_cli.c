@@ -70,6 +70,7 @@ static void test_every_export(void **state)
         {"llnl-tioga_1s-epyc7a53-4numa_8xMI250X-gcd_4xslingshot.xml", 4, "2"},
         {"chimera_1s-threadripper2990wx-2numa_nvidia+amd-gpu.xml", 2, "1"},
         {"llnl-pascal_2s-broadwell_2xP100_1xmlx5-asymmetric.xml", 1, "2"},
+        {"topogang-device-h200-vm_16vcpu_1xH200.xml", 1, "1"},
     };
     for (size_t i = 0; i < sizeof exports / sizeof exports[0]; i++) {
         char path[1024], sub[512], args[2048], want[64];

@@ -581,6 +581,42 @@ static void test_nvsmi_only_domains(void **state)
     assert_roundtrip();
 }
 
+/* A real GPU node: topogang's device lease on 2026-11-26 (an H200 VM, Ubuntu
+ * 24.04, driver 580.159.04), exported by Debian's lstopo 2.9.0 without the
+ * NVML plugin: the GPU is a PCI 3D device with no OS device name; 1 NUMA
+ * node, 16 PUs, one virtio NIC (eth0, no RDMA). Its `nvidia-smi topo -m`
+ * (ANSI header, driver 580's "GPU NUMA ID" column) merged in: 1 GPU, NUMA 0,
+ * no NVLink. One GPU domain. */
+static void test_device_h200_vm(void **state)
+{
+    (void)state;
+    static struct tg_nvsmi m;
+    char path[1024];
+    load("topogang-device-h200-vm_16vcpu_1xH200.xml");
+    assert_int_equal(hw.nnuma, 1);
+    assert_int_equal(hw.npus, 16);
+    assert_int_equal(hw.ngpus, 1);
+    assert_int_equal(hw.gpus[0].vendor, 0x10de);
+    assert_int_equal(hw.gpus[0].device, 0x2335);
+    assert_int_equal(hw.gpus[0].class_id, 0x0302);
+    assert_string_equal(hw.gpus[0].busid, "0000:00:06.0");
+    assert_string_equal(hw.gpus[0].name, "");
+    assert_int_equal(hw.gpus[0].numa, 0);
+    assert_int_equal(hw.nnics, 1);
+    assert_non_null(nic("eth0"));
+    assert_int_equal(rdma_nics(), 0);
+    assert_int_equal(tg_nvsmi_load(td_path("nvidia-smi-topo/topogang-device-1xH200-vm_gpu-numa-id-column_ansi.txt",
+                                           path, sizeof path), &m), 0);
+    assert_int_equal(tg_hw_merge_nvsmi(&hw, &m), 0);
+    assert_int_equal(hw.gpus[0].nvlink, -1);
+    tg_hw_domains(&hw, TG_TOPO_POLICY_SINGLE_NUMA, &topo);
+    assert_int_equal(topo.ndomains, 1);
+    assert_int_equal(topo.domains[0].gpus, 1);
+    assert_int_equal(topo.domains[0].numa, 0);
+    assert_int_equal(topo.domains[0].rdma_gpus, 0);
+    assert_roundtrip();
+}
+
 static void test_bad_xml(void **state)
 {
     (void)state;
@@ -631,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_every_export_pus_once),
         cmocka_unit_test(test_merge_nvsmi),
         cmocka_unit_test(test_nvsmi_only_domains),
+        cmocka_unit_test(test_device_h200_vm),
         cmocka_unit_test(test_bad_xml),
         cmocka_unit_test(test_collect_errors),
     };

@@ -105,6 +105,21 @@ static void test_perlmutter(void **state)
     assert_int_equal(m.gpu_numa[3], 0);
 }
 
+/* A real GPU node (topogang's device lease, 2026-11-26): 1 H200 in a VM,
+ * driver 580, ANSI underline in the header and the "GPU NUMA ID" column
+ * (N/A) after NUMA Affinity; no NICs, no NVLink. */
+static void test_device_h200_vm(void **state)
+{
+    (void)state;
+    load("topogang-device-1xH200-vm_gpu-numa-id-column_ansi.txt");
+    assert_int_equal(m.ngpus, 1);
+    assert_int_equal(m.nnics, 0);
+    assert_int_equal(m.nvlinks[0][0], 0);
+    assert_int_equal(m.gpu_numa[0], 0);
+    assert_string_equal(m.gpu_cpus[0], "0-15");
+    assert_int_equal(m.gpu_ncpus[0], 16);
+}
+
 /* HGX H100, spaces, matrix only (no legend): NV18, 2 NUMA, 208 CPUs. */
 static void test_h100_spaces_no_legend(void **state)
 {
@@ -348,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_h200_tabs_nic_legend),
         cmocka_unit_test(test_b200),
         cmocka_unit_test(test_perlmutter),
+        cmocka_unit_test(test_device_h200_vm),
         cmocka_unit_test(test_h100_spaces_no_legend),
         cmocka_unit_test(test_h20),
         cmocka_unit_test(test_dgx1_cube_mesh),
