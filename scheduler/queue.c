@@ -265,12 +265,9 @@ int tg_queue_add(struct tg_queue *q, struct tg_qent *e)
     }
 }
 
-void tg_queue_update(struct tg_queue *q, struct tg_qent *e, int32_t prio, int64_t created_ms)
+/* Restores every heap e is in after one of its order keys changed. */
+static void refix(struct tg_queue *q, struct tg_qent *e)
 {
-    if (e->prio == prio && e->created_ms == created_ms)
-        return;
-    e->prio = prio;
-    e->created_ms = created_ms;
     if (e->state == TG_Q_OUT)
         return;
     hfix(&HEAD, &q->head, e);
@@ -282,20 +279,21 @@ void tg_queue_update(struct tg_queue *q, struct tg_qent *e, int32_t prio, int64_
         hfix(&DEADLINE, &q->deadline, e);
 }
 
+void tg_queue_update(struct tg_queue *q, struct tg_qent *e, int32_t prio, int64_t created_ms)
+{
+    if (e->prio == prio && e->created_ms == created_ms)
+        return;
+    e->prio = prio;
+    e->created_ms = created_ms;
+    refix(q, e);
+}
+
 void tg_queue_set_rank(struct tg_queue *q, struct tg_qent *e, uint32_t rank)
 {
     if (e->rank == rank)
         return;
     e->rank = rank;
-    if (e->state == TG_Q_OUT)
-        return;
-    hfix(&HEAD, &q->head, e);
-    if (e->state == TG_Q_ACTIVE)
-        hfix(&ACTIVE, &q->active, e);
-    else if (e->state == TG_Q_BACKOFF)
-        hfix(&BACKOFF, &q->backoff, e);
-    if (e->didx != NOIDX)
-        hfix(&DEADLINE, &q->deadline, e);
+    refix(q, e);
 }
 
 static void heapify(const struct heapdef *d, struct tg_qheap *h)

@@ -68,14 +68,6 @@ def leader_only(method, path):
             (method == "PATCH" and p.endswith("/status")))
 
 
-def finish(s):
-    if s.alive() and s.stop() != 0:
-        fail(f"{s.name} exited {s.proc.returncode} after SIGTERM (see {s.log})")
-    rep = s.sanitizer_report()
-    if rep:
-        fail(f"{s.name}: sanitizer report:\n{rep}")
-
-
 def case_stopped_leader_mid_bind(ctx):
     api, ns, gang, n = ctx["api"], "stopmid", "big", 240
     make_namespace(api, ns)
@@ -154,7 +146,7 @@ def case_stopped_leader_mid_bind(ctx):
     elif a.is_leader():
         fail("stop-a says it leads after it was resumed")
     for s in (a, b):
-        finish(s)
+        s.finish(killed_ok=True)
     watch.stopping = True
     for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]:
         api.delete_pod(ns, p["metadata"]["name"])
@@ -206,7 +198,7 @@ def skew(ctx, tag, off_a, off_b):
         log(f"    {tag}-b leads {took:.1f} s after {tag}-a was killed")
         if took > 2 * LEASE_S + 2:
             fail(f"{tag}-b took {took:.1f} s to take over, more than 2 lease durations + 2 s")
-    finish(b)
+    b.finish(killed_ok=True)
     rep = a.sanitizer_report()
     if rep:
         fail(f"{a.name}: sanitizer report:\n{rep}")

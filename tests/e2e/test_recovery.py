@@ -47,7 +47,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, fail, wait, Scheduler, gang_pod, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, wipe_pods, fail, wait, Scheduler, gang_pod, make_namespace, podgroup)  # noqa: E402
 
 
 
@@ -130,19 +130,6 @@ def scheduler_via_proxy(ctx, name):
     return px, s
 
 
-def finish(ctx, s):
-    if s.stop() != 0:
-        fail(f"scheduler exited {s.proc.returncode} after SIGTERM (see {s.log})")
-    rep = s.sanitizer_report()
-    if rep:
-        fail(f"sanitizer report:\n{rep}")
-
-
-def wipe(api, ns):
-    for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]:
-        api.delete_pod(ns, p["metadata"]["name"])
-
-
 def watched_namespace(api, ns, alloc):
     """Makes namespace ns and returns a started, synced PodWatch of it."""
     from harness import PodWatch
@@ -174,9 +161,9 @@ def gang_of_two_completes(ctx, ns, gang, fault, seen, what):
         fail(f"RolledBack Events: {rolled_back_events(api, ns, gang)}")
     if watch.binds != 2:
         fail(f"{watch.binds} binds seen, expected 2")
-    finish(ctx, s)
+    s.finish()
     watch.stopping = True
-    wipe(api, ns)
+    wipe_pods(api, ns, wait_empty=False)
 
 
 def case_lost_bind_answer_is_found(ctx):
@@ -222,7 +209,7 @@ def case_sigterm_sends_the_last_status(ctx):
     if rep:
         fail(f"sanitizer report:\n{rep}")
     watch.stopping = True
-    wipe(api, ns)
+    wipe_pods(api, ns, wait_empty=False)
 
 
 def case_late_bind_answer_still_reported(ctx):
@@ -244,9 +231,9 @@ def case_late_bind_answer_still_reported(ctx):
         fail("the proxy never delayed solo's bind answer")
     if not evs:
         fail("no Scheduled Event for pod solo after its late bind answer")
-    finish(ctx, s)
+    s.finish()
     watch.stopping = True
-    wipe(api, ns)
+    wipe_pods(api, ns, wait_empty=False)
 
 
 def case_unanswered_binds_keep_their_room(ctx):
@@ -285,9 +272,9 @@ def case_unanswered_binds_keep_their_room(ctx):
         fail(f"solo bound to {solo_node}: the cluster had no room for it")
     if watch.sched_deletes:
         fail(f"members deleted (a rollback): {watch.sched_deletes}")
-    finish(ctx, s)
+    s.finish()
     watch.stopping = True
-    wipe(api, ns)
+    wipe_pods(api, ns, wait_empty=False)
 
 
 CASES = [case_timeout_rolls_back_half_bound, case_lost_bind_answer_is_found,

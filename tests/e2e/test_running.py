@@ -42,7 +42,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, wipe_pods, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
 
 RACK = "topogang.io/rack"
 
@@ -96,20 +96,6 @@ def sched(ctx, name, policy=None, kubeconfig=None):
     ctx["scheds"].append(s)
     s.wait_ready()
     return s
-
-
-def finish(s):
-    if s.stop() != 0:
-        fail(f"scheduler exited {s.proc.returncode} after SIGTERM (see {s.log})")
-    rep = s.sanitizer_report()
-    if rep:
-        fail(f"sanitizer report:\n{rep}")
-
-
-def wipe(api, ns):
-    for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]:
-        api.delete_pod(ns, p["metadata"]["name"])
-    wait(lambda: not api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"], 30, f"{ns} empty")
 
 
 def policy_file(ctx, name, gang="reserveAfterSeconds: 0"):
@@ -184,8 +170,8 @@ def case_restart_keeps_running_members(ctx):
     wait(lambda: events(api, ns, g, "MembersReplaced"), 20, "a MembersReplaced Event")
     if len(alive_members(api, ns, [f"{g}-0", f"{g}-2", f"{g}-3"])) != 3:
         fail("the gang is not whole (3 live members) after the replacement")
-    finish(s2)
-    wipe(api, ns)
+    s2.finish()
+    wipe_pods(api, ns)
 
 
 def case_keep_after_grace_across_restart(ctx):
@@ -217,8 +203,8 @@ def case_keep_after_grace_across_restart(ctx):
         fail("members deleted although onMemberLoss is keep")
     if len(events(api, ns, g, "MemberLoss")) > 1:
         fail("the restarted scheduler announced the loss again (a second MemberLoss Event)")
-    finish(s2)
-    wipe(api, ns)
+    s2.finish()
+    wipe_pods(api, ns)
 
 
 def case_evict_after_grace_is_graceful(ctx):
@@ -240,8 +226,8 @@ def case_evict_after_grace_is_graceful(ctx):
     wait(lambda: (condition(api, ns, g, "MemberLoss") or {}).get("reason") == "Evicted", 10,
          "condition MemberLoss Evicted")
     wait(lambda: events(api, ns, g, "MemberLossEvicted"), 10, "a MemberLossEvicted Event")
-    finish(s)
-    wipe(api, ns)
+    s.finish()
+    wipe_pods(api, ns)
 
 
 def case_half_bound_still_rolled_back(ctx):
@@ -275,8 +261,8 @@ def case_half_bound_still_rolled_back(ctx):
     wait(lambda: events(api, ns, g, "RolledBack"), 10, "a RolledBack Event")
     if events(api, ns, g, "MemberLoss"):
         fail("a half-bound gang taken for a running one (MemberLoss Event)")
-    finish(s)
-    wipe(api, ns)
+    s.finish()
+    wipe_pods(api, ns)
 
 
 def case_bind_429_storm(ctx):
@@ -311,9 +297,9 @@ def case_bind_429_storm(ctx):
     with watch.lock:
         for v in watch.violations:
             fail(v)
-    finish(s)
+    s.finish()
     watch.stopping = True
-    wipe(api, ns)
+    wipe_pods(api, ns)
 
 
 CASES = [case_restart_keeps_running_members, case_keep_after_grace_across_restart,
