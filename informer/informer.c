@@ -122,18 +122,90 @@ static void ask_list(struct tg_informer *inf)
     }
 }
 
+/* What may start after the first discovery: every optional collection but
+ * the workload kinds (which owners form gangs is settled at start). */
+#define LATE_KINDS (TG_INF_OPTIONAL_ALL & ~(((1u << (TG_INF_TRAINJOBS + 1)) - 1) & \
+                                           ~((1u << TG_INF_JOBS) - 1)))
+
+static void arm_late(struct tg_informer *inf);
+
+static void late_discovered(void *ud, const uint8_t *served)
+{
+    struct tg_informer *inf = ud;
+    unsigned found = 0;
+    tg_discovery_free(&inf->late_disc);
+    for (int j = 0; j < inf->nlate; j++) {
+        int k = inf->late_kind[j];
+        if (!served[j] || inf->r[k])
+            continue;
+        int rc = tg_reflector_new(inf->client, &inf->ro[k], &inf->r[k]);
+        if (!rc && (rc = tg_reflector_start(inf->r[k])))
+            tg_reflector_free(&inf->r[k]);
+        if (rc) {
+            tg_error("informer", "starting the reflector of %s: %s", inf->ro[k].path, tg_strerror(rc));
+            continue;                   /* asked again next round */
+        }
+        tg_info("informer", "%s is served now: watched from now on", inf->ro[k].path);
+        inf->watched |= TG_INF_BIT(k);
+        inf->missing &= ~TG_INF_BIT(k);
+        found |= TG_INF_BIT(k);
+    }
+    if (found && inf->on_discovered)
+        inf->on_discovered(inf->ud, inf->watched);
+    arm_late(inf);
+}
+
+static void on_late_timer(uv_timer_t *t)
+{
+    struct tg_informer *inf = t->data;
+    if (inf->late_disc || !inf->missing)
+        return;
+    inf->nlate = 0;
+    for (int i = 0; i < TG_INF_N; i++) {
+        if (!(inf->missing & TG_INF_BIT(i)))
+            continue;
+        apiref(i, &inf->late_want[inf->nlate]);
+        inf->late_kind[inf->nlate++] = i;
+    }
+    int rc = tg_discovery_start(inf->client, inf->late_want, inf->nlate, late_discovered, inf,
+                                &inf->late_disc);
+    if (rc) {
+        tg_warn("informer", "asking discovery again: %s", tg_strerror(rc));
+        arm_late(inf);
+    }
+}
+
+/* The next round of discovery for the collections still missing. */
+static void arm_late(struct tg_informer *inf)
+{
+    if (!inf->missing || !inf->rediscover_ms)
+        return;
+    if (!inf->late_timer) {
+        if (!(inf->late_timer = malloc(sizeof *inf->late_timer))) {
+            tg_warn("informer", "%s", "out of memory: collections not served at start stay unread");
+            return;
+        }
+        uv_timer_init(tg_client_loop(inf->client), inf->late_timer);
+        inf->late_timer->data = inf;
+    }
+    uv_timer_start(inf->late_timer, on_late_timer, inf->rediscover_ms, 0);
+}
+
 static void discovered(void *ud, const uint8_t *served)
 {
     struct tg_informer *inf = ud;
     for (int j = 0; j < inf->nwant; j++)
-        if (!served[j])
+        if (!served[j]) {
             inf->watched &= ~TG_INF_BIT(inf->want_kind[j]);
+            inf->missing |= TG_INF_BIT(inf->want_kind[j]) & LATE_KINDS;
+        }
     tg_discovery_free(&inf->disc);
     if (inf->on_discovered)
         inf->on_discovered(inf->ud, inf->watched);
     int rc = start_all(inf);
     if (rc)
         tg_error("informer", "starting the reflectors: %s", tg_strerror(rc));
+    arm_late(inf);
 }
 
 int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
@@ -147,6 +219,7 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
     inf->ud = o->ud;
     inf->client = c;
     inf->on_discovered = o->on_discovered;
+    inf->rediscover_ms = o->rediscover_ms;
     const char *sched = o->scheduler_name ? o->scheduler_name : "topogang";
     snprintf(inf->pending_sel, sizeof inf->pending_sel, "spec.schedulerName=%s,spec.nodeName=", sched);
     struct tg_reflector_opts *ro = inf->ro;
@@ -195,6 +268,11 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
     return 0;
 }
 
+static void on_timer_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
 void tg_informer_free(struct tg_informer **pinf)
 {
     struct tg_informer *inf = *pinf;
@@ -202,6 +280,11 @@ void tg_informer_free(struct tg_informer **pinf)
         return;
     *pinf = NULL;
     tg_discovery_free(&inf->disc);
+    tg_discovery_free(&inf->late_disc);
+    if (inf->late_timer) {
+        uv_timer_stop(inf->late_timer);
+        uv_close((uv_handle_t *)inf->late_timer, on_timer_closed);
+    }
     for (int i = 0; i < TG_INF_N; i++)
         tg_reflector_free(&inf->r[i]);
     free(inf);

@@ -74,9 +74,16 @@ struct tg_informer_opts {
     void (*on_synced)(void *ud);         /* once, when every collection has listed */
     void *ud;
     unsigned optional;                   /* TG_INF_BIT of each optional collection wanted */
-    /* Once, after discovery and before any reflector starts: the collections
-     * watched (TG_INF_BIT each). Only with optional != 0. */
+    /* After discovery and before any reflector starts: the collections
+     * watched (TG_INF_BIT each). Only with optional != 0. Called again each
+     * time a collection that was not served is found later (with
+     * rediscover_ms), after its reflector started. */
     void (*on_discovered)(void *ud, unsigned watched);
+    /* How often to ask discovery again for the optional collections not
+     * served at start (a CRD installed later: its PodGroups, Queues or
+     * constraint objects are then read without a restart); 0: never. The
+     * workload kinds are not: which owners form gangs is fixed at start. */
+    uint32_t rediscover_ms;
 };
 
 struct tg_informer {
@@ -93,6 +100,13 @@ struct tg_informer {
     unsigned watched;                    /* TG_INF_BIT of each collection watched */
     struct tg_apiref want[TG_INF_N];     /* asked of discovery */
     int want_kind[TG_INF_N], nwant;
+    /* after start: the optional collections not served yet, asked again */
+    unsigned missing;                    /* TG_INF_BIT each */
+    uint32_t rediscover_ms;
+    uv_timer_t *late_timer;              /* NULL: none armed yet */
+    struct tg_discovery *late_disc;
+    struct tg_apiref late_want[TG_INF_N];
+    int late_kind[TG_INF_N], nlate;
 };
 
 /* Creates and starts the reflectors on client c. *out is freed with

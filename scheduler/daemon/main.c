@@ -56,6 +56,7 @@ struct opts {
     int leader_elect, lease_s;
     int64_t renew_deadline_ms;          /* --renew-deadline; 0: 2/3 of the lease */
     unsigned gang_sources;              /* --gang-sources (TG_INF_BIT each) */
+    int rediscover_s;                   /* --rediscover-seconds; 0: never */
     struct tg_policy policy;            /* --config, else the defaults */
 };
 
@@ -519,6 +520,10 @@ static void usage(FILE *f)
         "                               when served: all (default), none, or a comma list of\n"
         "                               upstream, scheduler-plugins, volcano, kai (PodGroups),\n"
         "                               job, jobset, lws, pytorchjob, mpijob, trainjob (owners)\n"
+        "      --rediscover-seconds SEC how often to look again for the PodGroup, Queue and\n"
+        "                               constraint APIs not served at start (a CRD installed\n"
+        "                               later is read without a restart): 0 never, 2..3600,\n"
+        "                               default 30; the workload kinds are settled at start\n"
         "      --v LEVEL                log level: debug, info, warn, error (default info)\n"
         "  -h, --help                   this text\n");
 }
@@ -620,6 +625,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"renew-deadline", required_argument, NULL, 'R'},
         {"identity", required_argument, NULL, 'i'},     {"v", required_argument, NULL, 'v'},
         {"gang-sources", required_argument, NULL, 'g'},
+        {"rediscover-seconds", required_argument, NULL, 'r'},
         {"metrics-bind-address", required_argument, NULL, 'M'},
         {"health-bind-address", required_argument, NULL, 'H'},
         {"allow-insecure-http", no_argument, NULL, 'A'},
@@ -633,6 +639,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->health_addr = ":8081";
     o->lease_s = 15;
     o->gang_sources = TG_INF_GANG_SOURCES_ALL;
+    o->rediscover_s = 30;
     char gerr[512];
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -659,6 +666,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'g':
             if (tg__gang_sources_parse(optarg, &o->gang_sources, gerr, sizeof gerr))
                 return bad("--gang-sources: %s", gerr);
+            break;
+        case 'r':
+            o->rediscover_s = !strcmp(optarg, "0") ? 0 : seconds(optarg);
+            if (o->rediscover_s < 0)
+                return bad("--rediscover-seconds: want 0 (never) or 2..3600, not '%s'", optarg);
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -736,6 +748,7 @@ static int start_informer(struct tg_daemon *d)
         .scheduler_name = o->scheduler_name,
         .config_ns = o->config_name[0] ? o->config_ns : NULL,
         .config_name = o->config_name[0] ? o->config_name : NULL,
+        .rediscover_ms = (uint32_t)o->rediscover_s * 1000u,
     };
     tg__handlers_wire(&d->handlers, &io);
     int rc = tg__queues_new(d->client, &d->queues);

@@ -14,9 +14,11 @@ broken KAI one and a broken one of ours).
     with the same field. The good Queues get nothing, and no second Event
     comes for an unchanged Queue. kubectl's printer columns show ours.
 
-  volcano_discovered_and_fixed: Volcano's CRD installed and its Queue made
-    (with a broken twin): a restarted topogang reads Volcano's Queues too and
-    tells the broken one (spec.capability.cpu). tg-broken fixed: its
+  volcano_discovered_and_fixed: a new topogang (--rediscover-seconds 2)
+    started before Volcano's CRD exists says it does not read Volcano's
+    Queues; the CRD installed and its Queue made (with a broken twin): it
+    finds the API without a restart, reads Volcano's Queues too and tells
+    the broken one (spec.capability.cpu). tg-broken fixed: its
     condition turns Valid=True, and no Event says anything new of it.
     kai-broken given another problem (a limit below its quota): one new
     Event naming that field.
@@ -79,9 +81,9 @@ def valid_condition(ctx, name):
     return next((c for c in conds if c.get("type") == "Valid"), None)
 
 
-def start(ctx, name):
+def start(ctx, name, extra=()):
     s = Scheduler(ctx["bin"], ctx["cluster"], name, ctx["work"], ctx["policy"],
-                  extra=["--gang-sources", "none"])
+                  extra=["--gang-sources", "none", *extra])
     ctx["scheds"].append(s)
     s.wait_ready(60)
     return s
@@ -145,6 +147,9 @@ def case_absent_api_not_read(ctx):
 
 
 def case_volcano_discovered_and_fixed(ctx):
+    # started before Volcano's CRD exists: discovery asked again finds it
+    s = start(ctx, "queues-b", extra=["--rediscover-seconds", "2"])
+    log_line(s, "not served (not watched): scheduling.volcano.sh/v1beta1/queues")
     install_crd(ctx, os.path.join(FIX, "crds/scheduling.volcano.sh_queues.yaml"),
                 "queues.scheduling.volcano.sh")
     broken = ("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: volcano-broken}\n"
@@ -152,7 +157,7 @@ def case_volcano_discovered_and_fixed(ctx):
     r = kubectl(ctx, "apply", "-f", "-", stdin=fixture_docs([VOLCANO]) + "---\n" + broken)
     if r.returncode:
         raise RuntimeError(f"applying the Volcano Queues: {r.stderr}")
-    s = start(ctx, "queues-b")
+    log_line(s, "/apis/scheduling.volcano.sh/v1beta1/queues is served now: watched from now on")
     log_line(s, "tenant Queues read from: topogang.io/v1alpha1/queues, scheduling.run.ai/v2/queues, "
                 "scheduling.volcano.sh/v1beta1/queues; not served (not watched): -")
     check_event(ctx, "volcano-broken", VOLCANO, "spec.capability.cpu")
