@@ -586,6 +586,29 @@ static void decode_replicas(struct wdec *x, const cJSON *spec, const char *field
     w->size = (int32_t)(total > 1000000 ? 1000000 : total < 1 ? 1 : total);
 }
 
+/* PyTorchJob spec.elasticPolicy: minReplicas..maxReplicas Workers (the other
+ * replica types are fixed), into w->min_size / w->max_size. */
+static void decode_elastic(struct wdec *x, const cJSON *spec, struct tg_workload *w)
+{
+    const cJSON *ep = get(spec, "elasticPolicy");
+    int64_t workers = 1, lo = 0, hi = 0;
+    if (!cJSON_IsObject(ep))
+        return;
+    opt_int(x, get(get(spec, "pytorchReplicaSpecs"), "Worker"), "replicas",
+            "spec.pytorchReplicaSpecs.Worker.replicas", 0, 100000, &workers);
+    if (opt_int(x, ep, "minReplicas", "spec.elasticPolicy.minReplicas", 1, 100000, &lo) < 0 ||
+        opt_int(x, ep, "maxReplicas", "spec.elasticPolicy.maxReplicas", 1, 100000, &hi) < 0)
+        return;
+    if (lo && hi && hi < lo) {
+        problem(x, get(ep, "maxReplicas"), "spec.elasticPolicy.maxReplicas",
+                "must be at least minReplicas (%lld), not %lld", (long long)lo, (long long)hi);
+        return;
+    }
+    int64_t fixed = w->size - workers > 0 ? w->size - workers : 0;
+    w->min_size = lo ? (int32_t)(fixed + lo) : 0;
+    w->max_size = hi ? (int32_t)(fixed + hi) : 0;
+}
+
 static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, struct tg_workload *w)
 {
     int64_t v = 1;
@@ -618,6 +641,7 @@ static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, 
     case TG_WL_PYTORCHJOB:
         w->npsets = 0;
         decode_replicas(x, spec, "pytorchReplicaSpecs", w);
+        decode_elastic(x, spec, w);
         break;
     case TG_WL_MPIJOB:
         w->npsets = 0;
