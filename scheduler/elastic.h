@@ -13,7 +13,7 @@
  *   - preemption (preempt.c) takes a gang's extras as units of their own, one
  *     pod each, cheaper than any whole unit: a victim set made only of extras
  *     beats every set that evicts a whole gang or a pod of no gang. The extras
- *     are the members placed last (youngest first, then by key), so that a
+ *     are the members placed last (youngest first, then the last by name), so that a
  *     gang shrinks back toward the members it started with.
  * One copy: the daemon and `simulate` reach this through the engine. */
 #ifndef TG_SCHEDULER_ELASTIC_H
@@ -38,7 +38,7 @@ uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v);
  * placement's reason (NULL: the gang is at its desired size). */
 void tg_elastic_explain(const struct tg_grec *g, const char *why, char *buf, size_t n);
 /* g's members above minMember, the ones preemption takes first: the last
- * placed (youngest first, then by key), into out (room for g->nmembers).
+ * placed (youngest first, then the last by name), into out (room for g->nmembers).
  * Returns how many (0 for a gang at or below minMember). */
 uint32_t tg_elastic_extras(const struct tg_grec *g, struct tg_usage **out);
 

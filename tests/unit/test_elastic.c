@@ -9,13 +9,16 @@
  *     any whole gang (even one of lower priority); when they are not enough
  *     the elastic gang goes whole, never below its minMember;
  *   - growth is woken when room frees (an engine on a test clock) and never
- *     preempts for its extras. */
+ *     preempts for its extras;
+ *   - `simulate --replay`: a preempted extra leaves its gang's run, which
+ *     goes on (no rerun of the whole gang). */
 #include "testutil.h"
 #include "config/policy.h"
 #include "scheduler/elastic.h"
 #include "scheduler/engine.h"
 #include "scheduler/internal.h" /* the engine test embeds an engine */
 #include "scheduler/sim/load.h"
+#include "scheduler/sim/replay.h"
 #include "scheduler/sim/simulate.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -392,6 +395,72 @@ static void growth_woken_by_room(void **state)
     free(y);
 }
 
+/* ---- the replay: an extra preempted leaves its run, the gang runs on ---------------- */
+
+/* Rack r0 of 3 nodes. el (minMember 2, priority 10: three pods from 0 s for
+ * 1 h, grace 60 s) runs whole; hi (one pod, priority 1000) arrives at
+ * 1800 s. It evicts el-2 alone (an extra), starts when el-2 is gone, and
+ * el's one run goes on to complete at 3600 s: no rerun of the gang. */
+static void replay_extra_leaves_its_run(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 3);
+    tu_cat(&y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+               "metadata: {name: low}\nvalue: 10\n---\napiVersion: scheduling.k8s.io/v1\n"
+               "kind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n");
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+               "metadata: {name: el, namespace: ml, creationTimestamp: '2026-01-01T00:00:00Z'}\n"
+               "spec: {minMember: 2, priorityClassName: low}\n");
+    const char *names[] = {"el-0", "el-1", "el-2", "hi"};
+    for (int i = 0; i < 4; i++)
+        tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
+                   "  creationTimestamp: '2026-01-01T00:%s:00Z'\n%s"
+                   "  annotations: {simulate.topogang.io/duration: \"%s\"}\n"
+                   "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: %s, uid: u-%s, "
+                   "controller: true}]\nspec:\n  schedulerName: topogang\n  priorityClassName: %s\n"
+                   "  terminationGracePeriodSeconds: 60\n"
+                   "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: 8}}}]\n",
+               names[i], i < 3 ? "00" : "30", i < 3 ? "  labels: {topogang.io/pod-group: el}\n" : "",
+               i < 3 ? "1h" : "10m", i < 3 ? "el" : "hi", i < 3 ? "el" : "hi", i < 3 ? "low" : "high");
+    struct tg_simdata d;
+    struct tg_sb err = {0}, out = {0};
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    assert_int_equal(tg_policy_parse(POLICY, strlen(POLICY), "policy", &pol, &err), 0);
+    tg_simdata_init(&d);
+    d.quiet = 1;
+    assert_int_equal(tg_simdata_load_string(&d, y, strlen(y), "t.yaml", &err), 0);
+    struct tg_replay_opts o = {.until_ms = -1};
+    struct tg_replay *r = tg_replay_new(&d, &pol, &o);
+    assert_non_null(r);
+    assert_int_equal(tg_replay_run(r), 0);
+    tg_replay_json(r, &out);
+    cJSON *res = cJSON_Parse(tg_sb_str(&out));
+    assert_non_null(res);
+    const cJSON *el = tu_gang(res, "ml/el"), *hi = tu_gang(res, "ml/hi");
+    assert_non_null(el);
+    assert_non_null(hi);
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(el, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), 1);
+    const cJSON *r0 = cJSON_GetArrayItem(runs, 0);
+    assert_string_equal(tu_str(r0, "reason"), "completed");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(r0, "end")->valueint, 3600);
+    const cJSON *pre = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(hi, "preempts"), 0);
+    assert_non_null(pre);
+    const cJSON *pods = cJSON_GetObjectItemCaseSensitive(pre, "pods");
+    assert_int_equal(cJSON_GetArraySize(pods), 1);
+    assert_string_equal(cJSON_GetArrayItem(pods, 0)->valuestring, "ml/el-2");
+    const cJSON *hr = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(hi, "runs"), 0);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(hr, "start")->valueint, 1860);
+    cJSON_Delete(res);
+    tg_replay_free(&r);
+    tg_simdata_free(&d);
+    tg_sb_free(&out);
+    tg_sb_free(&err);
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +472,7 @@ int main(void)
         cmocka_unit_test(extras_preempted_first),
         cmocka_unit_test(core_goes_whole),
         cmocka_unit_test(growth_woken_by_room),
+        cmocka_unit_test(replay_extra_leaves_its_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
