@@ -4,7 +4,8 @@
  *   - spec.maxMember bounds what is placed, the rest waits with the reason;
  *   - `simulate`: minMember 4, maxMember 8 with room for 6: 6 placed, 2 wait;
  *   - a bad maxMember (below minMember) is refused naming the field;
- *   - PyTorchJob spec.elasticPolicy: minReplicas..maxReplicas workers;
+ *   - PyTorchJob spec.elasticPolicy: minReplicas..maxReplicas workers; a
+ *     Kubeflow job's runPolicy.schedulingPolicy.minAvailable (an MPIJob);
  *   - preemption takes members above minMember first, youngest first, before
  *     any whole gang (even one of lower priority); when they are not enough
  *     the elastic gang goes whole, never below its minMember;
@@ -248,6 +249,35 @@ static void pytorchjob_elastic_policy(void **state)
     free(y);
 }
 
+/* An MPIJob (kubeflow.org/v1) of 1 Launcher + 4 Workers with
+ * runPolicy.schedulingPolicy.minAvailable 3 (elastic Horovod): minMember 3,
+ * no maxMember; a rack of 3 nodes places 3, the other 2 wait. */
+static void mpijob_min_available(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 3);
+    tu_cat(&y, "---\napiVersion: kubeflow.org/v1\nkind: MPIJob\n"
+               "metadata: {name: hv, namespace: ml, uid: uid-hv}\n"
+               "spec:\n  runPolicy: {schedulingPolicy: {minAvailable: 3}}\n"
+               "  mpiReplicaSpecs:\n    Launcher: {replicas: 1}\n    Worker: {replicas: 4}\n");
+    for (int i = 0; i < 5; i++)
+        tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: hv-%d\n  namespace: ml\n"
+                   "  ownerReferences: [{apiVersion: kubeflow.org/v1, kind: MPIJob, name: hv, "
+                   "uid: uid-hv, controller: true}]\n"
+                   "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                   "    resources: {requests: {nvidia.com/gpu: 8}}\n", i);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/MPIJob/hv");
+    assert_non_null(g);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(g, "minMember")->valueint, 3);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(g, "maxMember")));
+    assert_int_equal(placed(g), 3);
+    has(tu_str(g, "reason"), "elastic: 3 placed (minMember 3, desired 5); 2 wait for room");
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* The pods a gang preempted, sorted, "group:pod,pod|..." into buf. */
 static const char *victims(const cJSON *g, char *buf, size_t n)
 {
@@ -469,6 +499,7 @@ int main(void)
         cmocka_unit_test(six_of_eight),
         cmocka_unit_test(bad_max_member),
         cmocka_unit_test(pytorchjob_elastic_policy),
+        cmocka_unit_test(mpijob_min_available),
         cmocka_unit_test(extras_preempted_first),
         cmocka_unit_test(core_goes_whole),
         cmocka_unit_test(growth_woken_by_room),
