@@ -2,7 +2,8 @@
 """Elastic gangs (issue 20; scheduler/elastic.h) on the real etcd +
 kube-apiserver (scripts/cluster-up; 8 fake nodes of 8 GPUs, two racks of 4):
 
-  desired_size_bounds: a PodGroup minMember 2, maxMember 3 (rack required)
+  desired_size_bounds: admission refuses maxMember below minMember (the
+    CRD's CEL rule); a PodGroup minMember 2, maxMember 3 (rack required)
     with 5 pods: 3 bound, in one rack, 2 left pending; the PodGroup stays
     phase Scheduled and its Scheduled condition says 2 members beyond
     maxMember 3 wait.
@@ -98,6 +99,11 @@ def case_desired_size_bounds(ctx):
     api, ns = ctx["api"], "el-a"
     make_namespace(api, ns)
     s = sched(ctx, "el-a")
+    bad = podgroup(ns, "bad", 2)
+    bad["spec"]["maxMember"] = 1
+    st, doc = api.request("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", bad)
+    if st != 422 or "spec.maxMember must be at least spec.minMember" not in str(doc):
+        fail(f"maxMember 1 < minMember 2 admitted or refused otherwise: HTTP {st} {doc}")
     pg = podgroup(ns, "el", 2, "rack")
     pg["spec"]["maxMember"] = 3
     api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", pg)
