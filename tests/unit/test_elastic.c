@@ -356,6 +356,121 @@ static void core_goes_whole(void **state)
     free(y);
 }
 
+/* ---- a property test on random racks ------------------------------------------------- */
+
+enum { PNODES = 12, PGANGS = 5 };
+
+static unsigned seed_;
+static int rnd(int n)
+{
+    seed_ = seed_ * 1103515245u + 12345u;
+    return (int)((seed_ >> 16) % (unsigned)n);
+}
+
+/* Random racks of 8-GPU nodes, each node running one 8-GPU member of a
+ * random gang (minMember 1..members, so most have extras; priority 0-40),
+ * and a gang of priority 25 needing `want` nodes of one rack. Whatever
+ * simulate decides:
+ *   - no gang runs below its minMember: its members evicted one by one are
+ *     at most its extras (members - minMember), and a gang evicted whole
+ *     has none evicted one by one;
+ *   - members evicted one by one are of priority < 25 and the youngest of
+ *     their gang;
+ *   - when a whole gang is evicted, no rack could have been freed by
+ *     evicting eligible extras only (brute force over their subsets). */
+static void property_extras_first(void **state)
+{
+    (void)state;
+    for (unsigned run = 0; run < 100; run++) {
+        seed_ = 7919u * run + 17u;
+        int nracks = 2 + rnd(2), nn = 0, rack_of[PNODES], owner[PNODES];
+        char *y = NULL;
+        for (int r = 0; r < nracks; r++)
+            for (int i = 0, k = 2 + rnd(3); i < k && nn < PNODES; i++, nn++) {
+                char n[16], rk[8];
+                snprintf(n, sizeof n, "n%02d", nn);
+                snprintf(rk, sizeof rk, "r%d", r);
+                rack_of[nn] = r;
+                owner[nn] = -1;
+                tu_node(&y, n, "", rk, 8, NULL);
+            }
+        int ng = 1 + rnd(PGANGS), prio[PGANGS], min[PGANGS], members[PGANGS] = {0};
+        for (int i = 0; i < nn; i++)
+            if (rnd(5)) /* most nodes busy */
+                owner[i] = rnd(ng);
+        for (int i = 0; i < nn; i++)
+            if (owner[i] >= 0)
+                members[owner[i]]++;
+        int nextra = 0, extra_node[PNODES];
+        for (int g = 0; g < ng; g++) {
+            prio[g] = rnd(5) * 10;
+            min[g] = members[g] ? 1 + rnd(members[g]) : 1;
+            char gname[8];
+            snprintf(gname, sizeof gname, "g%d", g);
+            group(&y, gname, min[g], 0, prio[g], NULL);
+            /* members created a minute apart in node order: the last ones
+             * are the youngest, the extras */
+            for (int i = 0, k = 0; i < nn; i++) {
+                if (owner[i] != g)
+                    continue;
+                char pod[16], node[16], at[40];
+                snprintf(pod, sizeof pod, "g%d-%d", g, k);
+                snprintf(node, sizeof node, "n%02d", i);
+                snprintf(at, sizeof at, "2026-01-01T00:%02d:00Z", i);
+                bound(&y, pod, gname, node, at);
+                if (k++ >= min[g] && prio[g] < 25)
+                    extra_node[nextra++] = i;
+            }
+        }
+        int want = 1 + rnd(3);
+        group(&y, "pre", want, 0, 25, "topology: {required: rack}");
+        pending(&y, "pre", 0, want);
+        cJSON *res = tu_simulate(POLICY, y);
+        const cJSON *pre = tu_gang(res, "ml/pre"), *v, *q;
+        assert_non_null(pre);
+        int alone[PGANGS] = {0}, whole[PGANGS] = {0}, any_whole = 0;
+        cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(pre, "preempts"))
+        {
+            const char *grp = tu_str(v, "podGroup");
+            cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(v, "pods"))
+            {
+                int g = -1, k = -1;
+                assert_int_equal(sscanf(cJSON_IsString(q) ? q->valuestring : tu_str(q, "pod"),
+                                        "ml/g%d-%d", &g, &k), 2);
+                assert_true(g >= 0 && g < ng);
+                assert_true(prio[g] < 25);
+                if (grp) {
+                    whole[g] = 1;
+                    any_whole = 1;
+                } else {
+                    alone[g]++;
+                    assert_true(k >= min[g]); /* one of the youngest: an extra */
+                }
+            }
+        }
+        for (int g = 0; g < ng; g++) {
+            assert_true(alone[g] <= (members[g] > min[g] ? members[g] - min[g] : 0));
+            assert_false(whole[g] && alone[g]);
+        }
+        if (any_whole) { /* no subset of extras alone frees `want` nodes of a rack */
+            for (int mask = 0; mask < (1 << nextra); mask++)
+                for (int r = 0; r < nracks; r++) {
+                    int free_ = 0;
+                    for (int i = 0; i < nn; i++) {
+                        int gone = owner[i] < 0;
+                        for (int b = 0; b < nextra && !gone; b++)
+                            gone = (mask >> b & 1) && extra_node[b] == i;
+                        free_ += rack_of[i] == r && gone;
+                    }
+                    if (free_ >= want)
+                        fail_msg("run %u: a whole gang evicted, but evicting extras frees rack r%d", run, r);
+                }
+        }
+        cJSON_Delete(res);
+        free(y);
+    }
+}
+
 /* ---- the engine: growth woken by room freed, never by preemption --------------------- */
 
 static int64_t clock_ms;
@@ -502,6 +617,7 @@ int main(void)
         cmocka_unit_test(mpijob_min_available),
         cmocka_unit_test(extras_preempted_first),
         cmocka_unit_test(core_goes_whole),
+        cmocka_unit_test(property_extras_first),
         cmocka_unit_test(growth_woken_by_room),
         cmocka_unit_test(replay_extra_leaves_its_run),
     };
