@@ -489,6 +489,16 @@ class Scheduler:
             self.kill()
             return None
 
+    def finish(self, killed_ok=False):
+        """Stops it with SIGTERM and fails the test on a nonzero exit or a
+        sanitizer report. killed_ok: a scheduler the test already killed on
+        purpose is not stopped again."""
+        if not (killed_ok and not self.alive()) and self.stop() != 0:
+            fail(f"{self.name} exited {self.proc.returncode} after SIGTERM (see {self.log})")
+        rep = self.sanitizer_report()
+        if rep:
+            fail(f"{self.name}: sanitizer report:\n{rep}")
+
     def sanitizer_report(self):
         text = open(self.log, errors="replace").read()
         for needle in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
@@ -696,6 +706,14 @@ def make_namespace(api, ns):
 
 
 failures = []  # the python suites' failed checks of the case running (run_cases counts them)
+
+
+def wipe_pods(api, ns, wait_empty=True):
+    """Deletes every pod of namespace ns; waits until none is left."""
+    for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]:
+        api.delete_pod(ns, p["metadata"]["name"])
+    if wait_empty:
+        wait(lambda: not api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"], 30, f"{ns} empty")
 
 
 def fail(msg):

@@ -28,7 +28,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, fail, log, wait, Scheduler, gang_pod, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, fail, log, wait, wipe_pods, Scheduler, gang_pod, make_namespace,  # noqa: E402
+                     podgroup)
 
 RACK = "topogang.io/rack"
 
@@ -62,21 +63,6 @@ def sched(ctx, name, policy=None):
     ctx["scheds"].append(s)
     s.wait_ready()
     return s
-
-
-def finish(s):
-    if s.stop() != 0:
-        fail(f"scheduler exited {s.proc.returncode} after SIGTERM (see {s.log})")
-    rep = s.sanitizer_report()
-    if rep:
-        fail(f"sanitizer report:\n{rep}")
-
-
-def wipe(api, ns):
-    for p in pods(api, ns):
-        api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{p['metadata']['name']}",
-                    {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
-    wait(lambda: not pods(api, ns), 30, f"{ns} empty")
 
 
 def blocker(api, ns, node):
@@ -122,8 +108,8 @@ def case_desired_size_bounds(ctx):
     phase, msg = scheduled_condition(api, ns, "el")
     if phase != "Scheduled":
         fail(f"phase {phase} ({msg}); expected Scheduled while its extras wait")
-    finish(s)
-    wipe(api, ns)
+    s.finish()
+    wipe_pods(api, ns)
 
 
 def case_grows_in_its_rack_when_room_frees(ctx):
@@ -136,8 +122,7 @@ def case_grows_in_its_rack_when_room_frees(ctx):
     for i in range(3):
         api.create_pod(ns, gang_pod(ns, f"el-{i}", "el", 8))
     wait(lambda: len(bound(api, ns, "el")) == 2, 30, "2 of el's 3 pods bound in rack 0")
-    api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{blk[r1[0]]}",
-                {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+    api.delete_pod(ns, blk[r1[0]])
     time.sleep(4)
     b = bound(api, ns, "el")
     if len(b) != 2 or any(n not in r0 for n in b.values()):
@@ -146,16 +131,15 @@ def case_grows_in_its_rack_when_room_frees(ctx):
     if "elastic: 2 placed (minMember 2, desired 3); 1 wait for room" not in msg:
         fail(f"the Scheduled condition: '{msg}'; expected the elastic reason")
     t0 = time.time()
-    api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{blk[r0[2]]}",
-                {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+    api.delete_pod(ns, blk[r0[2]])
     if wait(lambda: len(bound(api, ns, "el")) == 3, 10, "el's third pod bound once rack 0 has room"):
         b = bound(api, ns, "el")
         third = [n for p, n in b.items() if n not in r0[:2]]
         if third != [r0[2]]:
             fail(f"the third went to {third}, not {r0[2]}")
         log(f"    grew {time.time() - t0:.1f} s after the room freed")
-    finish(s)
-    wipe(api, ns)
+    s.finish()
+    wipe_pods(api, ns)
 
 
 def case_extras_preempted_before_a_whole_gang(ctx):
@@ -197,8 +181,8 @@ def case_extras_preempted_before_a_whole_gang(ctx):
         fail(f"el's members left: {left}; expected el-0, el-1 (the two newest evicted)")
     if len(bound(api, ns, "w")) != 4:
         fail(f"w lost members: {sorted(bound(api, ns, 'w'))}")
-    finish(s)
-    wipe(api, ns)
+    s.finish()
+    wipe_pods(api, ns)
 
 
 CASES = [case_desired_size_bounds, case_grows_in_its_rack_when_room_frees,
