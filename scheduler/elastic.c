@@ -17,6 +17,16 @@ int tg_elastic_growing(const struct tg_grec *g)
     return g->nmembers >= tg_grec_min(g) && tg_grec_unplaced(g) > 0;
 }
 
+/* Lowest rank first, unranked after, then by key: who is kept at the cap. */
+static int rank_first(const void *pa, const void *pb)
+{
+    const struct tg_pod *a = *(struct tg_pod *const *)pa, *b = *(struct tg_pod *const *)pb;
+    uint64_t ra = a->rank ? a->rank : UINT64_MAX, rb = b->rank ? b->rank : UINT64_MAX;
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
 uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v)
 {
     uint32_t max = tg_elastic_max(g);
@@ -25,6 +35,7 @@ uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v)
     uint32_t room = max > v->nbound ? max - v->nbound : 0;
     if (v->npods <= room)
         return 0;
+    qsort(v->pods, v->npods, sizeof *v->pods, rank_first);
     uint32_t left = v->npods - room;
     v->npods = room;
     return left;

@@ -1,7 +1,8 @@
 /* Elastic gangs (scheduler/elastic.h; issue 20): minMember <= placed <= desired.
  *   - growth past minMember stays inside the rack the gang's members hold
  *     when it requires a rack, even with room elsewhere, and says so;
- *   - spec.maxMember bounds what is placed, the rest waits with the reason;
+ *   - spec.maxMember bounds what is placed (the lowest ranks), the rest waits
+ *     with the reason;
  *   - `simulate`: minMember 4, maxMember 8 with room for 6: 6 placed, 2 wait;
  *   - a bad maxMember (below minMember) is refused naming the field;
  *   - PyTorchJob spec.elasticPolicy: minReplicas..maxReplicas workers; a
@@ -140,6 +141,32 @@ static void desired_bound(void **state)
     assert_int_equal(placed(g), 3);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(g, "maxMember")->valueint, 3);
     has(tu_str(g, "reason"), "elastic: 3 placed of maxMember 3; 2 member(s) beyond it wait");
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* At the cap the lowest ranks are placed: five ranked pods listed from
+ * rank 4 down, maxMember 3: ranks 0, 1, 2 placed. */
+static void cap_keeps_lowest_ranks(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 8);
+    group(&y, "el", 2, 3, 10, NULL);
+    for (int r = 4; r >= 0; r--)
+        tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: el-%d\n  namespace: ml\n"
+                   "  labels: {topogang.io/pod-group: el, topogang.io/rank: \"%d\"}\n"
+                   "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                   "    resources: {requests: {nvidia.com/gpu: 8}}\n", r, r);
+    cJSON *res = tu_simulate(POLICY, y);
+    for (int r = 0; r < 5; r++) {
+        char pod[16];
+        snprintf(pod, sizeof pod, "ml/el-%d", r);
+        if (r < 3)
+            assert_non_null(tu_node_of(res, pod));
+        else
+            assert_null(tu_node_of(res, pod));
+    }
     cJSON_Delete(res);
     free(y);
 }
@@ -611,6 +638,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(grows_inside_its_domain),
         cmocka_unit_test(desired_bound),
+        cmocka_unit_test(cap_keeps_lowest_ranks),
         cmocka_unit_test(six_of_eight),
         cmocka_unit_test(bad_max_member),
         cmocka_unit_test(pytorchjob_elastic_policy),
