@@ -122,6 +122,10 @@ static void grows_inside_its_domain(void **state)
     assert_non_null(on);
     assert_string_equal(on, "r0-n2");
     has(tu_str(g, "reason"), "elastic: 3 placed (minMember 2, desired 4); 1 wait for room");
+    /* its own rack in numbers, not the other rack it may not use */
+    has(tu_str(g, "reason"), "growth for rack r0: 0 of 3 nodes in the rack have room for 1 x "
+                             "nvidia.com/gpu=8");
+    assert_null(strstr(tu_str(g, "reason"), "r1"));
     cJSON_Delete(res);
     free(y);
 }
