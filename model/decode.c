@@ -1921,6 +1921,11 @@ int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup *
         v = 1;
     g->min_member = (int32_t)v;
     v = 0;
+    if (want_int(&x, spec, "maxMember", "spec.maxMember", 1, 1000000, &v) && v < g->min_member)
+        err(&x, get(spec, "maxMember"), "spec.maxMember",
+            "must be at least spec.minMember (%d), not %lld", g->min_member, (long long)v);
+    g->max_member = (int32_t)v;
+    v = 0;
     want_int(&x, spec, "scheduleTimeoutSeconds", "spec.scheduleTimeoutSeconds", 0, 31536000, &v);
     g->timeout_s = (int32_t)v;
     if (want_int(&x, spec, "priority", "spec.priority", -2147483648LL, 2147483647LL, &v)) {

@@ -322,6 +322,8 @@ struct tg_podgroup {
     char *key;                          /* "namespace/name", owned */
     uint32_t ns, name;                  /* interned */
     int32_t min_member;                 /* >= 1 */
+    int32_t max_member;                 /* elastic: the desired size (spec.maxMember, >=
+                                           min_member), 0: no bound (scheduler/elastic.h) */
     int32_t timeout_s;                  /* 0 = policy default */
     int32_t priority;
     uint8_t has_priority;

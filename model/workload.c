@@ -586,6 +586,36 @@ static void decode_replicas(struct wdec *x, const cJSON *spec, const char *field
     w->size = (int32_t)(total > 1000000 ? 1000000 : total < 1 ? 1 : total);
 }
 
+/* Kubeflow's elastic forms, into w->min_size / w->max_size: the common
+ * spec.runPolicy.schedulingPolicy.minAvailable (PyTorchJob, MPIJob: e.g.
+ * elastic Horovod), then a PyTorchJob's spec.elasticPolicy: minReplicas..
+ * maxReplicas Workers (the other replica types fixed). */
+static void decode_elastic(struct wdec *x, const cJSON *spec, struct tg_workload *w)
+{
+    const cJSON *ep = get(spec, "elasticPolicy");
+    int64_t workers = 1, lo = 0, hi = 0;
+    if (opt_int(x, get(get(spec, "runPolicy"), "schedulingPolicy"), "minAvailable",
+                "spec.runPolicy.schedulingPolicy.minAvailable", 1, 1000000, &lo) > 0)
+        w->min_size = (int32_t)lo;
+    lo = 0;
+    if (w->kind != TG_WL_PYTORCHJOB || !cJSON_IsObject(ep))
+        return;
+    opt_int(x, get(get(spec, "pytorchReplicaSpecs"), "Worker"), "replicas",
+            "spec.pytorchReplicaSpecs.Worker.replicas", 0, 100000, &workers);
+    if (opt_int(x, ep, "minReplicas", "spec.elasticPolicy.minReplicas", 1, 100000, &lo) < 0 ||
+        opt_int(x, ep, "maxReplicas", "spec.elasticPolicy.maxReplicas", 1, 100000, &hi) < 0)
+        return;
+    if (lo && hi && hi < lo) {
+        problem(x, get(ep, "maxReplicas"), "spec.elasticPolicy.maxReplicas",
+                "must be at least minReplicas (%lld), not %lld", (long long)lo, (long long)hi);
+        return;
+    }
+    int64_t fixed = w->size - workers > 0 ? w->size - workers : 0;
+    if (lo)
+        w->min_size = (int32_t)(fixed + lo);
+    w->max_size = hi ? (int32_t)(fixed + hi) : 0;
+}
+
 static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, struct tg_workload *w)
 {
     int64_t v = 1;
@@ -618,10 +648,12 @@ static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, 
     case TG_WL_PYTORCHJOB:
         w->npsets = 0;
         decode_replicas(x, spec, "pytorchReplicaSpecs", w);
+        decode_elastic(x, spec, w);
         break;
     case TG_WL_MPIJOB:
         w->npsets = 0;
         decode_replicas(x, spec, "mpiReplicaSpecs", w);
+        decode_elastic(x, spec, w);
         break;
     default: /* TrainJob: its JobSet says better, when seen */
         if (opt_int(x, get(spec, "trainer"), "numNodes", "spec.trainer.numNodes", 1, 100000, &v) == 0)

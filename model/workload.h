@@ -96,6 +96,9 @@ struct tg_workload {
     uint32_t ns, name;                  /* interned */
     int32_t size;                       /* pods its gang needs at once (per group for an
                                            LWS): see tg_workload_decode */
+    int32_t min_size, max_size;         /* elastic (Kubeflow runPolicy.schedulingPolicy.
+                                           minAvailable, PyTorchJob spec.elasticPolicy): the
+                                           gang's minMember and maxMember; 0: none */
     uint16_t npsets;                    /* pod sets (JobSet: replicated jobs; Kubeflow:
                                            replica types; LWS: leader and workers) */
     uint32_t owner_kind, owner_name;    /* its own controller (a JobSet's TrainJob), 0 none */
@@ -112,6 +115,10 @@ struct tg_workload {
  *                   size as above
  *   LeaderWorkerSet spec.leaderWorkerTemplate.size (default 1): leader + size-1 workers
  *   PyTorchJob      sum of spec.pytorchReplicaSpecs[*].replicas (default 1)
+ *                   (with spec.elasticPolicy: min_size/max_size are size with the
+ *                   Worker replicas replaced by minReplicas/maxReplicas)
+ *                   PyTorchJob and MPIJob: min_size also from
+ *                   spec.runPolicy.schedulingPolicy.minAvailable
  *   MPIJob          sum of spec.mpiReplicaSpecs[*].replicas (default 1)
  *   TrainJob        spec.trainer.numNodes (default 1; its pods are its JobSet's)
  * Errors: TG_EPARSE (not a known kind, no name), TG_ENOMEM; a spec it

@@ -1,5 +1,6 @@
 /* The scheduling flow; see engine.h. */
 #include "scheduler/internal.h"
+#include "scheduler/elastic.h"
 #include "model/quantity.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -496,7 +497,8 @@ void tg_engine_forget(struct tg_engine *e, const char *key)
 /* The fields of a PodGroup that placement and the queue read. */
 static int pg_same_spec(const struct tg_podgroup *a, const struct tg_podgroup *b)
 {
-    return a->min_member == b->min_member && a->timeout_s == b->timeout_s &&
+    return a->min_member == b->min_member && a->max_member == b->max_member &&
+           a->timeout_s == b->timeout_s &&
            a->priority == b->priority && a->has_priority == b->has_priority &&
            a->prio_class == b->prio_class && a->strategy == b->strategy &&
            a->required == b->required && a->preferred == b->preferred &&
@@ -1067,6 +1069,18 @@ static int gate(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d, i
     }
 }
 
+/* An elastic gang with minMember placed that did not grow now (elastic.h):
+ * UNSCHEDULABLE until room frees (why: the placement's reason; NULL: it is at
+ * its desired size); it neither preempts nor reserves for its extras. */
+static int grow_wait(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d, const char *why)
+{
+    char r[sizeof d->reason];
+    tg_elastic_explain(g, why, r, sizeof r);
+    memcpy(d->reason, r, sizeof r);
+    d->kind = TG_D_UNSCHEDULABLE;
+    return tg_queue_done(&e->queue, &g->q, TG_QDONE_UNSCHEDULABLE);
+}
+
 /* Places g (inside its nomination's domain when it holds one). Decides
  * PLACE, or NOMINATED while its victims are still leaving (then the model is
  * already put back: decide returns at once); else leaves the placement's
@@ -1076,6 +1090,9 @@ static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     int rc, placed = 0;
     if ((rc = view(e, g, d)))
         return rc;
+    tg_elastic_cap(g, &d->view); /* at most its desired size (elastic.h) */
+    if (!d->view.npods && tg_elastic_growing(g))
+        return grow_wait(e, g, d, NULL);
     set_hint(g, &d->view);
     if ((rc = attempt(e, g, d, &placed)))
         return rc;
@@ -1197,6 +1214,8 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     rc = place(e, g, d);
     if (d->kind == TG_D_NOMINATED) /* waiting for its victims: place put the model back */
         return rc;
+    if (!rc && d->kind == TG_D_NONE && tg_elastic_growing(g))
+        rc = grow_wait(e, g, d, d->result.reason);
     if (!rc && d->kind == TG_D_NONE)
         rc = preempt(e, g, d, now);
     if (!rc && d->kind == TG_D_NONE)

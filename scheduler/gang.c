@@ -840,6 +840,9 @@ static void resolve_derived(struct tg_gangs *gs, struct tg_grec *g)
     e->rv = w->rv;
     e->created_ms = w->created_ms;
     e->min_member = w->size > 0 ? w->size : 1;
+    if (w->min_size > 0 && w->min_size < e->min_member) /* elastic: starts with fewer */
+        e->min_member = w->min_size;
+    e->max_member = w->max_size;
     e->tier = -1;
     int32_t min = 0;
     memset(&g->seen, 0, sizeof g->seen);
@@ -855,6 +858,8 @@ static void resolve_derived(struct tg_gangs *gs, struct tg_grec *g)
     }
     if (min)
         e->min_member = min;
+    if (e->max_member && e->max_member < e->min_member)
+        e->max_member = e->min_member;
     e->required = member_level(gs, g, 1);
     e->preferred = member_level(gs, g, 0);
     if (w->problem)

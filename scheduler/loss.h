@@ -90,10 +90,11 @@ uint32_t tg_loss_home(const struct tg_cluster *c, struct tg_usage *const *m, uin
 
 /* What a replacement that fits nowhere is told, into buf: "replacement for
  * rack zone-a/rack-3: 0 of 3 nodes in the rack have room for 1 x
- * nvidia.com/gpu=8 (1 not Ready or tainted NoExecute)". what: the members
- * sought ("1 x nvidia.com/gpu=8"); failed: failing nodes in the domain. */
-void tg_loss_explain(char *buf, size_t n, const char *level, const char *path, uint32_t fit,
-                     uint32_t nodes, uint32_t failed, const char *what);
+ * nvidia.com/gpu=8 (1 not Ready or tainted NoExecute)". who: "replacement",
+ * or "growth" for an elastic gang's extras (scheduler/elastic.h); what: the
+ * members sought ("1 x nvidia.com/gpu=8"); failed: failing nodes in the domain. */
+void tg_loss_explain(char *buf, size_t n, const char *who, const char *level, const char *path,
+                     uint32_t fit, uint32_t nodes, uint32_t failed, const char *what);
 
 enum tg_noroom_step {
     TG_NOROOM_STEP_WAIT,                /* wait in its grace for room in its domain */

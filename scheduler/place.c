@@ -1216,7 +1216,9 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
 }
 
 /* Replacements that fit nowhere: the gang's own domain at the required level
- * in numbers (tg_loss_explain), before the rest of the reason. */
+ * in numbers (tg_loss_explain), before the rest of the reason; an elastic
+ * gang's growth (minMember placed: scheduler/elastic.h) goes nowhere else,
+ * so its own domain is the whole reason. */
 static void explain_home(struct pc *x, int required)
 {
     const struct tg_tree *t = &x->s->cluster.tree;
@@ -1235,12 +1237,17 @@ static void explain_home(struct pc *x, int required)
     struct tg_sb what = {0};
     describe_set(&x->sets[0], &what);
     char path[512], head[1024];
-    tg_loss_explain(head, sizeof head, required ? x->s->policy.levels[required - 1].name : "cluster",
+    int growth = x->g->nbound >= tg_gang_min(x->g);
+    tg_loss_explain(head, sizeof head, growth ? "growth" : "replacement",
+                    required ? x->s->policy.levels[required - 1].name : "cluster",
                     required ? tg_tree_path(t, best, path, sizeof path) : "", x->sets[0].delig[best],
                     t->dom[best].nnodes, failed, tg_sb_str(&what));
     tg_sb_free(&what);
     struct tg_sb b = {0};
-    tg_sb_printf(&b, "%s; %s", head, x->r->reason);
+    if (growth)
+        tg_sb_puts(&b, head);
+    else
+        tg_sb_printf(&b, "%s; %s", head, x->r->reason);
     snprintf(x->r->reason, sizeof x->r->reason, "%s", tg_sb_str(&b));
     tg_sb_free(&b);
 }

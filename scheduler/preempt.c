@@ -18,6 +18,7 @@
  *    that unit's nodes are recounted.
  * 4. The cheapest (domain, set) wins. */
 #include "scheduler/preempt.h"
+#include "scheduler/elastic.h"
 #include "model/quantity.h"
 #include "util/arena.h"
 #include "util/err.h"
@@ -39,6 +40,10 @@ struct unit {
     struct tg_usage *pod;
     struct tg_usage **recs;             /* records to hide */
     uint32_t nrecs;
+    uint32_t npods;                     /* pods evicted with it: nrecs, or the whole gang's
+                                           for an elastic gang's core (its minMember part) */
+    uint8_t extra;                      /* one member of an elastic gang above its minMember
+                                           (elastic.h): gang is its gang, pod the member */
     int32_t prio;
     int64_t ext, age_s;
     uint32_t *pdbhits;                  /* per PDB: this unit's pods it selects (NULL: none) */
@@ -78,6 +83,7 @@ int tg_pcost_cmp(const struct tg_pcost *a, const struct tg_pcost *b)
 {
 #define CMP(f) if (a->f != b->f) return a->f < b->f ? -1 : 1
     CMP(pdb);
+    CMP(whole);
     CMP(maxprio);
     CMP(ext);
     CMP(pods);
@@ -112,7 +118,63 @@ static int pdb_index_hits(struct plan *x, const struct tg_usage *u, uint32_t *hi
     return any;
 }
 
-/* Builds the unit of a gang or a lone pod. */
+/* Adds what evicting r costs (extended resources, age, PDB hits) to un.
+ * Returns 0 or TG_ENOMEM. */
+static int weigh(struct plan *x, struct unit *un, const struct tg_usage *r)
+{
+    const struct tg_preempt_in *in = x->in;
+    uint32_t npdb = in->pdbs ? in->pdbs->n : 0;
+    un->ext += ext_of(r);
+    if (r->created_ms && r->created_ms < in->now_ms)
+        un->age_s += (in->now_ms - r->created_ms) / 1000;
+    if (npdb && pdb_index_hits(x, r, NULL)) {
+        if (!un->pdbhits && !(un->pdbhits = tg_arena_calloc(&x->a, npdb, sizeof *un->pdbhits)))
+            return TG_ENOMEM;
+        pdb_index_hits(x, r, un->pdbhits);
+    }
+    return 0;
+}
+
+static int add_unit(struct plan *x, struct unit *un)
+{
+    if (tg_hmap_put(&x->byid, (const char *)&un->id, sizeof un->id, (uint64_t)(uintptr_t)un))
+        return TG_ENOMEM;
+    if (!un->eligible)
+        return 0;
+    if (tg_grow((void **)&x->units, &x->capunits, x->nunits, sizeof *x->units))
+        return TG_ENOMEM;
+    x->units[x->nunits++] = un;
+    return 0;
+}
+
+/* An eligible elastic gang's members above its minMember become units of
+ * their own (elastic.h); core keeps the rest as the records it hides, and
+ * still stands for the whole gang (npods, cost). Returns 0 or TG_ENOMEM. */
+static int split_extras(struct plan *x, struct unit *core)
+{
+    struct tg_grec *g = core->gang;
+    struct tg_usage **v = tg_arena_alloc(&x->a, (g->nmembers + 1) * sizeof *v);
+    if (!v)
+        return TG_ENOMEM;
+    uint32_t ne = tg_elastic_extras(g, v);
+    if (!ne)
+        return 0;
+    core->recs = v + ne;
+    core->nrecs = g->nmembers - ne;
+    for (uint32_t i = 0; i < ne; i++) {
+        struct unit *xu = tg_arena_calloc(&x->a, 1, sizeof *xu);
+        if (!xu)
+            return TG_ENOMEM;
+        *xu = (struct unit){.id = (uint64_t)(uintptr_t)v[i], .gang = g, .pod = v[i], .nrecs = 1,
+                            .npods = 1, .extra = 1, .prio = core->prio, .eligible = 1};
+        xu->recs = &xu->pod;
+        if (weigh(x, xu, v[i]) || add_unit(x, xu))
+            return TG_ENOMEM;
+    }
+    return 0;
+}
+
+/* Builds the unit of a gang or a lone pod (and an elastic gang's extras). */
 static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage *u)
 {
     struct unit *un = tg_arena_calloc(&x->a, 1, sizeof *un);
@@ -122,11 +184,10 @@ static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage
     un->pod = g ? NULL : u;
     un->id = g ? (uint64_t)(uintptr_t)g : (uint64_t)(uintptr_t)u;
     un->recs = g ? g->members : &un->pod;
-    un->nrecs = g ? g->nmembers : 1;
+    un->nrecs = un->npods = g ? g->nmembers : 1;
     un->prio = g ? g->priority : tg_gangs_usage_priority(x->gs, u);
     const struct tg_preempt_in *in = x->in;
     int ok = un->prio < in->priority && !(g && in->exclude && !strcmp(g->key, in->exclude));
-    uint32_t npdb = in->pdbs ? in->pdbs->n : 0;
     for (uint32_t i = 0; i < un->nrecs; i++) {
         const struct tg_usage *r = un->recs[i];
         if (r->kind != TG_USAGE_BOUND)
@@ -138,35 +199,40 @@ static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage
         }
         if (!r->owner_kind && !in->evict_bare)
             ok = 0;
-        un->ext += ext_of(r);
-        if (r->created_ms && r->created_ms < in->now_ms)
-            un->age_s += (in->now_ms - r->created_ms) / 1000;
-        if (npdb && pdb_index_hits(x, r, NULL)) {
-            if (!un->pdbhits && !(un->pdbhits = tg_arena_calloc(&x->a, npdb, sizeof *un->pdbhits)))
-                return NULL;
-            pdb_index_hits(x, r, un->pdbhits);
-        }
+        if (weigh(x, un, r))
+            return NULL;
     }
     un->eligible = (uint8_t)ok;
-    if (tg_hmap_put(&x->byid, (const char *)&un->id, sizeof un->id, (uint64_t)(uintptr_t)un))
+    if (add_unit(x, un) || (ok && g && split_extras(x, un)))
         return NULL;
-    if (ok) {
-        if (tg_grow((void **)&x->units, &x->capunits, x->nunits, sizeof *x->units))
-            return NULL;
-        x->units[x->nunits++] = un;
-    }
     return un;
 }
 
-static struct unit *unit_of(struct plan *x, struct tg_usage *u)
+/* The unit a placed record belongs to, NULL when none was made yet; *gp:
+ * its gang (NULL: a pod on its own). */
+static struct unit *find_unit(struct plan *x, struct tg_usage *u, struct tg_grec **gp)
 {
     struct tg_grec *g = tg_gangs_of_usage(x->gs, u);
     if (g && u->gpos == UINT32_MAX)
         g = NULL; /* not a member (out of memory when it came): on its own */
-    uint64_t id = g ? (uint64_t)(uintptr_t)g : (uint64_t)(uintptr_t)u, v;
+    *gp = g;
+    uint64_t id = (uint64_t)(uintptr_t)u, v; /* a pod on its own, or an elastic extra */
     if (tg_hmap_get(&x->byid, (const char *)&id, sizeof id, &v))
         return (struct unit *)(uintptr_t)v;
-    return make_unit(x, g, u);
+    id = (uint64_t)(uintptr_t)g;
+    if (g && tg_hmap_get(&x->byid, (const char *)&id, sizeof id, &v))
+        return (struct unit *)(uintptr_t)v;
+    return NULL;
+}
+
+static struct unit *unit_of(struct plan *x, struct tg_usage *u)
+{
+    struct tg_grec *g;
+    struct unit *un = find_unit(x, u, &g);
+    if (un || !(un = make_unit(x, g, u)))
+        return un;
+    struct unit *extra = find_unit(x, u, &g); /* u may be one of its gang's extras */
+    return extra ? extra : un;
 }
 
 static int leave(struct plan *x, struct tg_usage *u)
@@ -261,6 +327,15 @@ static void hide_leaving(struct plan *x, int hide)
 
 /* ---- cost -------------------------------------------------------------------------- */
 
+/* Whether set holds the whole-gang unit of elastic gang g. */
+static int with_core(struct unit *const *set, uint32_t n, const struct tg_grec *g)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!set[i]->extra && set[i]->gang == g)
+            return 1;
+    return 0;
+}
+
 static void cost_of(const struct plan *x, struct unit *const *set, uint32_t n, struct tg_pcost *c)
 {
     memset(c, 0, sizeof *c);
@@ -274,10 +349,13 @@ static void cost_of(const struct plan *x, struct unit *const *set, uint32_t n, s
             c->pdb += (uint32_t)(m - x->allowed[j]);
     }
     for (uint32_t i = 0; i < n; i++) {
+        if (set[i]->extra && with_core(set, n, set[i]->gang))
+            continue; /* it goes with its whole gang */
+        c->whole |= !set[i]->extra;
         if (set[i]->prio > c->maxprio)
             c->maxprio = set[i]->prio;
         c->ext += set[i]->ext;
-        c->pods += set[i]->nrecs;
+        c->pods += set[i]->npods;
         c->age_s += set[i]->age_s;
     }
 }
@@ -289,6 +367,8 @@ static int keep_first(const void *pa, const void *pb)
     int va = a->pdbhits != NULL, vb = b->pdbhits != NULL;
     if (va != vb)
         return va ? -1 : 1;
+    if (a->extra != b->extra) /* elastic extras are evicted first */
+        return a->extra ? 1 : -1;
     if (a->prio != b->prio)
         return a->prio > b->prio ? -1 : 1;
     if (a->ext != b->ext)
@@ -299,7 +379,8 @@ static int keep_first(const void *pa, const void *pb)
         return a->age_s > b->age_s ? -1 : 1;
     /* by name, never by address: the same cluster gives the same victims
      * whatever order its objects came in */
-    int c = strcmp(a->gang ? a->gang->key : a->pod->key, b->gang ? b->gang->key : b->pod->key);
+    int c = strcmp(a->gang && !a->extra ? a->gang->key : a->pod->key,
+                   b->gang && !b->extra ? b->gang->key : b->pod->key);
     if (c)
         return c;
     return (a->id > b->id) - (a->id < b->id);
@@ -328,14 +409,9 @@ static int units_in(struct plan *x, uint32_t d, struct unit ***out, uint32_t *n)
         for (struct tg_usage *u = c->nodes[slots[i]].pods; u; u = u->nnext) {
             if (u->kind == TG_USAGE_NOMINATED || u->deleting)
                 continue;
-            struct tg_grec *g = tg_gangs_of_usage(x->gs, u);
-            if (g && u->gpos == UINT32_MAX)
-                g = NULL;
-            uint64_t id = g ? (uint64_t)(uintptr_t)g : (uint64_t)(uintptr_t)u, val;
-            if (!tg_hmap_get(&x->byid, (const char *)&id, sizeof id, &val))
-                continue;
-            struct unit *un = (struct unit *)(uintptr_t)val;
-            if (!un->eligible || un->stamp == x->stamp)
+            struct tg_grec *g;
+            struct unit *un = find_unit(x, u, &g);
+            if (!un || !un->eligible || un->stamp == x->stamp)
                 continue;
             un->stamp = x->stamp;
             if (k == cap) {
@@ -558,11 +634,15 @@ static int finish(struct plan *x, struct tg_preemption *out)
         out->domain = NONE;
         return 0;
     }
+    uint32_t nextra = 0;
     for (uint32_t i = 0; i < x->nbest; i++) {
         struct unit *u = x->best[i];
-        out->victims[i] = (struct tg_victim){u->gang, u->pod, u->prio, u->nrecs, u->ext};
+        if (u->extra && with_core(x->best, x->nbest, u->gang))
+            continue; /* evicted with its whole gang */
+        nextra += u->extra;
+        out->victims[out->nvictims++] = (struct tg_victim){u->extra ? NULL : u->gang, u->pod,
+                                                           u->prio, u->npods, u->ext};
     }
-    out->nvictims = x->nbest;
     const struct tg_tree *t = &x->s->cluster.tree;
     if (!(out->leaving = calloc(x->nleaving + 1, sizeof *out->leaving)))
         return TG_ENOMEM;
@@ -571,19 +651,22 @@ static int finish(struct plan *x, struct tg_preemption *out)
         if (leaf != NONE && tg_tree_ancestor(t, leaf, t->dom[x->bestdom].level) == x->bestdom)
             out->leaving[out->nleaving++] = x->leaving[i];
     }
-    char path[512];
+    char path[512], note[96] = "";
     const struct tg_policy *p = &x->s->policy;
     tg_tree_path(t, x->bestdom, path, sizeof path);
+    if (nextra)
+        snprintf(note, sizeof note, "; %u of them member(s) above an elastic gang's minMember%s",
+                 nextra, nextra == out->nvictims ? " (no whole gang)" : "");
     const char *lv = x->bestlevel ? p->levels[x->bestlevel - 1].name : "cluster";
     if (!x->nbest)
         snprintf(out->reason, sizeof out->reason, "%s %s: %u Terminating pod(s) leaving", lv, path,
                  out->nleaving);
     else
         snprintf(out->reason, sizeof out->reason,
-                 "%s %s: evicting %u unit(s) of priority <= %d (%u pods, %lld extended resources)%s",
-                 lv, path, x->nbest, x->bestcost.maxprio, x->bestcost.pods,
-                 (long long)x->bestcost.ext,
-                 x->bestcost.pdb ? "; violates a PodDisruptionBudget" : "");
+                 "%s %s: evicting %u unit(s) of priority <= %d (%u pods, %lld extended resources)%s%s",
+                 lv, path, out->nvictims, x->bestcost.maxprio, x->bestcost.pods,
+                 (long long)x->bestcost.ext, x->bestcost.pdb ? "; violates a PodDisruptionBudget" : "",
+                 note);
     return 0;
 }
 

@@ -19,6 +19,11 @@
  *     work lost (sum of the victims' ages); found greedily (kube-scheduler's
  *     reprieve, most important unit first) and then exactly by branch and
  *     bound where the domain has few candidate units;
+ *   - an elastic gang's members above its minMember (elastic.h) are units
+ *     of their own, one pod each, and cheaper than any whole unit: a set of
+ *     extras only comes before every set that evicts a gang or a pod of no
+ *     gang (then PDBs, priority, ... as above); its minMember part is one
+ *     unit that evicts the whole gang;
  *   - the cheapest domain wins; equal costs go to the tighter level. */
 #ifndef TG_SCHEDULER_PREEMPT_H
 #define TG_SCHEDULER_PREEMPT_H
@@ -31,6 +36,8 @@
 /* The cost of a victim set, compared field by field. */
 struct tg_pcost {
     uint32_t pdb;                       /* PodDisruptionBudget violations */
+    uint8_t whole;                      /* 1: evicts a whole unit (a gang, a pod of no gang);
+                                           0: only elastic gangs' extras (elastic.h) */
     int32_t maxprio;                    /* highest victim priority */
     int64_t ext;                        /* extended resources evicted (GPUs ...) */
     uint32_t pods;
@@ -41,8 +48,9 @@ int tg_pcost_cmp(const struct tg_pcost *a, const struct tg_pcost *b);
 
 /* One unit evicted whole. */
 struct tg_victim {
-    struct tg_grec *gang;               /* the gang, or NULL for a pod of no gang */
-    struct tg_usage *pod;               /* gang == NULL: the pod */
+    struct tg_grec *gang;               /* the gang, or NULL for one pod */
+    struct tg_usage *pod;               /* gang == NULL: the pod (of no gang, or an elastic
+                                           gang's member above its minMember) */
     int32_t priority;
     uint32_t npods;
     int64_t ext;

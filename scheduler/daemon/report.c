@@ -34,6 +34,7 @@
  * the first report and freed with the record (tg__report_gang_freed). */
 #include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
+#include "scheduler/elastic.h"
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/log.h"
@@ -558,6 +559,14 @@ static void unplaced(struct tg__report *r, struct tg_grec *g, const struct tg_de
     if (d->kind != TG_D_PREEMPT && d->kind != TG_D_NOMINATED)
         set_str(&rg->nom_domain, NULL);
     rg->phase = g->timed_out ? PH_UNSCHEDULABLE : PH_PENDING;
+    if (d->kind == TG_D_UNSCHEDULABLE && tg_elastic_growing(g)) {
+        /* elastic (scheduler/elastic.h): it runs; its extras wait for room */
+        rg->phase = PH_SCHEDULED;
+        rg->cond = "Scheduled";
+        write_status(r, g, 0);
+        event(r, g, "Normal", "Waiting", d->reason);
+        return;
+    }
     switch (d->kind) {
     case TG_D_WAITING:
         rg->cond = g->timed_out ? "Timeout" : "Unschedulable";

@@ -517,6 +517,16 @@ static int note_victim(struct tg_replay *r, struct tg__rgang *g, const struct tg
     return 0;
 }
 
+static void run_done(struct tg_replay *r, struct tg__rgang *g, struct tg__rpod *rp);
+
+/* An evicted elastic extra leaves its run, its work lost (evict_pod counted
+ * it): the run ends when the rest completes. It is not created again. */
+static void leave_run(struct tg_replay *r, struct tg__rpod *rp)
+{
+    if (rp->run != NONE)
+        run_done(r, &r->gangs[rp->gang], rp);
+}
+
 static int preempt(struct tg_replay *r, struct tg__rgang *g, const struct tg_decision *d)
 {
     const struct tg_preemption *pl = &d->preemption;
@@ -524,25 +534,38 @@ static int preempt(struct tg_replay *r, struct tg__rgang *g, const struct tg_dec
     for (uint32_t i = 0; i < pl->nvictims; i++)
         total += pl->victims[i].gang ? pl->victims[i].gang->nmembers : 1;
     uint32_t *vp = malloc((total + 1) * sizeof *vp);
+    uint8_t *alone = calloc(total + 1, 1); /* per vp: evicted alone from a gang of several */
     struct tg__pre *np = realloc(g->pre, (g->npre + pl->nvictims + 1) * sizeof *np);
     if (np)
         g->pre = np;
-    if (!vp || !np) {
+    if (!vp || !alone || !np) {
         free(vp);
+        free(alone);
         return TG_ENOMEM;
     }
     /* names first: evicting may free the victims' gang records */
     int rc = 0;
-    for (uint32_t i = 0; i < pl->nvictims && !rc; i++)
+    for (uint32_t i = 0; i < pl->nvictims && !rc; i++) {
+        uint32_t before = nvp;
         rc = note_victim(r, g, &pl->victims[i], vp, &nvp);
+        for (uint32_t k = before; k < nvp && !pl->victims[i].gang; k++) /* an elastic extra */
+            alone[k] = r->pods[vp[k]].gang != NONE && r->gangs[r->pods[vp[k]].gang].npods > 1;
+    }
     r->sum.preemptions++;
     r->sum.victim_gangs += pl->nvictims;
     for (uint32_t i = 0; i < nvp && !rc; i++)
         rc = evict_pod(r, &r->pods[vp[i]]);
-    for (uint32_t i = 0; i < nvp && !rc; i++)
-        if (r->pods[vp[i]].gang != NONE)
-            rc = rerun(r, &r->gangs[r->pods[vp[i]].gang], (uint32_t)(g - r->gangs));
+    for (uint32_t i = 0; i < nvp && !rc; i++) {
+        struct tg__rpod *rp = &r->pods[vp[i]];
+        if (rp->gang == NONE)
+            continue;
+        if (alone[i])
+            leave_run(r, rp); /* its gang runs on without it */
+        else
+            rc = rerun(r, &r->gangs[rp->gang], (uint32_t)(g - r->gangs));
+    }
     free(vp);
+    free(alone);
     return rc;
 }
 

@@ -3,6 +3,7 @@
 #include "scheduler/sim/simulate.h"
 #include "scheduler/rank.h"
 #include "scheduler/subgroup.h"
+#include "scheduler/elastic.h"
 #include "scheduler/engine.h"
 #include "scheduler/fairshare.h"
 #include "model/quantity.h"
@@ -34,6 +35,7 @@ struct outcome {
     int32_t priority;
     int64_t created_ms;
     uint32_t min;
+    uint32_t max;                       /* elastic: its desired size (maxMember), 0 none */
     uint8_t status;                     /* enum tg_gang_status */
     char level[64];
     char *domain;
@@ -226,6 +228,7 @@ static int make_outcomes(struct tg_sim *sim)
             o->priority = g ? g->priority : p->priority;
             o->created_ms = g ? g->created_ms : p->created_ms;
             o->min = g ? tg_grec_min(g) : 1;
+            o->max = g ? tg_elastic_max(g) : 0;
             o->queue = g ? g->queue : 0;
             o->pods = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->pods);
             o->node = calloc(g ? g->npending + 1 : d->npods + 1, sizeof *o->node);
@@ -580,7 +583,12 @@ void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
         json_str_or_null(o, g->grouped ? g->key : NULL);
         tg_sb_puts(o, ",\"status\":");
         tg_sb_json_str(o, status_name(g->status));
-        tg_sb_printf(o, ",\"priority\":%d,\"minMember\":%u,\"level\":", g->priority, g->min);
+        tg_sb_printf(o, ",\"priority\":%d,\"minMember\":%u,\"maxMember\":", g->priority, g->min);
+        if (g->max)
+            tg_sb_printf(o, "%u", g->max);
+        else
+            tg_sb_puts(o, "null");
+        tg_sb_puts(o, ",\"level\":");
         json_str_or_null(o, ok ? g->level : NULL);
         tg_sb_puts(o, ",\"domain\":");
         json_str_or_null(o, ok ? g->domain : NULL);

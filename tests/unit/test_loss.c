@@ -314,10 +314,10 @@ static void no_replacement_policy(void **state)
     tg_sb_free(&err);
 
     char buf[256];
-    tg_loss_explain(buf, sizeof buf, "rack", "z/b/r3", 0, 3, 0, "1 x nvidia.com/gpu=8");
+    tg_loss_explain(buf, sizeof buf, "replacement", "rack", "z/b/r3", 0, 3, 0, "1 x nvidia.com/gpu=8");
     assert_string_equal(buf, "replacement for rack z/b/r3: 0 of 3 nodes in the rack have room for "
                              "1 x nvidia.com/gpu=8");
-    tg_loss_explain(buf, sizeof buf, "nvlink-domain", "c1", 1, 1, 1, "1 x cpu=2");
+    tg_loss_explain(buf, sizeof buf, "replacement", "nvlink-domain", "c1", 1, 1, 1, "1 x cpu=2");
     assert_string_equal(buf, "replacement for nvlink-domain c1: 1 of 1 node in the nvlink-domain "
                              "has room for 1 x cpu=2 (1 not Ready or tainted NoExecute)");
 }

@@ -1,0 +1,47 @@
+/* Elastic gangs: minMember <= placed <= desired (issue 20).
+ *
+ * A gang's desired size is its PodGroup's spec.maxMember (a derived gang's:
+ * a PyTorchJob's spec.elasticPolicy.maxReplicas plus its other replicas,
+ * model/workload.h); none means every member is wanted. All or nothing holds
+ * for minMember; the members beyond it are extras:
+ *   - placement takes at most desired - placed members in one cycle (the rest
+ *     wait: "beyond maxMember"); once minMember are placed, the gang grows
+ *     only inside the domains holding its members (place.c's home, up to its
+ *     required level) and only as room frees (a cluster change wakes it, as
+ *     any gang waiting in the unschedulable pool): growth never preempts and
+ *     never reserves;
+ *   - preemption (preempt.c) takes a gang's extras as units of their own, one
+ *     pod each, cheaper than any whole unit: a victim set made only of extras
+ *     beats every set that evicts a whole gang or a pod of no gang. The extras
+ *     are the members placed last (youngest first, then the last by name), so that a
+ *     gang shrinks back toward the members it started with.
+ * One copy: the daemon and `simulate` reach this through the engine. */
+#ifndef TG_SCHEDULER_ELASTIC_H
+#define TG_SCHEDULER_ELASTIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scheduler/gang.h"
+
+/* g's desired size: its PodGroup's maxMember; 0 when it has none. */
+uint32_t tg_elastic_max(const struct tg_grec *g);
+/* 1 when g has minMember placed and members left to place: they are extras,
+ * placed as room frees (never by preemption). */
+int tg_elastic_growing(const struct tg_grec *g);
+/* Cuts the placement view v of g to the desired size (v->npods at most
+ * desired - placed), keeping the lowest ranks (model/workload.h), unranked
+ * members after them, ties by name; v->pods is reordered then. Returns how
+ * many pending members it left out. */
+uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v);
+/* The reason of a growing gang that did not grow now, into buf:
+ * "elastic: 6 placed (minMember 4, desired 8); 2 wait for room: <why>", or
+ * "elastic: 8 placed = maxMember 8; 2 member(s) beyond it wait". why: the
+ * placement's reason (NULL: the gang is at its desired size). */
+void tg_elastic_explain(const struct tg_grec *g, const char *why, char *buf, size_t n);
+/* g's members above minMember, the ones preemption takes first: the last
+ * placed (youngest first, then the last by name), into out (room for g->nmembers).
+ * Returns how many (0 for a gang at or below minMember). */
+uint32_t tg_elastic_extras(const struct tg_grec *g, struct tg_usage **out);
+
+#endif
