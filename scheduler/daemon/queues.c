@@ -103,7 +103,8 @@ static void on_written(void *ud, const struct tg_resp *r)
                 r->status);
 }
 
-/* The Valid condition of a topogang.io Queue's status. */
+/* The Valid condition of a topogang.io Queue's status, server-side applied
+ * (the CRD keys conditions by type): other controllers' conditions stay. */
 static void write_condition(struct tg__queues *q, const struct tg_queue_obj *o)
 {
     char ts[40];
@@ -115,9 +116,10 @@ static void write_condition(struct tg__queues *q, const struct tg_queue_obj *o)
                  o->problem ? "InvalidSpec" : "Valid");
     tg_sb_json_str(&b, o->problem ? o->problem : "the spec is valid");
     tg_sb_printf(&b, ",\"lastTransitionTime\":\"%s\"}]}", ts);
-    if (!b.len || tg_api_patch_status_of(q->client, tg_queue_apis[TG_QAPI_TOPOGANG].api_version,
-                                         "queues", NULL, tg_str(o->name), tg_sb_str(&b), 0,
-                                         on_written, "Queue status patch"))
+    if (!b.len || tg_api_apply_status_of(q->client, tg_queue_apis[TG_QAPI_TOPOGANG].api_version,
+                                         "Queue", "queues", NULL, tg_str(o->name),
+                                         "topogang-queue-valid", tg_sb_str(&b), on_written,
+                                         "Queue status patch"))
         tg_warn(C, "Queue %s: cannot write its status", tg_str(o->name));
     tg_sb_free(&b);
 }

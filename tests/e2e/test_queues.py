@@ -35,7 +35,9 @@ broken KAI one and a broken one of ours).
     waiting at the limit. Its status reads allocated and fairShare 8
     nvidia.com/gpu, runningGangs 1, waitingGangs 1, with the Valid condition
     still there; `kubectl get queues.topogang.io` shows them in the columns
-    GPU ALLOCATED, GPU FAIR SHARE, WAITING, RUNNING. The bound pod deleted:
+    GPU ALLOCATED, GPU FAIR SHARE, WAITING, RUNNING. Another controller's
+    condition added and the spec fixed: Valid turns True and the other
+    condition stays (server-side apply). The bound pod deleted:
     the other is bound and the status follows (1 running, 0 waiting). KAI's
     Queue kai-team gets none of these fields.
 
@@ -321,6 +323,28 @@ def case_status(ctx):
             "GPU FAIR SHARE": "8", "WAITING": "1", "RUNNING": "1", "VALID": "False"}
     if r.returncode or any(col.get(k) != w for k, w in want.items()):
         fail(f"kubectl get queues.topogang.io team-st: {col}, wanted {want}:\n{r.stdout}{r.stderr}")
+    # another controller's condition beside ours, then the spec fixed: Valid
+    # turns True and the other condition stays (a merge patch of conditions
+    # would replace the whole list)
+    other = {"type": "Audited", "status": "True", "reason": "Checked", "message": "by another controller",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    conds = (queue_status(ctx, "team-st").get("conditions") or []) + [other]
+    st, _ = api.request("PATCH", f"/apis/{OURS}/queues/team-st/status", {"status": {"conditions": conds}},
+                        ctype="application/merge-patch+json")
+    if st != 200:
+        fail(f"adding another controller's condition to team-st: HTTP {st}")
+    st, doc = api.request("GET", f"/apis/{OURS}/queues/team-st")
+    body = st_queue()
+    body["spec"]["resources"]["cpu"]["limit"] = "4"
+    body["metadata"]["resourceVersion"] = (doc or {}).get("metadata", {}).get("resourceVersion")
+    st, _ = api.request("PUT", f"/apis/{OURS}/queues/team-st", body)
+    if st != 200:
+        fail(f"fixing team-st's cpu limit: HTTP {st}")
+    wait(lambda: (valid_condition(ctx, "team-st") or {}).get("status") == "True", 30,
+         "team-st's condition Valid=True once its spec is clean")
+    kept = [c for c in queue_status(ctx, "team-st").get("conditions") or [] if c.get("type") == "Audited"]
+    if not kept:
+        fail(f"another controller's condition lost when Valid was written: {queue_status(ctx, 'team-st')}")
     # s1 gone: nothing running, s2 placed (8 GPUs free in the queue again)
     api.delete_pod("st", "s1")
     wait(lambda: queue_status(ctx, "team-st").get("runningGangs") == 1
