@@ -119,6 +119,13 @@ struct tg_engine;
 struct tg_fairshare;
 struct cJSON;
 void tg__queues_status_tick(struct tg__queues *q, const struct tg_engine *e, int64_t now_ms);
+/* Each queue's own gangs (tg_engine_queue_gangs): waiting[0..n) then
+ * running[0..n), indexed as tg_engine_fairshare(e)'s queues; counted again
+ * (one pass over the gangs) at most once per TG_QSTATUS_MIN_MS, or when the
+ * queue set changed. NULL (n 0) while queues are off. Valid until the next
+ * call. The status and /metrics read the same counts. */
+const uint32_t *tg__queues_gangs(struct tg__queues *q, const struct tg_engine *e, int64_t now_ms,
+                                 uint32_t *n);
 /* The status of the fair-share tree's queue q (a new object, the caller's). */
 struct cJSON *tg__queues_status_build(const struct tg_fairshare *fs, uint32_t q, uint32_t waiting,
                                       uint32_t running);

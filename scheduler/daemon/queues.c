@@ -11,6 +11,15 @@
  *                           Valid=False (reason InvalidSpec, the same message),
  *                           and Valid=True once a later version is clean.
  *
+ * The condition is server-side applied (field manager topogang-queue-valid):
+ * other controllers' conditions stay.
+ *
+ * The leader also writes each topogang.io Queue's status numbers: allocated
+ * and fairShare per resource, waitingGangs and runningGangs (a merge patch
+ * of those keys only, when changed, at most once per TG_QSTATUS_MIN_MS;
+ * tg__queues_status_tick from housekeeping). KAI's and Volcano's Queues get
+ * none: their controllers own their status.
+ *
  * Only the leader tells (a new leader tells what it finds once more).
  * Nothing else is written, and nothing but the Queue is touched: the engine
  * learns the set through tg__queues_current and on_change (internal.h). */
@@ -54,6 +63,11 @@ struct tg__queues {
     struct tg_hmap written;             /* our Queues' status: name -> struct srec * */
     uint64_t status_ticks;              /* tg__queues_status_tick calls that wrote */
     int status_resync;                  /* a write failed, or a new leader: write all again */
+    uint32_t *gangs;                    /* owned: waiting[ngangs], then running[ngangs] */
+    uint32_t ngangs;
+    int64_t gangs_ms;                   /* when counted */
+    const struct tg_fairshare *gangs_fs; /* the tree counted (its indexes) */
+    uint64_t gangs_gen;                 /* tg__queues_generation then */
 };
 
 static void forget_all(struct tg__queues *q);
@@ -75,6 +89,7 @@ void tg__queues_free(struct tg__queues **pq)
         return;
     forget_all(q);
     forget_written(q, 1);
+    free(q->gangs);
     free(q);
     *pq = NULL;
 }
@@ -441,6 +456,35 @@ static void on_status_written(void *ud, const struct tg_resp *r)
     q->status_resync = 1;
 }
 
+const uint32_t *tg__queues_gangs(struct tg__queues *q, const struct tg_engine *e, int64_t now_ms,
+                                 uint32_t *n)
+{
+    const struct tg_fairshare *fs = tg_engine_fairshare(e);
+    *n = 0;
+    if (!fs)
+        return NULL;
+    uint32_t nq = tg_fairshare_count(fs);
+    if (q->gangs && q->gangs_fs == fs && q->gangs_gen == q->generation && q->ngangs == nq &&
+        now_ms - q->gangs_ms < TG_QSTATUS_MIN_MS) {
+        *n = nq;
+        return q->gangs;
+    }
+    uint32_t *v = realloc(q->gangs, (2 * (size_t)nq + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    q->gangs = v;
+    if (tg_engine_queue_gangs(e, v, v + nq, nq)) {
+        q->ngangs = 0;
+        return NULL;
+    }
+    q->ngangs = nq;
+    q->gangs_fs = fs;
+    q->gangs_gen = q->generation;
+    q->gangs_ms = now_ms;
+    *n = nq;
+    return v;
+}
+
 void tg__queues_status_tick(struct tg__queues *q, const struct tg_engine *e, int64_t now_ms)
 {
     const struct tg_fairshare *fs = tg_engine_fairshare(e);
@@ -452,12 +496,10 @@ void tg__queues_status_tick(struct tg__queues *q, const struct tg_engine *e, int
         forget_written(q, 1);
         q->status_resync = 0;
     }
-    uint32_t n = tg_fairshare_count(fs);
-    uint32_t *cnt = calloc(2 * (size_t)n + 1, sizeof *cnt);
-    if (!cnt || tg_engine_queue_gangs(e, cnt, cnt + n, n)) {
-        free(cnt);
+    uint32_t n;
+    const uint32_t *cnt = tg__queues_gangs(q, e, now_ms, &n);
+    if (!cnt)
         return;
-    }
     q->status_ticks++;
     for (uint32_t i = 0; i < n; i++) {
         const char *name = tg_str(tg_fairshare_name(fs, i));
@@ -471,5 +513,4 @@ void tg__queues_status_tick(struct tg__queues *q, const struct tg_engine *e, int
         free(patch);
     }
     forget_written(q, 0);
-    free(cnt);
 }

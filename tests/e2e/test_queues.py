@@ -33,7 +33,8 @@ broken KAI one and a broken one of ours).
   status: a Queue team-st (8 GPUs quota and limit; a cpu limit below its
     quota, so Valid=False) and two 8-GPU one-pod gangs in it: one bound, one
     waiting at the limit. Its status reads allocated and fairShare 8
-    nvidia.com/gpu, runningGangs 1, waitingGangs 1, with the Valid condition
+    nvidia.com/gpu, runningGangs 1, waitingGangs 1 (and /metrics'
+    topogang_tenant_gangs the same), with the Valid condition
     still there; `kubectl get queues.topogang.io` shows them in the columns
     GPU ALLOCATED, GPU FAIR SHARE, WAITING, RUNNING. Another controller's
     condition added and the spec fixed: Valid turns True and the other
@@ -51,7 +52,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import run_cases, fail, wait, Scheduler, log, make_namespace  # noqa: E402
+from harness import run_cases, fail, wait, Scheduler, log, make_namespace, http_get  # noqa: E402
 
 SRC = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 FIX = os.path.join(SRC, "tests/fixtures")
@@ -309,6 +310,13 @@ def case_status(ctx):
         return (q.get("allocated") or {}).get("nvidia.com/gpu") == 8 and q.get("runningGangs") == 1 \
             and q.get("waitingGangs") == 1
     wait(counted, 30, "team-st's status: 8 GPUs allocated, 1 gang running, 1 waiting")
+    got = {}
+
+    def metric():
+        got["text"] = http_get(s.port, "/metrics", timeout=10)[1]
+        return all(f'topogang_tenant_gangs{{queue="team-st",state="{k}"}} 1\n' in got["text"]
+                   for k in ("waiting", "running"))
+    wait(metric, 30, "topogang_tenant_gangs of team-st: 1 waiting, 1 running on /metrics")
     q = queue_status(ctx, "team-st")
     if (q.get("fairShare") or {}).get("nvidia.com/gpu") != 8:
         fail(f"team-st's fair share: {q.get('fairShare')}, wanted 8 GPUs (its quota and limit)")
