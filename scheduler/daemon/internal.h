@@ -129,11 +129,12 @@ const uint32_t *tg__queues_gangs(struct tg__queues *q, const struct tg_engine *e
 /* The status of the fair-share tree's queue q (a new object, the caller's). */
 struct cJSON *tg__queues_status_build(const struct tg_fairshare *fs, uint32_t q, uint32_t waiting,
                                       uint32_t running);
-/* The merge patch text to write to Queue name's status now (free() it), or
- * NULL: st equals what was last written, or the last write is younger than
- * TG_QSTATUS_MIN_MS. Takes st; a returned patch counts as written (its
- * resources dropped since then are set null). */
-char *tg__queues_status_due(struct tg__queues *q, const char *name, struct cJSON *st, int64_t now_ms);
+/* The merge patch text to write to Queue name (of uid) status now (free()
+ * it), or NULL: st equals what was last written to that same Queue, or the
+ * last write is younger than TG_QSTATUS_MIN_MS. Takes st; a returned patch
+ * counts as written (its resources dropped since then are set null). */
+char *tg__queues_status_due(struct tg__queues *q, const char *name, const char *uid,
+                            struct cJSON *st, int64_t now_ms);
 /* Whether resource r of queue q is shown (status, /metrics): it has a quota,
  * a limit, a share or an allocation. */
 int tg__queues_res_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t r);

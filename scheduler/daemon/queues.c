@@ -67,7 +67,8 @@ struct tg__queues {
     uint32_t ngangs;
     int64_t gangs_ms;                   /* when counted */
     const struct tg_fairshare *gangs_fs; /* the tree counted (its indexes) */
-    uint64_t gangs_gen;                 /* tg__queues_generation then */
+    uint64_t gangs_gen;                 /* spec_changes then */
+    uint64_t spec_changes;              /* Queue sets the engine was given (changed()) */
 };
 
 static void forget_all(struct tg__queues *q);
@@ -235,6 +236,7 @@ static void forget(struct tg__queues *q, const struct tg_queue_obj *o)
 static void changed(struct tg__queues *q)
 {
     q->generation++;
+    q->spec_changes++;
     if (q->on_change)
         q->on_change(q->ud);
 }
@@ -245,9 +247,15 @@ static void queue_set(void *ud, const void *obj)
     changed(ud);
 }
 
+/* A status-only update (our own status writes come back so) changes nothing
+ * the engine reads: no new set for it (no fair-share rebuild per write). */
 static void queue_update(void *ud, const void *old, const void *obj)
 {
-    (void)old;
+    struct tg__queues *q = ud;
+    if (old && tg_queue_obj_same_spec(old, obj)) {
+        q->generation++; /* the objects are new all the same */
+        return;
+    }
     queue_set(ud, obj);
 }
 
@@ -314,6 +322,7 @@ struct srec {
     char *name;                         /* owned: the map key */
     cJSON *last;                        /* owned: the status last written */
     int64_t at_ms;                      /* when */
+    char uid[80];                       /* of the Queue written: a new one is written afresh */
     uint64_t seen;                      /* the tick that last found the queue */
 };
 
@@ -396,11 +405,17 @@ static void srec_free(struct srec *s)
     free(s);
 }
 
-char *tg__queues_status_due(struct tg__queues *q, const char *name, cJSON *st, int64_t now_ms)
+char *tg__queues_status_due(struct tg__queues *q, const char *name, const char *uid, cJSON *st,
+                            int64_t now_ms)
 {
     struct srec *s = st ? srec_get(q, name) : NULL;
     if (s)
         s->seen = q->status_ticks;
+    if (s && strcmp(s->uid, uid ? uid : "")) { /* deleted and made again: its status is empty */
+        cJSON_Delete(s->last);
+        s->last = NULL;
+        snprintf(s->uid, sizeof s->uid, "%s", uid ? uid : "");
+    }
     if (!s || (s->last && cJSON_Compare(s->last, st, 1)) ||
         (s->last && now_ms - s->at_ms < TG_QSTATUS_MIN_MS)) {
         cJSON_Delete(st);
@@ -464,7 +479,7 @@ const uint32_t *tg__queues_gangs(struct tg__queues *q, const struct tg_engine *e
     if (!fs)
         return NULL;
     uint32_t nq = tg_fairshare_count(fs);
-    if (q->gangs && q->gangs_fs == fs && q->gangs_gen == q->generation && q->ngangs == nq &&
+    if (q->gangs && q->gangs_fs == fs && q->gangs_gen == q->spec_changes && q->ngangs == nq &&
         now_ms - q->gangs_ms < TG_QSTATUS_MIN_MS) {
         *n = nq;
         return q->gangs;
@@ -479,7 +494,7 @@ const uint32_t *tg__queues_gangs(struct tg__queues *q, const struct tg_engine *e
     }
     q->ngangs = nq;
     q->gangs_fs = fs;
-    q->gangs_gen = q->generation;
+    q->gangs_gen = q->spec_changes;
     q->gangs_ms = now_ms;
     *n = nq;
     return v;
@@ -503,10 +518,11 @@ void tg__queues_status_tick(struct tg__queues *q, const struct tg_engine *e, int
     q->status_ticks++;
     for (uint32_t i = 0; i < n; i++) {
         const char *name = tg_str(tg_fairshare_name(fs, i));
-        if (!tg_store_get(ours, name))
+        const struct tg_queue_obj *o = tg_store_get(ours, name);
+        if (!o)
             continue; /* KAI's or Volcano's: their controllers own the status */
-        char *patch = tg__queues_status_due(q, name, tg__queues_status_build(fs, i, cnt[i], cnt[n + i]),
-                                            now_ms);
+        char *patch = tg__queues_status_due(q, name, o->uid,
+                                            tg__queues_status_build(fs, i, cnt[i], cnt[n + i]), now_ms);
         if (patch && tg_api_patch_status_of(q->client, tg_queue_apis[TG_QAPI_TOPOGANG].api_version,
                                             "queues", NULL, name, patch, 0, on_status_written, q))
             tg_warn(C, "Queue %s: cannot write its status", name);

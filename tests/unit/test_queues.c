@@ -554,15 +554,15 @@ static void test_status(void **state)
 
     struct tg__queues *q = NULL;
     assert_int_equal(tg__queues_new(NULL, &q), 0);
-    char *p = tg__queues_status_due(q, "team-s", st, 10000);
+    char *p = tg__queues_status_due(q, "team-s", "u1", st, 10000);
     assert_non_null(p);
     assert_non_null(strstr(p, "\"runningGangs\":1"));
     free(p);
     /* unchanged, much later: nothing */
-    assert_null(tg__queues_status_due(q, "team-s", tg__queues_status_build(fs, 0, 2, 1), 20000));
+    assert_null(tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 2, 1), 20000));
     /* changed 0.5 s after the last write: held back; at 1 s: written */
-    assert_null(tg__queues_status_due(q, "team-s", tg__queues_status_build(fs, 0, 1, 2), 10500));
-    p = tg__queues_status_due(q, "team-s", tg__queues_status_build(fs, 0, 1, 2), 11000);
+    assert_null(tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 1, 2), 10500));
+    p = tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 1, 2), 11000);
     assert_non_null(p);
     assert_non_null(strstr(p, "\"waitingGangs\":1"));
     free(p);
@@ -571,7 +571,7 @@ static void test_status(void **state)
     cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(st2, "allocated"),
                                             "memory");
     cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(st2, "fairShare"), "memory");
-    p = tg__queues_status_due(q, "team-s", st2, 12000);
+    p = tg__queues_status_due(q, "team-s", "u1", st2, 12000);
     assert_non_null(p);
     cJSON *pj = cJSON_Parse(p);
     assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(
@@ -580,14 +580,59 @@ static void test_status(void **state)
         cJSON_GetObjectItemCaseSensitive(pj, "fairShare"), "memory")));
     cJSON_Delete(pj);
     free(p);
+    /* unchanged but the Queue deleted and made again (a new uid): written */
+    p = tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 1, 2), 13000);
+    assert_non_null(p); /* memory back */
+    free(p);
+    assert_null(tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 1, 2), 30000));
+    p = tg__queues_status_due(q, "team-s", "u2", tg__queues_status_build(fs, 0, 1, 2), 30000);
+    assert_non_null(p);
+    free(p);
     /* another queue is its own: written at once */
-    p = tg__queues_status_due(q, "team-t", tg__queues_status_build(fs, 0, 1, 2), 12100);
+    p = tg__queues_status_due(q, "team-t", "u9", tg__queues_status_build(fs, 0, 1, 2), 12100);
     assert_non_null(p);
     free(p);
     tg__queues_free(&q);
     assert_null(q);
     tg_fairshare_free(&fs);
     tg_queue_obj_free(&o);
+}
+
+
+/* A Queue that differs only in status and metadata (our own status writes
+ * coming back) has the same spec: the daemon gives the engine no new set. */
+static void test_same_spec(void **state)
+{
+    (void)state;
+    const char *texts[] = {
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"u\",\"resourceVersion\":\"1\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"4\"}}}}",
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"u\",\"resourceVersion\":\"2\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"4\"}}},\"status\":{\"runningGangs\":3}}",
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"u\",\"resourceVersion\":\"3\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"5\"}}}}",
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"u\",\"resourceVersion\":\"4\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"4\",\"limit\":\"2\"}}}}",
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"v\",\"resourceVersion\":\"5\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"4\"}}}}",
+    };
+    struct tg_queue_obj *o[5] = {0};
+    for (int i = 0; i < 5; i++) {
+        cJSON *j = cJSON_Parse(texts[i]);
+        assert_int_equal(tg_queue_obj_decode(j, &D, &o[i]), 0);
+        cJSON_Delete(j);
+    }
+    assert_true(tg_queue_obj_same_spec(o[0], o[1]));  /* status, resourceVersion */
+    assert_false(tg_queue_obj_same_spec(o[0], o[2])); /* a quota */
+    assert_false(tg_queue_obj_same_spec(o[0], o[3])); /* a limit (and a problem) */
+    assert_false(tg_queue_obj_same_spec(o[0], o[4])); /* another object */
+    for (int i = 0; i < 5; i++)
+        tg_queue_obj_free(&o[i]);
 }
 
 int main(void)
@@ -604,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_simulate_reads_queues),
         cmocka_unit_test(test_current_set),
         cmocka_unit_test(test_status),
+        cmocka_unit_test(test_same_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
