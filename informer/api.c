@@ -96,6 +96,34 @@ int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const
                     LEADER, cb, ud);
 }
 
+int tg_api_apply_status_of(struct tg_client *c, const char *group_version, const char *kind,
+                           const char *resource, const char *ns, const char *name,
+                           const char *manager, const char *status_json, tg_done_fn cb, void *ud)
+{
+    if ((ns && bad_name(ns)) || bad_name(name) || bad_name(manager) || !status_json ||
+        !group_version || !kind || !resource || strchr(group_version, '?') ||
+        strchr(resource, '/') || strchr(manager, '&'))
+        return TG_EINVAL;
+    struct tg_sb p = {0}, b = {0};
+    if (ns)
+        tg_sb_printf(&p, "/apis/%s/namespaces/%s/%s/%s/status", group_version, ns, resource, name);
+    else
+        tg_sb_printf(&p, "/apis/%s/%s/%s/status", group_version, resource, name);
+    tg_sb_printf(&p, "?fieldManager=%s&force=true", manager);
+    tg_sb_puts(&b, "{\"apiVersion\":");
+    tg_sb_json_str(&b, group_version);
+    tg_sb_puts(&b, ",\"kind\":");
+    tg_sb_json_str(&b, kind);
+    tg_sb_puts(&b, ",\"metadata\":{\"name\":");
+    tg_sb_json_str(&b, name);
+    if (ns) {
+        tg_sb_puts(&b, ",\"namespace\":");
+        tg_sb_json_str(&b, ns);
+    }
+    tg_sb_printf(&b, "},\"status\":%s}", status_json);
+    return api_send(c, "PATCH", &p, &b, "application/apply-patch+yaml", LEADER, cb, ud);
+}
+
 int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *name,
                             const char *status_json, tg_done_fn cb, void *ud)
 {

@@ -37,6 +37,17 @@ int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const
                            const char *ns, const char *name, const char *status_json,
                            int strategic, tg_done_fn cb, void *ud);
 
+/* Server-side-applies {"status": status_json} to the /status subresource of
+ * an object of a custom API (kind "Queue"; ns NULL: cluster-scoped) as field
+ * manager `manager`, forcing conflicts. Lists the CRD declares
+ * x-kubernetes-list-type: map (conditions keyed by type) merge by key: the
+ * entries this manager does not name stay, which a merge patch (it replaces
+ * the whole list) would drop. The manager owns what it applies: apply the
+ * same keys each time. */
+int tg_api_apply_status_of(struct tg_client *c, const char *group_version, const char *kind,
+                           const char *resource, const char *ns, const char *name,
+                           const char *manager, const char *status_json, tg_done_fn cb, void *ud);
+
 /* Strategic-merge-patches the /status subresource of a pod with
  * {"status": status_json}: conditions merge by type (others stay), scalar
  * fields replace. E.g. {"nominatedNodeName":"n1"}, or

@@ -211,6 +211,13 @@ int64_t tg_engine_latest_deadline(const struct tg_engine *e);
 struct tg_fairshare;
 const struct tg_fairshare *tg_engine_fairshare(const struct tg_engine *e);
 uint64_t tg_engine_reclaims(const struct tg_engine *e);
+/* Gangs per tenant queue, indexed as tg_engine_fairshare's queues (n >= its
+ * count entries in each array): running[q] counts the queue's own gangs
+ * (not its children's) with a placed member, waiting[q] those with only
+ * pending members. One pass over the gangs (O(gangs)): for a periodic
+ * reader (status, /metrics), not per decision. Returns 0, or TG_EINVAL
+ * while queues are off or n is short. */
+int tg_engine_queue_gangs(const struct tg_engine *e, uint32_t *waiting, uint32_t *running, uint32_t n);
 
 /* Settings: which workload owner kinds form gangs (bit per enum tg_wl_kind;
  * set before any pod), and the hook called before a gang record is freed

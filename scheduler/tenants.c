@@ -365,3 +365,26 @@ void tg__tenants_order(struct tg_engine *e)
     tg_queue_reorder(&e->queue);
     t->reorders++;
 }
+
+/* Gangs per queue, for the Queue status and /metrics (issue 19). */
+int tg_engine_queue_gangs(const struct tg_engine *e, uint32_t *waiting, uint32_t *running, uint32_t n)
+{
+    const struct tg_fairshare *fs = e->tenants.fs;
+    if (!fs || n < tg_fairshare_count(fs))
+        return TG_EINVAL;
+    memset(waiting, 0, n * sizeof *waiting);
+    memset(running, 0, n * sizeof *running);
+    uint32_t pos = 0;
+    const struct tg_hslot *s;
+    while ((s = tg_hmap_next(&e->gangs.by_key, &pos))) {
+        const struct tg_grec *g = (const struct tg_grec *)(uintptr_t)s->val;
+        int q = g->queue ? tg_fairshare_find(fs, g->queue) : -1;
+        if (q < 0)
+            continue;
+        if (g->nmembers)
+            running[q]++;
+        else if (g->npending > g->npending_placed)
+            waiting[q]++;
+    }
+    return 0;
+}

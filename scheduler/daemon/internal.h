@@ -107,6 +107,38 @@ int tg__queues_current(const struct tg__queues *q, const struct tg_queue_obj ***
  * not watched): what tg__queues_current reads. */
 int tg__queues_merge(const struct tg_store *const st[TG_QAPI_N], const struct tg_queue_obj ***out);
 
+/* The status of topogang.io Queues (leader only; never KAI's or Volcano's,
+ * whose controllers own theirs): per queue, allocated and fairShare per
+ * resource (Kubernetes names; whole GPUs as integers, cpu, memory and
+ * fractions as quantity strings), waitingGangs and runningGangs, written by
+ * a JSON merge patch of the status subresource that names only these keys
+ * (the Valid condition stays), only when changed since the last write, at
+ * most once per TG_QSTATUS_MIN_MS per Queue. Called from housekeeping. */
+enum { TG_QSTATUS_MIN_MS = 1000 };
+struct tg_engine;
+struct tg_fairshare;
+struct cJSON;
+void tg__queues_status_tick(struct tg__queues *q, const struct tg_engine *e, int64_t now_ms);
+/* Each queue's own gangs (tg_engine_queue_gangs): waiting[0..n) then
+ * running[0..n), indexed as tg_engine_fairshare(e)'s queues; counted again
+ * (one pass over the gangs) at most once per TG_QSTATUS_MIN_MS, or when the
+ * queue set changed. NULL (n 0) while queues are off. Valid until the next
+ * call. The status and /metrics read the same counts. */
+const uint32_t *tg__queues_gangs(struct tg__queues *q, const struct tg_engine *e, int64_t now_ms,
+                                 uint32_t *n);
+/* The status of the fair-share tree's queue q (a new object, the caller's). */
+struct cJSON *tg__queues_status_build(const struct tg_fairshare *fs, uint32_t q, uint32_t waiting,
+                                      uint32_t running);
+/* The merge patch text to write to Queue name (of uid) status now (free()
+ * it), or NULL: st equals what was last written to that same Queue, or the
+ * last write is younger than TG_QSTATUS_MIN_MS. Takes st; a returned patch
+ * counts as written (its resources dropped since then are set null). */
+char *tg__queues_status_due(struct tg__queues *q, const char *name, const char *uid,
+                            struct cJSON *st, int64_t now_ms);
+/* Whether resource r of queue q is shown (status, /metrics): it has a quota,
+ * a limit, a share or an allocation. */
+int tg__queues_res_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t r);
+
 /* ---- binder.c: the binds of a PLACE decision -------------------------------------------- */
 
 enum tg__bind_what {

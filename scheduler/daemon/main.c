@@ -234,11 +234,29 @@ static int schedule(struct tg_daemon *d)
     }
 }
 
+/* topogang_tenant_gangs{queue,state="waiting|running"}: each tenant queue's own
+ * gangs (tg_engine_queue_gangs; topogang_queue_gangs{state} is the scheduling queue's). */
+static void publish_queue_gangs(struct tg_daemon *d, const struct tg_fairshare *fs, struct tg_sb *b)
+{
+    uint32_t n = 0;
+    const uint32_t *cnt = tg__queues_gangs(d->queues, d->engine, (int64_t)uv_now(&d->loop), &n);
+    if (cnt) {
+        tg_sb_puts(b, "# HELP topogang_tenant_gangs A tenant queue's own gangs, waiting (no member "
+                      "placed) or running (a member placed).\n# TYPE topogang_tenant_gangs gauge\n");
+        for (uint32_t q = 0; q < n; q++)
+            tg_sb_printf(b, "topogang_tenant_gangs{queue=\"%s\",state=\"waiting\"} %u\n"
+                            "topogang_tenant_gangs{queue=\"%s\",state=\"running\"} %u\n",
+                         tg_str(tg_fairshare_name(fs, q)), cnt[q], tg_str(tg_fairshare_name(fs, q)),
+                         cnt[n + q]);
+    }
+}
+
 /* The tenant queues' gauges for /metrics (issue 19): per queue and
  * resource, allocated, fair share, quota and limit (-1: none), in the
  * resource's Kubernetes units (cpu in cores, memory in bytes). */
-static void publish_queues(const struct tg_engine *e)
+static void publish_queues(struct tg_daemon *d)
 {
+    const struct tg_engine *e = d->engine;
     const struct tg_fairshare *fs = tg_engine_fairshare(e);
     if (!fs) {
         tg_metrics_queues(NULL);
@@ -260,10 +278,7 @@ static void publish_queues(const struct tg_engine *e)
         tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n", fam[f].name, fam[f].help, fam[f].name);
         for (uint32_t q = 0; q < tg_fairshare_count(fs); q++)
             for (uint32_t r = 0; r < tg_res_count(); r++) {
-                if (r == TG_RES_PODS || r == TG_RES_EPHEMERAL || r == TG_RES_UNOFFERED)
-                    continue;
-                if (!(tg_fairshare_quota(fs, q, r) > 0 || tg_fairshare_limit(fs, q, r) >= 0 ||
-                      tg_fairshare_share(fs, q, r) > 0 || tg_fairshare_allocated(fs, q, r) > 0))
+                if (!tg__queues_res_shown(fs, q, r))
                     continue;
                 double v = fam[f].get(fs, q, r);
                 if (r == TG_RES_CPU && v > 0)
@@ -272,6 +287,7 @@ static void publish_queues(const struct tg_engine *e)
                              tg_str(tg_fairshare_name(fs, q)), tg_res_name(r), v);
             }
     }
+    publish_queue_gangs(d, fs, &b);
     const char *text = tg_sb_str(&b);
     tg_metrics_queues(text ? strdup(text) : NULL);
     tg_sb_free(&b);
@@ -279,7 +295,8 @@ static void publish_queues(const struct tg_engine *e)
 
 static void housekeeping(struct tg_daemon *d)
 {
-    publish_queues(d->engine);
+    publish_queues(d);
+    tg__queues_status_tick(d->queues, d->engine, (int64_t)uv_now(&d->loop));
     const struct tg_engine *e = d->engine;
     tg_metrics_set(TG_G_LOOP_HEARTBEAT_MS, (int64_t)(uv_hrtime() / 1000000));
     struct tg_engine_counts n;

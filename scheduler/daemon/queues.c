@@ -11,6 +11,15 @@
  *                           Valid=False (reason InvalidSpec, the same message),
  *                           and Valid=True once a later version is clean.
  *
+ * The condition is server-side applied (field manager topogang-queue-valid):
+ * other controllers' conditions stay.
+ *
+ * The leader also writes each topogang.io Queue's status numbers: allocated
+ * and fairShare per resource, waitingGangs and runningGangs (a merge patch
+ * of those keys only, when changed, at most once per TG_QSTATUS_MIN_MS;
+ * tg__queues_status_tick from housekeeping). KAI's and Volcano's Queues get
+ * none: their controllers own their status.
+ *
  * Only the leader tells (a new leader tells what it finds once more).
  * Nothing else is written, and nothing but the Queue is touched: the engine
  * learns the set through tg__queues_current and on_change (internal.h). */
@@ -20,7 +29,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "informer/api.h"
+#include "model/quantity.h"
+#include "model/resources.h"
+#include "scheduler/engine.h"
+#include "scheduler/fairshare.h"
 #include "scheduler/daemon/metrics.h"
 #include "util/err.h"
 #include "util/hmap.h"
@@ -45,9 +60,19 @@ struct tg__queues {
     int leading;                        /* only the leader tells (tg__queues_leading) */
     void (*on_change)(void *ud);
     void *ud;
+    struct tg_hmap written;             /* our Queues' status: name -> struct srec * */
+    uint64_t status_ticks;              /* tg__queues_status_tick calls that wrote */
+    int status_resync;                  /* a write failed, or a new leader: write all again */
+    uint32_t *gangs;                    /* owned: waiting[ngangs], then running[ngangs] */
+    uint32_t ngangs;
+    int64_t gangs_ms;                   /* when counted */
+    const struct tg_fairshare *gangs_fs; /* the tree counted (its indexes) */
+    uint64_t gangs_gen;                 /* spec_changes then */
+    uint64_t spec_changes;              /* Queue sets the engine was given (changed()) */
 };
 
 static void forget_all(struct tg__queues *q);
+static void forget_written(struct tg__queues *q, int all);
 
 int tg__queues_new(struct tg_client *c, struct tg__queues **out)
 {
@@ -64,6 +89,8 @@ void tg__queues_free(struct tg__queues **pq)
     if (!q)
         return;
     forget_all(q);
+    forget_written(q, 1);
+    free(q->gangs);
     free(q);
     *pq = NULL;
 }
@@ -92,7 +119,8 @@ static void on_written(void *ud, const struct tg_resp *r)
                 r->status);
 }
 
-/* The Valid condition of a topogang.io Queue's status. */
+/* The Valid condition of a topogang.io Queue's status, server-side applied
+ * (the CRD keys conditions by type): other controllers' conditions stay. */
 static void write_condition(struct tg__queues *q, const struct tg_queue_obj *o)
 {
     char ts[40];
@@ -104,9 +132,10 @@ static void write_condition(struct tg__queues *q, const struct tg_queue_obj *o)
                  o->problem ? "InvalidSpec" : "Valid");
     tg_sb_json_str(&b, o->problem ? o->problem : "the spec is valid");
     tg_sb_printf(&b, ",\"lastTransitionTime\":\"%s\"}]}", ts);
-    if (!b.len || tg_api_patch_status_of(q->client, tg_queue_apis[TG_QAPI_TOPOGANG].api_version,
-                                         "queues", NULL, tg_str(o->name), tg_sb_str(&b), 0,
-                                         on_written, "Queue status patch"))
+    if (!b.len || tg_api_apply_status_of(q->client, tg_queue_apis[TG_QAPI_TOPOGANG].api_version,
+                                         "Queue", "queues", NULL, tg_str(o->name),
+                                         "topogang-queue-valid", tg_sb_str(&b), on_written,
+                                         "Queue status patch"))
         tg_warn(C, "Queue %s: cannot write its status", tg_str(o->name));
     tg_sb_free(&b);
 }
@@ -182,6 +211,7 @@ void tg__queues_leading(struct tg__queues *q, int leading)
     if (!leading || was)
         return;
     forget_all(q); /* a new leader tells each problem it finds once */
+    q->status_resync = 1; /* ... and writes each status once */
     for (int api = 0; q->inf && api < TG_QAPI_N; api++) {
         const struct tg_store *s = tg_informer_store(q->inf, TG_INF_OF_QUEUE_API(api));
         for (uint32_t i = 0; s && i < tg_store_len(s); i++)
@@ -206,6 +236,7 @@ static void forget(struct tg__queues *q, const struct tg_queue_obj *o)
 static void changed(struct tg__queues *q)
 {
     q->generation++;
+    q->spec_changes++;
     if (q->on_change)
         q->on_change(q->ud);
 }
@@ -216,9 +247,15 @@ static void queue_set(void *ud, const void *obj)
     changed(ud);
 }
 
+/* A status-only update (our own status writes come back so) changes nothing
+ * the engine reads: no new set for it (no fair-share rebuild per write). */
 static void queue_update(void *ud, const void *old, const void *obj)
 {
-    (void)old;
+    struct tg__queues *q = ud;
+    if (old && tg_queue_obj_same_spec(old, obj)) {
+        q->generation++; /* the objects are new all the same */
+        return;
+    }
     queue_set(ud, obj);
 }
 
@@ -276,4 +313,220 @@ int tg__queues_merge(const struct tg_store *const st[TG_QAPI_N], const struct tg
     tg_imap_free(&seen);
     *out = v;
     return (int)n;
+}
+
+/* ---- the status of topogang.io Queues -------------------------------------------------- */
+
+/* What was last written to one Queue's status (name -> struct srec *). */
+struct srec {
+    char *name;                         /* owned: the map key */
+    cJSON *last;                        /* owned: the status last written */
+    int64_t at_ms;                      /* when */
+    char uid[80];                       /* of the Queue written: a new one is written afresh */
+    uint64_t seen;                      /* the tick that last found the queue */
+};
+
+int tg__queues_res_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t r)
+{
+    if (r == TG_RES_PODS || r == TG_RES_EPHEMERAL || r == TG_RES_UNOFFERED)
+        return 0;
+    return tg_fairshare_quota(fs, q, r) > 0 || tg_fairshare_limit(fs, q, r) >= 0 ||
+           tg_fairshare_share(fs, q, r) > 0 || tg_fairshare_allocated(fs, q, r) > 0;
+}
+
+/* An amount for a status map: whole units of a resource other than cpu and
+ * memory as a JSON integer ("nvidia.com/gpu": 8), anything else as a
+ * Kubernetes quantity string ("cpu": "1500m", "memory": "64Gi", a
+ * fractional GPU "500m"): what the CRD's int-or-string admits. */
+static cJSON *status_amount(uint32_t r, double v)
+{
+    int whole = v == (double)(int64_t)v;
+    if (whole && r != TG_RES_CPU && r != TG_RES_MEMORY)
+        return cJSON_CreateNumber(v);
+    int milli = r == TG_RES_CPU || (r != TG_RES_MEMORY && !whole);
+    double units = milli && r != TG_RES_CPU ? v * 1000 : v;
+    char buf[64];
+    tg_quantity_format((int64_t)(units + 0.5), milli, buf, sizeof buf);
+    return cJSON_CreateString(buf);
+}
+
+cJSON *tg__queues_status_build(const struct tg_fairshare *fs, uint32_t q, uint32_t waiting,
+                               uint32_t running)
+{
+    cJSON *st = cJSON_CreateObject();
+    cJSON *alloc = cJSON_AddObjectToObject(st, "allocated");
+    cJSON *share = cJSON_AddObjectToObject(st, "fairShare");
+    if (!alloc || !share) {
+        cJSON_Delete(st);
+        return NULL;
+    }
+    for (uint32_t r = 0; r < tg_res_count(); r++) {
+        if (!tg__queues_res_shown(fs, q, r))
+            continue;
+        cJSON_AddItemToObject(alloc, tg_res_name(r), status_amount(r, tg_fairshare_allocated(fs, q, r)));
+        cJSON_AddItemToObject(share, tg_res_name(r), status_amount(r, tg_fairshare_share(fs, q, r)));
+    }
+    cJSON_AddNumberToObject(st, "waitingGangs", waiting);
+    cJSON_AddNumberToObject(st, "runningGangs", running);
+    return st;
+}
+
+/* Into patch's map `key`: null for each resource that `last` had and `now`
+ * has not (a JSON merge patch removes a key only when told null). */
+static void null_dropped(cJSON *patch, const cJSON *last, const char *key)
+{
+    const cJSON *was = cJSON_GetObjectItemCaseSensitive(last, key);
+    cJSON *now = cJSON_GetObjectItemCaseSensitive(patch, key), *it;
+    cJSON_ArrayForEach(it, was)
+        if (!cJSON_GetObjectItemCaseSensitive(now, it->string))
+            cJSON_AddNullToObject(now, it->string);
+}
+
+static struct srec *srec_get(struct tg__queues *q, const char *name)
+{
+    uint64_t v;
+    if (tg_hmap_get(&q->written, name, strlen(name), &v))
+        return (struct srec *)(uintptr_t)v;
+    struct srec *s = calloc(1, sizeof *s);
+    if (!s || !(s->name = strdup(name)) ||
+        tg_hmap_put(&q->written, s->name, strlen(s->name), (uint64_t)(uintptr_t)s)) {
+        if (s)
+            free(s->name);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void srec_free(struct srec *s)
+{
+    cJSON_Delete(s->last);
+    free(s->name);
+    free(s);
+}
+
+char *tg__queues_status_due(struct tg__queues *q, const char *name, const char *uid, cJSON *st,
+                            int64_t now_ms)
+{
+    struct srec *s = st ? srec_get(q, name) : NULL;
+    if (s)
+        s->seen = q->status_ticks;
+    if (s && strcmp(s->uid, uid ? uid : "")) { /* deleted and made again: its status is empty */
+        cJSON_Delete(s->last);
+        s->last = NULL;
+        snprintf(s->uid, sizeof s->uid, "%s", uid ? uid : "");
+    }
+    if (!s || (s->last && cJSON_Compare(s->last, st, 1)) ||
+        (s->last && now_ms - s->at_ms < TG_QSTATUS_MIN_MS)) {
+        cJSON_Delete(st);
+        return NULL;
+    }
+    cJSON *patch = cJSON_Duplicate(st, 1);
+    if (patch && s->last) {
+        null_dropped(patch, s->last, "allocated");
+        null_dropped(patch, s->last, "fairShare");
+    }
+    char *text = patch ? cJSON_PrintUnformatted(patch) : NULL;
+    cJSON_Delete(patch);
+    if (!text) {
+        cJSON_Delete(st);
+        return NULL;
+    }
+    cJSON_Delete(s->last);
+    s->last = st;
+    s->at_ms = now_ms;
+    return text;
+}
+
+/* Forgets what was written: all of it (all != 0), else the Queues the last
+ * tick did not find (deleted). */
+static void forget_written(struct tg__queues *q, int all)
+{
+    uint32_t pos = 0;
+    const struct tg_hslot *sl;
+    if (all) {
+        while ((sl = tg_hmap_next(&q->written, &pos)))
+            srec_free((struct srec *)(uintptr_t)sl->val);
+        tg_hmap_free(&q->written);
+        memset(&q->written, 0, sizeof q->written);
+        return;
+    }
+    while ((sl = tg_hmap_next(&q->written, &pos))) {
+        struct srec *s = (struct srec *)(uintptr_t)sl->val;
+        if (s->seen == q->status_ticks)
+            continue;
+        tg_hmap_del(&q->written, s->name, strlen(s->name));
+        srec_free(s);
+        pos = 0; /* the map moved under the walk: start again (deletions are rare) */
+    }
+}
+
+static void on_status_written(void *ud, const struct tg_resp *r)
+{
+    struct tg__queues *q = ud;
+    if (!r->err || r->status == 404)
+        return;
+    tg_warn(C, "Queue status patch failed: %s (HTTP %ld); every Queue's status is written again",
+            r->msg ? r->msg : tg_strerror(r->err), r->status);
+    q->status_resync = 1;
+}
+
+const uint32_t *tg__queues_gangs(struct tg__queues *q, const struct tg_engine *e, int64_t now_ms,
+                                 uint32_t *n)
+{
+    const struct tg_fairshare *fs = tg_engine_fairshare(e);
+    *n = 0;
+    if (!fs)
+        return NULL;
+    uint32_t nq = tg_fairshare_count(fs);
+    if (q->gangs && q->gangs_fs == fs && q->gangs_gen == q->spec_changes && q->ngangs == nq &&
+        now_ms - q->gangs_ms < TG_QSTATUS_MIN_MS) {
+        *n = nq;
+        return q->gangs;
+    }
+    uint32_t *v = realloc(q->gangs, (2 * (size_t)nq + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    q->gangs = v;
+    if (tg_engine_queue_gangs(e, v, v + nq, nq)) {
+        q->ngangs = 0;
+        return NULL;
+    }
+    q->ngangs = nq;
+    q->gangs_fs = fs;
+    q->gangs_gen = q->spec_changes;
+    q->gangs_ms = now_ms;
+    *n = nq;
+    return v;
+}
+
+void tg__queues_status_tick(struct tg__queues *q, const struct tg_engine *e, int64_t now_ms)
+{
+    const struct tg_fairshare *fs = tg_engine_fairshare(e);
+    const struct tg_store *ours =
+        q->inf ? tg_informer_store(q->inf, TG_INF_OF_QUEUE_API(TG_QAPI_TOPOGANG)) : NULL;
+    if (!q->leading || !fs || !ours || !q->client)
+        return;
+    if (q->status_resync) {
+        forget_written(q, 1);
+        q->status_resync = 0;
+    }
+    uint32_t n;
+    const uint32_t *cnt = tg__queues_gangs(q, e, now_ms, &n);
+    if (!cnt)
+        return;
+    q->status_ticks++;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *name = tg_str(tg_fairshare_name(fs, i));
+        const struct tg_queue_obj *o = tg_store_get(ours, name);
+        if (!o)
+            continue; /* KAI's or Volcano's: their controllers own the status */
+        char *patch = tg__queues_status_due(q, name, o->uid,
+                                            tg__queues_status_build(fs, i, cnt[i], cnt[n + i]), now_ms);
+        if (patch && tg_api_patch_status_of(q->client, tg_queue_apis[TG_QAPI_TOPOGANG].api_version,
+                                            "queues", NULL, name, patch, 0, on_status_written, q))
+            tg_warn(C, "Queue %s: cannot write its status", name);
+        free(patch);
+    }
+    forget_written(q, 0);
 }

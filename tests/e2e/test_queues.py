@@ -30,16 +30,29 @@ broken KAI one and a broken one of ours).
     nvidia.com/gpu"); a pod of a queue that does not exist waits saying so;
     the limit raised to 16: the second is bound.
 
+  status: a Queue team-st (8 GPUs quota and limit; a cpu limit below its
+    quota, so Valid=False) and two 8-GPU one-pod gangs in it: one bound, one
+    waiting at the limit. Its status reads allocated and fairShare 8
+    nvidia.com/gpu, runningGangs 1, waitingGangs 1 (and /metrics'
+    topogang_tenant_gangs the same), with the Valid condition
+    still there; `kubectl get queues.topogang.io` shows them in the columns
+    GPU ALLOCATED, GPU FAIR SHARE, WAITING, RUNNING. Another controller's
+    condition added and the spec fixed: Valid turns True and the other
+    condition stays (server-side apply). The bound pod deleted:
+    the other is bound and the status follows (1 running, 0 waiting). KAI's
+    Queue kai-team gets none of these fields.
+
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import os
+import re
 import subprocess
 import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import run_cases, fail, wait, Scheduler, log, make_namespace  # noqa: E402
+from harness import run_cases, fail, wait, Scheduler, log, make_namespace, http_get  # noqa: E402
 
 SRC = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 FIX = os.path.join(SRC, "tests/fixtures")
@@ -204,9 +217,13 @@ def lim_pod(name, queue):
                                      "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
 
 
-def node_of(ctx, name):
-    st, doc = ctx["api"].request("GET", f"/api/v1/namespaces/lim/pods/{name}")
+def node_of_ns(ctx, ns, name):
+    st, doc = ctx["api"].request("GET", f"/api/v1/namespaces/{ns}/pods/{name}")
     return (doc or {}).get("spec", {}).get("nodeName") if st == 200 else None
+
+
+def node_of(ctx, name):
+    return node_of_ns(ctx, "lim", name)
 
 
 def notes(ctx, pod):
@@ -245,7 +262,114 @@ def case_limit_holds(ctx):
         fail(f"sanitizer: {rep}")
 
 
-CASES = [case_absent_api_not_read, case_volcano_discovered_and_fixed, case_limit_holds]
+def st_queue():
+    # cpu's limit below its quota: a problem it lives with (Valid=False), GPUs as written
+    return {"apiVersion": OURS, "kind": "Queue", "metadata": {"name": "team-st"},
+            "spec": {"resources": {"nvidia.com/gpu": {"quota": "8", "limit": "8"},
+                                   "cpu": {"quota": "4", "limit": "2"}}}}
+
+
+def st_pod(name):
+    p = lim_pod(name, "team-st")
+    p["metadata"]["namespace"] = "st"
+    return p
+
+
+def queue_status(ctx, name, api_version=OURS):
+    st, doc = ctx["api"].request("GET", f"/apis/{api_version}/queues/{name}")
+    return ((doc or {}).get("status") or {}) if st == 200 else {}
+
+
+def columns(text):
+    """kubectl's table as {column: value} for its one row (columns by header offset)."""
+    lines = text.splitlines()
+    if len(lines) != 2:
+        return {}
+    head, row = lines
+    names = [m for m in re.finditer(r"\S+(?: \S+)*", head)]
+    return {m.group(0): row[m.start():].split()[0] if len(row) > m.start() and row[m.start():].split() else ""
+            for m in names}
+
+
+def case_status(ctx):
+    install_crd(ctx, os.path.join(SRC, "manifests/crd-queue.yaml"), "queues.topogang.io")
+    api = ctx["api"]
+    st, _ = api.request("POST", f"/apis/{OURS}/queues", st_queue())
+    if st not in (200, 201, 409):
+        raise RuntimeError(f"creating Queue team-st: HTTP {st}")
+    make_namespace(api, "st")
+    s = start(ctx, "queues-st")
+    wait(lambda: (valid_condition(ctx, "team-st") or {}).get("status") == "False", 30,
+         "team-st's condition Valid=False (its cpu limit)")
+    api.create_pod("st", st_pod("s1"))
+    wait(lambda: node_of_ns(ctx, "st", "s1"), 30, "st/s1 bound")
+    api.create_pod("st", st_pod("s2"))
+
+    def counted():
+        q = queue_status(ctx, "team-st")
+        return (q.get("allocated") or {}).get("nvidia.com/gpu") == 8 and q.get("runningGangs") == 1 \
+            and q.get("waitingGangs") == 1
+    wait(counted, 30, "team-st's status: 8 GPUs allocated, 1 gang running, 1 waiting")
+    got = {}
+
+    def metric():
+        got["text"] = http_get(s.port, "/metrics", timeout=10)[1]
+        return all(f'topogang_tenant_gangs{{queue="team-st",state="{k}"}} 1\n' in got["text"]
+                   for k in ("waiting", "running"))
+    wait(metric, 30, "topogang_tenant_gangs of team-st: 1 waiting, 1 running on /metrics")
+    q = queue_status(ctx, "team-st")
+    if (q.get("fairShare") or {}).get("nvidia.com/gpu") != 8:
+        fail(f"team-st's fair share: {q.get('fairShare')}, wanted 8 GPUs (its quota and limit)")
+    v = valid_condition(ctx, "team-st")
+    if not v or v.get("status") != "False" or "spec.resources.cpu.limit" not in v.get("message", ""):
+        fail(f"team-st's Valid condition after the status writes: {v}; status {q}")
+    if node_of_ns(ctx, "st", "s2"):
+        fail("st/s2 bound past team-st's limit")
+    r = kubectl(ctx, "get", "queues.topogang.io", "team-st")
+    col = columns(r.stdout)
+    want = {"NAME": "team-st", "GPU QUOTA": "8", "GPU LIMIT": "8", "GPU ALLOCATED": "8",
+            "GPU FAIR SHARE": "8", "WAITING": "1", "RUNNING": "1", "VALID": "False"}
+    if r.returncode or any(col.get(k) != w for k, w in want.items()):
+        fail(f"kubectl get queues.topogang.io team-st: {col}, wanted {want}:\n{r.stdout}{r.stderr}")
+    # another controller's condition beside ours, then the spec fixed: Valid
+    # turns True and the other condition stays (a merge patch of conditions
+    # would replace the whole list)
+    other = {"type": "Audited", "status": "True", "reason": "Checked", "message": "by another controller",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    conds = (queue_status(ctx, "team-st").get("conditions") or []) + [other]
+    st, _ = api.request("PATCH", f"/apis/{OURS}/queues/team-st/status", {"status": {"conditions": conds}},
+                        ctype="application/merge-patch+json")
+    if st != 200:
+        fail(f"adding another controller's condition to team-st: HTTP {st}")
+    st, doc = api.request("GET", f"/apis/{OURS}/queues/team-st")
+    body = st_queue()
+    body["spec"]["resources"]["cpu"]["limit"] = "4"
+    body["metadata"]["resourceVersion"] = (doc or {}).get("metadata", {}).get("resourceVersion")
+    st, _ = api.request("PUT", f"/apis/{OURS}/queues/team-st", body)
+    if st != 200:
+        fail(f"fixing team-st's cpu limit: HTTP {st}")
+    wait(lambda: (valid_condition(ctx, "team-st") or {}).get("status") == "True", 30,
+         "team-st's condition Valid=True once its spec is clean")
+    kept = [c for c in queue_status(ctx, "team-st").get("conditions") or [] if c.get("type") == "Audited"]
+    if not kept:
+        fail(f"another controller's condition lost when Valid was written: {queue_status(ctx, 'team-st')}")
+    # s1 gone: nothing running, s2 placed (8 GPUs free in the queue again)
+    api.delete_pod("st", "s1")
+    wait(lambda: queue_status(ctx, "team-st").get("runningGangs") == 1
+         and queue_status(ctx, "team-st").get("waitingGangs") == 0, 60,
+         "team-st's status once s1 is gone and s2 placed: 1 running, 0 waiting")
+    # KAI's Queues (case absent_api_not_read made some) get no status from us
+    kai = queue_status(ctx, "kai-team", KAI)
+    if any(k in kai for k in ("fairShare", "waitingGangs", "runningGangs")):
+        fail(f"topogang wrote KAI Queue kai-team's status: {kai}")
+    if s.readyz()[0] != 200:
+        fail("the scheduler stopped serving")
+    rep = s.sanitizer_report()
+    if rep:
+        fail(f"sanitizer: {rep}")
+
+
+CASES = [case_absent_api_not_read, case_volcano_discovered_and_fixed, case_limit_holds, case_status]
 
 
 def main():

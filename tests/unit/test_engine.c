@@ -13,8 +13,10 @@
 #include "testutil.h"
 #include "config/policy.h"
 #include "scheduler/engine.h"
+#include "scheduler/fairshare.h"
 #include "scheduler/internal.h" /* the tests embed an engine and look inside */
 #include "scheduler/sim/load.h"
+#include "util/err.h"
 #include "util/intern.h"
 
 #include <stdio.h>
@@ -270,12 +272,73 @@ static void accessors_read_what_the_engine_holds(void **state)
     free(y);
 }
 
+
+/* tg_engine_queue_gangs (issue 19, the Queue status): per tenant queue, its
+ * gangs with a placed member (running) and with only pending members
+ * (waiting); TG_EINVAL while queues are off or for a short array. */
+static void queue_gangs_counted(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    tu_node(&y, "r0-n0", "", "r0", 8, NULL);
+    tu_node(&y, "r0-n1", "", "r0", 8, NULL);
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+               "spec: {resources: {nvidia.com/gpu: {quota: \"8\", limit: \"16\"}}}\n"
+               "---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+               "spec: {resources: {nvidia.com/gpu: {quota: \"8\"}}}\n");
+    const char *groups[] = {"run", "wait", "other"}, *queues[] = {"team-a", "team-a", "team-b"};
+    for (int i = 0; i < 3; i++)
+        tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: %s, "
+                   "namespace: ml, labels: {topogang.io/queue: %s}}\nspec: {minMember: 1}\n",
+               groups[i], queues[i]);
+    tu_pod(&y, "run-0", "run", "nvidia.com/gpu: 8", "  nodeName: r0-n0\n");
+    tu_pod(&y, "wait-0", "wait", "nvidia.com/gpu: 8", NULL);
+    tu_pod(&y, "other-0", "other", "nvidia.com/gpu: 8", NULL);
+    struct tg_simdata d;
+    load(&d, y);
+    assert_int_equal(d.nqueues, 2);
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    struct tg_engine *e = NULL;
+    struct tg_clock clk = {test_clock, NULL};
+    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
+    for (uint32_t i = 0; i < d.nnodes; i++)
+        assert_int_equal(tg_engine_node_set(e, tg_node_clone(d.nodes[i])), 0);
+    uint32_t w[4], r[4];
+    assert_int_equal(tg_engine_queue_gangs(e, w, r, 4), TG_EINVAL); /* queues off */
+    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d.queues, d.nqueues), 0);
+    for (uint32_t i = 0; i < d.npgs; i++)
+        tg_engine_podgroup_set(e, d.pgs[i]);
+    for (uint32_t i = 0; i < d.npods; i++) {
+        if (d.pods[i].pod->node)
+            assert_int_equal(tg_engine_bound_set(e, d.pods[i].pod), 0);
+        else
+            assert_int_equal(tg_engine_pending_set(e, d.pods[i].pod), 0);
+    }
+    const struct tg_fairshare *fs = tg_engine_fairshare(e);
+    assert_non_null(fs);
+    uint32_t n = tg_fairshare_count(fs);
+    assert_int_equal(n, 2);
+    assert_int_equal(tg_engine_queue_gangs(e, w, r, 1), TG_EINVAL); /* short */
+    assert_int_equal(tg_engine_queue_gangs(e, w, r, n), 0);
+    int a = tg_fairshare_find(fs, tg_intern("team-a")), b = tg_fairshare_find(fs, tg_intern("team-b"));
+    assert_true(a >= 0 && b >= 0);
+    assert_int_equal(r[a], 1);
+    assert_int_equal(w[a], 1);
+    assert_int_equal(r[b], 0);
+    assert_int_equal(w[b], 1);
+    tg_engine_delete(e);
+    tg_simdata_free(&d);
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(podgroup_status_update_does_not_wake),
         cmocka_unit_test(half_bound_gang_times_out),
         cmocka_unit_test(accessors_read_what_the_engine_holds),
+        cmocka_unit_test(queue_gangs_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include "model/workload.h"
 #include "informer/kinds.h"
 #include "scheduler/daemon/internal.h"
+#include "scheduler/fairshare.h"
 #include "scheduler/sim/load.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -508,6 +509,132 @@ static void test_current_set(void **state)
         tg_store_free(&st[api]);
 }
 
+
+/* The status written to a topogang.io Queue (tg__queues_status_build,
+ * tg__queues_status_due): whole GPUs as integers, cpu and memory as
+ * quantities; written when first
+ * seen, not again while unchanged, a change within a second held back
+ * (then written), a resource gone from the status set null in the patch. */
+static void test_status(void **state)
+{
+    (void)state;
+    cJSON *j = cJSON_Parse("{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\","
+                           "\"metadata\":{\"name\":\"team-s\"},\"spec\":{\"resources\":{"
+                           "\"nvidia.com/gpu\":{\"quota\":\"4\"},\"cpu\":{\"quota\":\"2\"},"
+                           "\"memory\":{\"quota\":\"8Gi\"}}}}");
+    struct tg_queue_obj *o = NULL;
+    assert_int_equal(tg_queue_obj_decode(j, &D, &o), 0);
+    cJSON_Delete(j);
+    const struct tg_queue_obj *qs[] = {o};
+    struct tg_fairshare *fs = NULL;
+    assert_int_equal(tg_fairshare_build(qs, 1, NULL, NULL, &fs), 0);
+    uint32_t gpu = (uint32_t)tg_res_id("nvidia.com/gpu", 14);
+    struct tg_rq cap[] = {{gpu, 16}, {TG_RES_CPU, 64000}, {TG_RES_MEMORY, 64LL << 30}};
+    assert_int_equal(tg_fairshare_set_capacity(fs, cap, 3), 0);
+    struct tg_rq use[] = {{gpu, 3}, {TG_RES_CPU, 1500}, {TG_RES_MEMORY, 4LL << 30}};
+    tg_fairshare_demand_add(fs, 0, use, 3, 1);
+    tg_fairshare_alloc_add(fs, 0, use, 3, 1);
+    assert_int_equal(tg_fairshare_update(fs), 1);
+
+    cJSON *st = tg__queues_status_build(fs, 0, 2, 1);
+    char *text = cJSON_PrintUnformatted(st);
+    const cJSON *al = cJSON_GetObjectItemCaseSensitive(st, "allocated");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(st, "fairShare");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(al, "nvidia.com/gpu");
+    if (!cJSON_IsNumber(g) || g->valuedouble != 3)
+        fail_msg("allocated GPUs: %s", text);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(al, "cpu")->valuestring, "1500m");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(al, "memory")->valuestring, "4Gi");
+    g = cJSON_GetObjectItemCaseSensitive(sh, "nvidia.com/gpu");
+    if (!cJSON_IsNumber(g) || g->valuedouble != 3) /* min(quota 4, demand 3) */
+        fail_msg("fair share GPUs: %s", text);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(st, "waitingGangs")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(st, "runningGangs")->valueint, 1);
+    free(text);
+
+    struct tg__queues *q = NULL;
+    assert_int_equal(tg__queues_new(NULL, &q), 0);
+    char *p = tg__queues_status_due(q, "team-s", "u1", st, 10000);
+    assert_non_null(p);
+    assert_non_null(strstr(p, "\"runningGangs\":1"));
+    free(p);
+    /* unchanged, much later: nothing */
+    assert_null(tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 2, 1), 20000));
+    /* changed 0.5 s after the last write: held back; at 1 s: written */
+    assert_null(tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 1, 2), 10500));
+    p = tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 1, 2), 11000);
+    assert_non_null(p);
+    assert_non_null(strstr(p, "\"waitingGangs\":1"));
+    free(p);
+    /* memory gone from the status set (as when its quota is removed): null */
+    cJSON *st2 = tg__queues_status_build(fs, 0, 1, 2);
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(st2, "allocated"),
+                                            "memory");
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(st2, "fairShare"), "memory");
+    p = tg__queues_status_due(q, "team-s", "u1", st2, 12000);
+    assert_non_null(p);
+    cJSON *pj = cJSON_Parse(p);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pj, "allocated"), "memory")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pj, "fairShare"), "memory")));
+    cJSON_Delete(pj);
+    free(p);
+    /* unchanged but the Queue deleted and made again (a new uid): written */
+    p = tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 1, 2), 13000);
+    assert_non_null(p); /* memory back */
+    free(p);
+    assert_null(tg__queues_status_due(q, "team-s", "u1", tg__queues_status_build(fs, 0, 1, 2), 30000));
+    p = tg__queues_status_due(q, "team-s", "u2", tg__queues_status_build(fs, 0, 1, 2), 30000);
+    assert_non_null(p);
+    free(p);
+    /* another queue is its own: written at once */
+    p = tg__queues_status_due(q, "team-t", "u9", tg__queues_status_build(fs, 0, 1, 2), 12100);
+    assert_non_null(p);
+    free(p);
+    tg__queues_free(&q);
+    assert_null(q);
+    tg_fairshare_free(&fs);
+    tg_queue_obj_free(&o);
+}
+
+
+/* A Queue that differs only in status and metadata (our own status writes
+ * coming back) has the same spec: the daemon gives the engine no new set. */
+static void test_same_spec(void **state)
+{
+    (void)state;
+    const char *texts[] = {
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"u\",\"resourceVersion\":\"1\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"4\"}}}}",
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"u\",\"resourceVersion\":\"2\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"4\"}}},\"status\":{\"runningGangs\":3}}",
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"u\",\"resourceVersion\":\"3\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"5\"}}}}",
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"u\",\"resourceVersion\":\"4\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"4\",\"limit\":\"2\"}}}}",
+        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
+        "\"uid\":\"v\",\"resourceVersion\":\"5\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
+        "{\"quota\":\"4\"}}}}",
+    };
+    struct tg_queue_obj *o[5] = {0};
+    for (int i = 0; i < 5; i++) {
+        cJSON *j = cJSON_Parse(texts[i]);
+        assert_int_equal(tg_queue_obj_decode(j, &D, &o[i]), 0);
+        cJSON_Delete(j);
+    }
+    assert_true(tg_queue_obj_same_spec(o[0], o[1]));  /* status, resourceVersion */
+    assert_false(tg_queue_obj_same_spec(o[0], o[2])); /* a quota */
+    assert_false(tg_queue_obj_same_spec(o[0], o[3])); /* a limit (and a problem) */
+    assert_false(tg_queue_obj_same_spec(o[0], o[4])); /* another object */
+    for (int i = 0; i < 5; i++)
+        tg_queue_obj_free(&o[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -521,6 +648,8 @@ int main(void)
         cmocka_unit_test(test_kai_quickstart),
         cmocka_unit_test(test_simulate_reads_queues),
         cmocka_unit_test(test_current_set),
+        cmocka_unit_test(test_status),
+        cmocka_unit_test(test_same_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
