@@ -3,8 +3,9 @@
  * share integrated over time, on a hand-made trace with exact expected
  * seconds (to the end, and cut by --until); the JSON and table shapes; the
  * --plot SVG parsed as XML (one polyline per queue held, one per fair
- * share); and the demo of docs/queues.md (examples/queues/): a team over
- * its limit refused with the numbers, and the reclaim case kept apart until
+ * share); the day of examples/trace/ with the teams of examples/tenants/;
+ * and the demo of docs/queues.md (examples/queues/): a team over its limit
+ * refused with the numbers, and the reclaim case kept apart (skipped) until
  * reclaim lands. */
 #include "testutil.h"
 #include "config/policy.h"
@@ -231,6 +232,121 @@ static void plot_draws_each_queue(void **state)
     free(y);
 }
 
+/* The numbers of queue `name` in simulate's top-level "queues". */
+static double qnum(const cJSON *res, const char *name, const char *what)
+{
+    const cJSON *q;
+    cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(res, "queues"))
+    {
+        if (strcmp(tu_str(q, "name"), name))
+            continue;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(q, what), "nvidia.com/gpu");
+        assert_true(cJSON_IsNumber(v));
+        return v->valuedouble;
+    }
+    fail_msg("no queue %s", name);
+    return 0;
+}
+
+/* The demo of docs/queues.md, as it is today: research over its quota and
+ * at its limit, its third job refused with the numbers; prod at its quota;
+ * interns below its fair share, waiting. */
+static void demo_three_teams(void **state)
+{
+    (void)state;
+    assert_int_equal(run("simulate -f examples/queues/ -o json"), 0);
+    cJSON *res = cJSON_Parse(out);
+    assert_non_null(res);
+    const cJSON *c = tu_gang(res, "research/train-c");
+    assert_non_null(c);
+    assert_string_equal(tu_str(c, "status"), "Unschedulable");
+    assert_string_equal(tu_str(c, "reason"),
+                        "queue research at its limit: 16/16 nvidia.com/gpu, the gang asks 8");
+    assert_true(qnum(res, "research", "allocated") == 16);
+    assert_true(qnum(res, "research", "quota") == 8);
+    assert_true(qnum(res, "research", "fairShare") == 8);
+    assert_true(qnum(res, "research", "limit") == 16);
+    assert_true(qnum(res, "prod", "allocated") == 16);
+    assert_true(qnum(res, "prod", "fairShare") == 16);
+    assert_true(qnum(res, "interns", "allocated") == 0);
+    assert_true(qnum(res, "interns", "fairShare") == 8);
+    assert_non_null(tu_gang(res, "interns/first-job"));
+    cJSON_Delete(res);
+    /* the table says the same */
+    assert_int_equal(run("simulate -f examples/queues/"), 0);
+    assert_non_null(strstr(out, "queue research at its limit: 16/16 nvidia.com/gpu, the gang asks 8"));
+}
+
+/* The demo's reclaim, for when reclaim lands (issue 19; branch reclaim):
+ * interns' job takes its 8 GPUs back from research, which goes down to its
+ * fair share (8) and no further; prod is not touched. Set RECLAIM_LANDED to
+ * 1 to run it. */
+enum { RECLAIM_LANDED = 0 };
+static void demo_reclaims(void **state)
+{
+    (void)state;
+    if (!RECLAIM_LANDED)
+        skip();
+    assert_int_equal(run("simulate -f examples/queues/ -o json"), 0);
+    cJSON *res = cJSON_Parse(out);
+    assert_non_null(res);
+    const cJSON *j = tu_gang(res, "interns/first-job");
+    assert_string_equal(tu_str(j, "status"), "Scheduled");
+    const char *node = tu_node_of(res, "interns/first-job");
+    assert_true(!strcmp(node, "gpu-0") || !strcmp(node, "gpu-1")); /* research's room */
+    assert_true(qnum(res, "research", "allocated") == 8);
+    assert_true(qnum(res, "prod", "allocated") == 16);
+    assert_true(qnum(res, "interns", "allocated") == 8);
+    cJSON_Delete(res);
+    assert_int_equal(run("simulate -f examples/queues/"), 0);
+    assert_non_null(strstr(out, "reclaimed 8 nvidia.com/gpu from queue research (fair share 8, allocated 16)"));
+}
+
+/* The day of examples/trace/ shared by the three teams of examples/tenants/:
+ * every gang in its namespace's queue; research never above its limit (256
+ * GPUs); the queues hold no more than the cluster's GPUs in use, and their
+ * fair shares add up to no more than the GPUs there are. */
+static void example_tenants_day(void **state)
+{
+    (void)state;
+    assert_int_equal(run("simulate --replay -f examples/trace/ -f examples/tenants/ -o json"), 0);
+    cJSON *res = cJSON_Parse(out);
+    assert_non_null(res);
+    static const char *const team[][2] = {
+        {"inference", "serving"}, {"ml", "training"}, {"research", "research"}};
+    const cJSON *g;
+    int n = 0;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(res, "gangs"))
+    {
+        const char *pod = tu_str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(g, "pods"), 0), "pod");
+        int found = 0;
+        for (int i = 0; i < 3; i++)
+            if (!strncmp(pod, team[i][0], strlen(team[i][0])) && pod[strlen(team[i][0])] == '/') {
+                assert_string_equal(tu_str(g, "queue"), team[i][1]);
+                found = 1;
+            }
+        assert_true(found);
+        n++;
+    }
+    assert_true(n > 400);
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(res, "summary");
+    double end = cJSON_GetObjectItemCaseSensitive(s, "end")->valuedouble;
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(s, "utilization"), "nvidia.com/gpu");
+    double used = 0, share = 0;
+    for (int i = 0; i < 3; i++) {
+        double q = gpu_s(res, team[i][1], "usedSeconds");
+        assert_true(q > 0);
+        used += q;
+        share += gpu_s(res, team[i][1], "fairShareSeconds");
+    }
+    assert_true(gpu_s(res, "research", "usedSeconds") <= 256 * end);
+    assert_true(used <= cJSON_GetObjectItemCaseSensitive(u, "used")->valuedouble);
+    assert_true(share <= 512 * end);
+    cJSON_Delete(res);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -252,6 +368,9 @@ int main(void)
         cmocka_unit_test(seconds_integrated),
         cmocka_unit_test(no_queues_no_section),
         cmocka_unit_test(plot_draws_each_queue),
+        cmocka_unit_test(demo_three_teams),
+        cmocka_unit_test(demo_reclaims),
+        cmocka_unit_test(example_tenants_day),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
