@@ -219,7 +219,7 @@ static void plot_draws_each_queue(void **state)
              "    for p in ps:\n"
              "        pts = [tuple(map(float, xy.split(','))) for xy in p.get('points').split()]\n"
              "        assert len(pts) >= 2 and all(0 <= x <= W and 0 <= y <= H for x, y in pts)\n"
-             "print('svg ok')\" %s",
+             "print('svg ok')\" %s 2>&1",
              svg);
     f = popen(args, "r");
     assert_non_null(f);
