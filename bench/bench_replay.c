@@ -1,6 +1,7 @@
 /* Replay benchmark: `simulate --replay` on a synthetic trace, medians.
  *
- *   bench_replay [--nodes N] [--gangs G] [--load L] [--runs R] [--write-yaml FILE]
+ *   bench_replay [--nodes N] [--gangs G] [--load L] [--queues Q] [--runs R]
+ *                [--write-yaml FILE]
  *
  * Cluster: N nodes (default 1,000) of 8 GPUs in 2 zones / 5 blocks per zone
  * / racks of 10 nodes / NVLink domains of 5 nodes / node. Trace: G gangs
@@ -11,7 +12,10 @@
  * pods take 8 GPUs per pod, need one rack (more than 10 pods: one block)
  * and prefer an NVLink domain; single pods take 1 to 4 GPUs. Priorities:
  * 5% high, 70% normal, 25% low (so some preempt); run times 10 minutes to
- * 4 hours.
+ * 4 hours. --queues Q (default 0: none) adds Q tenant Queues (topogang.io,
+ * q0..q<Q-1>) whose nvidia.com/gpu quotas are equal and add up to the
+ * cluster's GPUs, and puts gang g in queue q<g mod Q> (label
+ * topogang.io/queue on its pods).
  *
  * Each run reads the YAML text (generated in memory once) into a fresh
  * model and replays it to the end; prints the median and range of the load,
@@ -82,8 +86,13 @@ static const char *prio_of(uint32_t g)
     return x < 5 ? "high" : x < 75 ? "normal" : "low";
 }
 
+static uint32_t nqueues;
+
 static void gang_yaml(struct tg_sb *b, uint32_t g, uint32_t size, double t)
 {
+    char qlabel[48] = "";
+    if (nqueues)
+        snprintf(qlabel, sizeof qlabel, "topogang.io/queue: q%u", g % nqueues);
     static const uint32_t runs[] = {600, 1200, 1800, 3600, 5400, 7200, 10800, 14400};
     char ts[48];
     const char *prio = prio_of(g);
@@ -99,7 +108,10 @@ static void gang_yaml(struct tg_sb *b, uint32_t g, uint32_t size, double t)
         tg_sb_printf(b, "---\nkind: Pod\nmetadata:\n  name: g%05u-%u\n  namespace: ml\n"
                         "  creationTimestamp: \"%s\"\n", g, i, ts);
         if (size > 1)
-            tg_sb_printf(b, "  labels: {topogang.io/pod-group: g%05u}\n", g);
+            tg_sb_printf(b, "  labels: {topogang.io/pod-group: g%05u%s%s}\n", g,
+                         nqueues ? ", " : "", qlabel);
+        else if (nqueues)
+            tg_sb_printf(b, "  labels: {%s}\n", qlabel);
         tg_sb_printf(b, "  annotations: {simulate.topogang.io/duration: \"%u\"}\n"
                         "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: g%05u, "
                         "uid: u%05u, controller: true}]\n"
@@ -123,6 +135,10 @@ static void trace_yaml(struct tg_sb *b, uint32_t nodes, uint32_t gangs, double l
                   "metadata: {name: low}\nvalue: 10\n");
     for (uint32_t i = 0; i < nodes; i++)
         node_yaml(b, i);
+    for (uint32_t q = 0; q < nqueues; q++) /* equal quotas adding up to the GPUs */
+        tg_sb_printf(b, "---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: q%u}\n"
+                        "spec: {resources: {nvidia.com/gpu: {quota: \"%u\"}}}\n",
+                     q, 8 * nodes / nqueues + (q < 8 * nodes % nqueues));
     /* about 37.6 GPUs x 1.3 h per gang: gaps that ask for `load` of the GPUs */
     double gap = 37.6 * 4700.0 / (load * 8.0 * nodes), t = 0;
     *npods = 0;
@@ -201,17 +217,20 @@ int main(int argc, char **argv)
             gangs = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--load") && i + 1 < argc)
             load = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--queues") && i + 1 < argc)
+            nqueues = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--write-yaml") && i + 1 < argc)
             write = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_replay [--nodes N] [--gangs G] [--load L] [--runs R] "
-                            "[--write-yaml FILE]\n");
+            fprintf(stderr, "usage: bench_replay [--nodes N] [--gangs G] [--load L] [--queues Q] "
+                            "[--runs R] [--write-yaml FILE]\n");
             return 2;
         }
     }
-    if (runs < 1 || runs > 100 || nodes < 10 || gangs < 1 || !(load > 0.01 && load < 10))
+    if (runs < 1 || runs > 100 || nodes < 10 || gangs < 1 || !(load > 0.01 && load < 10) ||
+        nqueues > 1000)
         return 2;
     struct tg_sb yaml = {0};
     trace_yaml(&yaml, nodes, gangs, load, &npods);
@@ -229,8 +248,8 @@ int main(int argc, char **argv)
     struct tg_policy pol;
     tg_policy_default(&pol);
     double tload[100], rep[100], total[100], cpu[100];
-    printf("trace: %u nodes, %u gangs, %u pods, %.1f MB of YAML\n", nodes, gangs, npods,
-           yaml.len / 1e6);
+    printf("trace: %u nodes, %u gangs, %u pods, %u queues, %.1f MB of YAML\n", nodes, gangs, npods,
+           nqueues, yaml.len / 1e6);
     for (int i = 0; i < runs; i++) {
         struct run r;
         if (one(yaml.s, yaml.len, &pol, &r, i == 0))

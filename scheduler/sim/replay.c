@@ -172,6 +172,8 @@ static int sample_take(struct tg_replay *r, int64_t t)
     if (r->nsamples && r->sampled_change == r->changes) {
         *s = r->samples[r->nsamples - 1]; /* nothing changed: the same picture */
         s->t = t;
+        if (tg__rq_sample(r, r->nsamples))
+            return TG_ENOMEM;
         r->nsamples++;
         return 0;
     }
@@ -212,6 +214,8 @@ static int sample_take(struct tg_replay *r, int64_t t)
         if (nall[d] && nfree[d] == nall[d] && (tr->dom[d].level == 0 || tr->dom[d].name))
             s->free_dom[tr->dom[d].level]++; /* a "" domain is none: its nodes lack the label */
     r->sampled_change = r->changes;
+    if (tg__rq_sample(r, r->nsamples))
+        return TG_ENOMEM;
     r->nsamples++;
     return 0;
 }
@@ -224,8 +228,10 @@ static int advance(struct tg_replay *r, int64_t t)
         rc = sample_take(r, r->next_sample);
         r->next_sample += r->opts.sample_ms;
     }
-    if (t > r->now)
+    if (t > r->now) {
+        tg__rq_integrate(r, t); /* the queues held what the last drain left until t */
         r->now = t;
+    }
     return rc;
 }
 
@@ -912,7 +918,7 @@ static int setup(struct tg_replay *r)
         return rc;
     r->engine_up = 1;
     tg_engine_set_owner_kinds(r->engine, r->data->wl_kinds); /* the owners the input holds form gangs */
-    return build(r) || feed(r) ? TG_ENOMEM : 0;
+    return build(r) || feed(r) || tg__rq_init(r) ? TG_ENOMEM : 0;
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -991,6 +997,7 @@ static int finish(struct tg_replay *r, int until_hit)
     if (r->end < 0)
         r->end = 0;
     integrate(r, r->t0 + r->end);
+    tg__rq_finish(r, until_hit);
     while (r->nsamples && r->samples[r->nsamples - 1].t > r->end)
         r->nsamples--;
     int rc = 0;
@@ -1015,6 +1022,7 @@ int tg_replay_run(struct tg_replay *r)
         }
         if (!(rc = advance(r, t)) && !(rc = handle_due(r)))
             rc = drain(r);
+        tg__rq_checkpoint(r);
     }
     if (!rc)
         rc = finish(r, until_hit);
@@ -1085,6 +1093,7 @@ void tg_replay_free(struct tg_replay **pr)
     free(r->bind_free);
     free(r->dom_free);
     free(r->dom_all);
+    tg__rq_free(r);
     tg_hmap_free(&r->gang_idx);
     tg_hmap_free(&r->live_idx);
     free(r);

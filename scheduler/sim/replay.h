@@ -23,7 +23,9 @@
  * domain, pods and nodes), waits, preemptions and reservation, final state;
  * a summary (makespan, utilization of every extended resource, waits by
  * gang size, preemptions and work lost, reservations, fragmentation sampled
- * over time); a table, JSON, an SVG plot, and two policies compared. */
+ * over time; with tenant Queues, each queue's resource-seconds held against
+ * its fair share over time); a table, JSON, an SVG plot, and two policies
+ * compared. */
 #ifndef TG_SIM_REPLAY_H
 #define TG_SIM_REPLAY_H
 
@@ -72,7 +74,8 @@ void tg_replay_compare_table(const struct tg_replay *a, const struct tg_replay *
 void tg_replay_compare_json(const struct tg_replay *a, const struct tg_replay *b,
                             const char *name_a, const char *name_b, struct tg_sb *out);
 /* One self-contained SVG: utilization of the main extended resource, queue
- * length and waiting GPUs over time (b may be NULL; else both, b dashed). */
+ * length and waiting GPUs over time (b may be NULL; else both, b dashed);
+ * with tenant Queues, each queue's share of the main resource (a's). */
 void tg_replay_svg(const struct tg_replay *a, const struct tg_replay *b, const char *name_a,
                    const char *name_b, struct tg_sb *out);
 

@@ -5,6 +5,7 @@
 #define TG_SIM_REPLAY_INT_H
 
 #include "scheduler/engine.h"
+#include "scheduler/fairshare.h"
 #include "scheduler/sim/replay.h"
 
 #define TG__RP_NONE UINT32_MAX
@@ -83,6 +84,24 @@ struct tg__sample {
 
 struct tg__event;
 
+/* Tenant queues over time (issue 19): per queue and integrated resource,
+ * the engine's allocated amount and fair share (tg_engine_fairshare: the
+ * numbers `simulate` prints) integrated over time, advanced at each event
+ * time in O(queues x nres) (replay_queues.c); and, per sample, each queue's
+ * allocated amount and fair share of the main resource for the plot. Empty
+ * (nq 0) when the input holds no Queue. */
+struct tg__rqueues {
+    uint32_t nq, nres;
+    uint32_t res[TG_FS_MAX_RES];        /* model ids integrated: the main resource and
+                                           every resource a queue gives a quota or limit */
+    double *used_ms, *share_ms;         /* [q * nres + k]: amount (model units) x ms */
+    double *snap_used, *snap_share;     /* the same as of the last cluster change */
+    int64_t at;                         /* absolute: integrated up to here */
+    float *samp;                        /* [sample * 2 * nq + 2q (+1)]: allocated, fair share
+                                           of the main resource */
+    uint32_t capsamp;                   /* samples samp holds room for */
+};
+
 struct tg_replay {
     const struct tg_simdata *data;
     struct tg_policy policy;
@@ -119,9 +138,26 @@ struct tg_replay {
     uint64_t changes, sampled_change;   /* state changes so far; at the last sample */
     uint32_t *dom_free, *dom_all;       /* sampling scratch, per tree domain */
     uint32_t capdom;
+    struct tg__rqueues qs;
     struct tg_replay_summary sum;
     int64_t end;                        /* ms since the start */
 };
+
+/* Tenant queues over time (replay_queues.c). init after the engine holds
+ * the Queues (0 or TG_ENOMEM); integrate moves the integrals to `upto`
+ * (absolute) at the current amounts; checkpoint remembers them as of the
+ * last cluster change (the replay's end when no --until); sample records
+ * sample i (0 or TG_ENOMEM); finish settles the integrals at the end. */
+int tg__rq_init(struct tg_replay *r);
+void tg__rq_integrate(struct tg_replay *r, int64_t upto);
+void tg__rq_checkpoint(struct tg_replay *r);
+int tg__rq_sample(struct tg_replay *r, uint32_t i);
+void tg__rq_finish(struct tg_replay *r, int until_hit);
+void tg__rq_free(struct tg_replay *r);
+/* Per queue q and integrated resource k: seconds of allocation and of fair
+ * share, in the resource's Kubernetes unit (GPUs, cpu cores, memory bytes). */
+double tg__rq_used_s(const struct tg_replay *r, uint32_t q, uint32_t k);
+double tg__rq_share_s(const struct tg_replay *r, uint32_t q, uint32_t k);
 
 /* The gang's state at the end: Completed, Running, Pending, Unschedulable
  * (waiting past its timeout), Invalid. */

@@ -2,9 +2,13 @@
  * files) with three panels over the replay's time: utilization of the main
  * extended resource, gangs waiting in the queue, and the resource those
  * gangs wait for. A second replay (--compare) is drawn dashed over the
- * first. Written by hand: a few hundred bytes of markup per panel plus one
- * polyline per series. */
+ * first. With tenant Queues a fourth panel shows each queue's share of the
+ * main resource (of the first replay): what it held, a solid polyline of
+ * class 'queue', and its fair share, a dotted one of class 'fairshare', both
+ * in the queue's colour and named by data-queue. Written by hand: a few
+ * hundred bytes of markup per panel plus one polyline per series. */
 #include "scheduler/sim/replay_int.h"
+#include "util/intern.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +17,9 @@
 enum { W = 960, PH = 170, LEFT = 78, RIGHT = 24, TOP = 64, GAP = 46, MAX_POINTS = 2400 };
 
 static const char *const COLOR[2] = {"#1f77b4", "#e4572e"};
+static const char *const QCOLOR[] = {"#1f77b4", "#e4572e", "#2ca02c", "#9467bd", "#ff7f0e",
+                                     "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"};
+enum { NQCOLOR = sizeof QCOLOR / sizeof QCOLOR[0] };
 
 struct panel {
     const char *title;
@@ -133,6 +140,55 @@ static double peak(const struct tg_replay *const *r, int n, int kind)
     return nice(m);
 }
 
+/* Queue q's allocated (share 0) or fair share (1) of the main resource
+ * over time, as % of the cluster's. */
+static void queue_series(struct tg_sb *o, const struct tg_replay *r, uint32_t q, int share, int y0,
+                         double end)
+{
+    const struct tg__rqueues *qs = &r->qs;
+    double cap = (double)r->alloc[r->main_res];
+    uint32_t stride = r->nsamples > MAX_POINTS ? (r->nsamples + MAX_POINTS - 1) / MAX_POINTS : 1;
+    tg_sb_printf(o, "<polyline class='%s' data-queue='", share ? "fairshare" : "queue");
+    esc(o, tg_str(tg_fairshare_name(tg_engine_fairshare(r->engine), q)));
+    tg_sb_printf(o, "' fill='none' stroke='%s' stroke-width='%s'%s points='", QCOLOR[q % NQCOLOR],
+                 share ? "1.2" : "1.8", share ? " stroke-dasharray='2 3'" : "");
+    double prev_y = y0;
+    for (uint32_t i = 0; i < r->nsamples; i += stride) {
+        double v = qs->samp[(size_t)i * 2 * qs->nq + 2 * q + (uint32_t)share];
+        double y = y0 - PH * (cap > 0 ? v / cap : 0), x = x_of((double)r->samples[i].t, end);
+        if (i)
+            tg_sb_printf(o, "%.1f,%.1f ", x, prev_y);
+        tg_sb_printf(o, "%.1f,%.1f ", x, y);
+        prev_y = y;
+    }
+    tg_sb_printf(o, "%.1f,%.1f'/>\n", x_of(end, end), prev_y);
+}
+
+/* The fourth panel: each queue's share of the main resource over time. */
+static void queues_panel(struct tg_sb *o, const struct tg_replay *r, int y0, double end)
+{
+    const struct tg_fairshare *fs = tg_engine_fairshare(r->engine);
+    char title[128];
+    snprintf(title, sizeof title, "%s per queue (%% of %lld): held (solid), fair share (dotted)",
+             tg_res_name(r->main_res), (long long)r->alloc[r->main_res]);
+    struct panel p = {title, 0, 100};
+    panel(o, &p, NULL, 0, y0, end);
+    for (uint32_t q = 0; q < r->qs.nq; q++) {
+        int x = LEFT + (int)(q % 6) * 140, y = y0 + 34 + (int)(q / 6) * 16;
+        tg_sb_printf(o, "<line x1='%d' y1='%d' x2='%d' y2='%d' stroke='%s' stroke-width='2'/>"
+                        "<text x='%d' y='%d'>", x, y - 4, x + 22, y - 4, QCOLOR[q % NQCOLOR],
+                     x + 28, y);
+        esc(o, tg_str(tg_fairshare_name(fs, q)));
+        tg_sb_puts(o, "</text>\n");
+    }
+    if (!r->nsamples)
+        return;
+    for (uint32_t q = 0; q < r->qs.nq; q++) {
+        queue_series(o, r, q, 0, y0, end);
+        queue_series(o, r, q, 1, y0, end);
+    }
+}
+
 static void legend(struct tg_sb *o, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -160,7 +216,8 @@ void tg_replay_svg(const struct tg_replay *a, const struct tg_replay *b, const c
     snprintf(t1, sizeof t1, "gangs waiting in the queue");
     snprintf(t2, sizeof t2, "%s requested by the gangs waiting", tg_res_name(a->main_res));
     struct panel p[3] = {{t0, 0, 100}, {t1, 1, peak(r, n, 1)}, {t2, 2, peak(r, n, 2)}};
-    int height = TOP + 3 * (PH + GAP) + 10;
+    int npanels = a->qs.nq ? 4 : 3;
+    int height = TOP + npanels * (PH + GAP) + 10 + (a->qs.nq ? 24 + 16 * (int)((a->qs.nq - 1) / 6) : 0);
     tg_sb_printf(o, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
                     "viewBox='0 0 %d %d' font-family='sans-serif' font-size='12'>\n"
                     "<rect width='100%%' height='100%%' fill='white'/>\n"
@@ -170,5 +227,7 @@ void tg_replay_svg(const struct tg_replay *a, const struct tg_replay *b, const c
     legend(o, names, n);
     for (int i = 0; i < 3; i++)
         panel(o, &p[i], r, n, TOP + (i + 1) * (PH + GAP) - GAP + 20, end);
+    if (a->qs.nq)
+        queues_panel(o, a, TOP + 4 * (PH + GAP) - GAP + 20, end);
     tg_sb_puts(o, "</svg>\n");
 }

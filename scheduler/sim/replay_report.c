@@ -386,6 +386,63 @@ static void frag_json(const struct tg_replay *r, struct tg_sb *o)
     tg_sb_puts(o, "}}");
 }
 
+/* ,"queues":[{"name","parent","usedSeconds":{res:n},"fairShareSeconds":{res:n}}]
+ * when the input holds Queues: every queue, parents too. */
+static void queues_json(const struct tg_replay *r, struct tg_sb *o)
+{
+    const struct tg__rqueues *qs = &r->qs;
+    const struct tg_fairshare *fs = tg_engine_fairshare(r->engine);
+    if (!qs->nq || !fs)
+        return;
+    tg_sb_puts(o, ",\"queues\":[");
+    for (uint32_t q = 0; q < qs->nq; q++) {
+        int parent = tg_fairshare_parent(fs, q);
+        tg_sb_puts(o, q ? "," : "");
+        tg_sb_puts(o, "{\"name\":");
+        tg_sb_json_str(o, tg_str(tg_fairshare_name(fs, q)));
+        tg_sb_puts(o, ",\"parent\":");
+        json_str_or_null(o, parent >= 0 ? tg_str(tg_fairshare_name(fs, (uint32_t)parent)) : NULL);
+        for (int w = 0; w < 2; w++) {
+            tg_sb_puts(o, w ? "},\"fairShareSeconds\":{" : ",\"usedSeconds\":{");
+            for (uint32_t k = 0; k < qs->nres; k++) {
+                tg_sb_puts(o, k ? "," : "");
+                tg_sb_json_str(o, tg_res_name(qs->res[k]));
+                tg_sb_putc(o, ':');
+                json_num(o, w ? tg__rq_share_s(r, q, k) : tg__rq_used_s(r, q, k));
+            }
+        }
+        tg_sb_puts(o, "}}");
+    }
+    tg_sb_putc(o, ']');
+}
+
+/* Per queue and integrated resource: resource-seconds held and fair-share
+ * seconds, their ratio, and both as averages over the replay. */
+static void queues_text(const struct tg_replay *r, struct tg_sb *o)
+{
+    const struct tg__rqueues *qs = &r->qs;
+    const struct tg_fairshare *fs = tg_engine_fairshare(r->engine);
+    if (!qs->nq || !fs)
+        return;
+    double end = (double)r->end / 1000.0;
+    tg_sb_printf(o, "queues (resource-seconds held against fair share; averages over the %.0f s):\n",
+                 end);
+    tg_sb_printf(o, "    %-20s  %-16s  %14s  %18s  %6s  %9s  %10s\n", "QUEUE", "RESOURCE",
+                 "USED-SECONDS", "FAIRSHARE-SECONDS", "RATIO", "AVG-HELD", "AVG-SHARE");
+    for (uint32_t q = 0; q < qs->nq; q++)
+        for (uint32_t k = 0; k < qs->nres; k++) {
+            double u = tg__rq_used_s(r, q, k), f = tg__rq_share_s(r, q, k);
+            char ratio[16];
+            if (f > 0)
+                snprintf(ratio, sizeof ratio, "%.2f", u / f);
+            else
+                snprintf(ratio, sizeof ratio, "-");
+            tg_sb_printf(o, "    %-20s  %-16s  %14.0f  %18.0f  %6s  %9.4g  %10.4g\n",
+                         k ? "" : tg_str(tg_fairshare_name(fs, q)), tg_res_name(qs->res[k]), u, f,
+                         ratio, end > 0 ? u / end : 0.0, end > 0 ? f / end : 0.0);
+        }
+}
+
 /* The time the last gang completed; the end when some gang did not. */
 static int64_t makespan(const struct tg_replay *r)
 {
@@ -430,6 +487,7 @@ static void summary_json(const struct tg_replay *r, struct tg_sb *o)
     tg_sb_json_str(o, tg_res_name(r->main_res));
     tg_sb_printf(o, "},\"reservations\":%u", s->reservations);
     frag_json(r, o);
+    queues_json(r, o);
     tg_sb_printf(o, ",\"attempts\":%llu,\"events\":%llu,\"replayMs\":%.1f}",
                  (unsigned long long)s->attempts, (unsigned long long)s->events, s->run_ms);
     free(scratch);
@@ -607,6 +665,7 @@ static void summary_text(const struct tg_replay *r, struct tg_sb *o)
                      r->policy.levels[l - 1].name, f.mean, f.min, f.max);
     }
     tg_sb_putc(o, '\n');
+    queues_text(r, o);
     free(scratch);
 }
 

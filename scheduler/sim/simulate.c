@@ -738,6 +738,7 @@ static void usage(FILE *f)
         "                        time); default instant\n"
         "      --compare POLICY2 the same trace under a second policy, side by side\n"
         "      --plot FILE.svg   draw utilization, queue length and waiting GPUs over time\n"
+        "                        (and, with Queues, each queue's share of the GPUs)\n"
         "\n"
         "exit status: 0 when every file was read (unschedulable gangs included), 1 when a\n"
         "file or the policy cannot be read, 2 on a usage error.\n");
