@@ -327,6 +327,32 @@ static const char *victims(const cJSON *g, char *buf, size_t n)
     return buf;
 }
 
+/* Adds hi's `want` pending pods to *y, simulates, and checks hi is placed
+ * whole after evicting `expect` (victims()'s form); frees *y. */
+static void hi_takes(char **y, int want, const char *expect)
+{
+    pending(y, "hi", 0, want);
+    cJSON *res = tu_simulate(POLICY, *y);
+    const cJSON *g = tu_gang(res, "ml/hi");
+    assert_non_null(g);
+    char buf[512];
+    assert_string_equal(victims(g, buf, sizeof buf), expect);
+    assert_int_equal(placed(g), want);
+    cJSON_Delete(res);
+    free(*y);
+    *y = NULL;
+}
+
+/* el's four running members el-0..el-3 on nodes[i], created at[i]. */
+static void el_members(char **y, const char *const nodes[4], const char *const at[4])
+{
+    for (int i = 0; i < 4; i++) {
+        char pod[16];
+        snprintf(pod, sizeof pod, "el-%d", i);
+        bound(y, pod, "el", nodes[i], at[i]);
+    }
+}
+
 /* r0: elastic el (priority 20, minMember 2) runs 4 members, el-2 and el-3
  * the youngest; r1: whole gang w (priority 10, minMember 4). A gang of
  * priority 100 needing 2 nodes in a rack takes el's two youngest extras,
@@ -340,25 +366,16 @@ static void extras_preempted_first(void **state)
     group(&y, "el", 2, 0, 20, NULL);
     group(&y, "w", 4, 0, 10, NULL);
     group(&y, "hi", 2, 0, 100, "topology: {required: rack}");
-    bound(&y, "el-0", "el", "r0-n0", "2026-01-01T00:00:00Z");
-    bound(&y, "el-1", "el", "r0-n1", "2026-01-01T00:00:00Z");
-    bound(&y, "el-2", "el", "r0-n2", "2026-01-01T01:00:00Z");
-    bound(&y, "el-3", "el", "r0-n3", "2026-01-01T02:00:00Z");
+    el_members(&y, (const char *const[]){"r0-n0", "r0-n1", "r0-n2", "r0-n3"},
+               (const char *const[]){"2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z",
+                                     "2026-01-01T01:00:00Z", "2026-01-01T02:00:00Z"});
     for (int i = 0; i < 4; i++) {
         char pod[16], node[16];
         snprintf(pod, sizeof pod, "w-%d", i);
         snprintf(node, sizeof node, "r1-n%d", i);
         bound(&y, pod, "w", node, "2026-01-01T00:00:00Z");
     }
-    pending(&y, "hi", 0, 2);
-    cJSON *res = tu_simulate(POLICY, y);
-    const cJSON *g = tu_gang(res, "ml/hi");
-    assert_non_null(g);
-    char buf[512];
-    assert_string_equal(victims(g, buf, sizeof buf), "-:ml/el-2|-:ml/el-3");
-    assert_int_equal(placed(g), 2);
-    cJSON_Delete(res);
-    free(y);
+    hi_takes(&y, 2, "-:ml/el-2|-:ml/el-3");
 }
 
 /* el (minMember 2, priority 20) spans two racks of 3: its older el-0, el-1
@@ -375,20 +392,11 @@ static void spare_members_where_the_room_is(void **state)
     group(&y, "el", 2, 0, 20, NULL);
     group(&y, "vip", 1, 0, 1000, NULL);
     group(&y, "hi", 3, 0, 100, "topology: {required: rack}");
-    bound(&y, "el-0", "el", "r0-n0", "2026-01-01T00:00:00Z");
-    bound(&y, "el-1", "el", "r0-n1", "2026-01-01T00:00:00Z");
-    bound(&y, "el-2", "el", "r1-n0", "2026-01-01T01:00:00Z");
-    bound(&y, "el-3", "el", "r1-n1", "2026-01-01T01:00:00Z");
+    el_members(&y, (const char *const[]){"r0-n0", "r0-n1", "r1-n0", "r1-n1"},
+               (const char *const[]){"2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z",
+                                     "2026-01-01T01:00:00Z", "2026-01-01T01:00:00Z"});
     bound(&y, "vip-0", "vip", "r1-n2", "2026-01-01T00:00:00Z");
-    pending(&y, "hi", 0, 3);
-    cJSON *res = tu_simulate(POLICY, y);
-    const cJSON *g = tu_gang(res, "ml/hi");
-    assert_non_null(g);
-    char buf[512];
-    assert_string_equal(victims(g, buf, sizeof buf), "-:ml/el-0|-:ml/el-1");
-    assert_int_equal(placed(g), 3);
-    cJSON_Delete(res);
-    free(y);
+    hi_takes(&y, 3, "-:ml/el-0|-:ml/el-1");
 }
 
 /* Only rack r0 (4 nodes), all el's (minMember 2). A gang needing 3 nodes:
@@ -407,15 +415,7 @@ static void core_goes_whole(void **state)
         snprintf(node, sizeof node, "r0-n%d", i);
         bound(&y, pod, "el", node, "2026-01-01T00:00:00Z");
     }
-    pending(&y, "hi", 0, 3);
-    cJSON *res = tu_simulate(POLICY, y);
-    const cJSON *g = tu_gang(res, "ml/hi");
-    assert_non_null(g);
-    char buf[512];
-    assert_string_equal(victims(g, buf, sizeof buf), "ml/el:ml/el-0,ml/el-1,ml/el-2,ml/el-3");
-    assert_int_equal(placed(g), 3);
-    cJSON_Delete(res);
-    free(y);
+    hi_takes(&y, 3, "ml/el:ml/el-0,ml/el-1,ml/el-2,ml/el-3");
 }
 
 /* ---- a property test on random racks ------------------------------------------------- */
