@@ -60,22 +60,8 @@ void tg_elastic_explain(const struct tg_grec *g, const char *why, char *buf, siz
              placed, min, max ? max : placed + unplaced, more, wait, why);
 }
 
-/* Youngest first, then the last by name (el-3 before el-2): the order
- * extras are given up in. */
-static int younger_first(const void *pa, const void *pb)
-{
-    const struct tg_usage *a = *(struct tg_usage *const *)pa, *b = *(struct tg_usage *const *)pb;
-    if (a->created_ms != b->created_ms)
-        return a->created_ms > b->created_ms ? -1 : 1;
-    return strcmp(b->key, a->key);
-}
-
-uint32_t tg_elastic_extras(const struct tg_grec *g, struct tg_usage **out)
+uint32_t tg_elastic_spare(const struct tg_grec *g)
 {
     uint32_t min = tg_grec_min(g);
-    if (g->nmembers <= min)
-        return 0;
-    memcpy(out, g->members, g->nmembers * sizeof *out);
-    qsort(out, g->nmembers, sizeof *out, younger_first);
-    return g->nmembers - min;
+    return g->nmembers > min ? g->nmembers - min : 0;
 }

@@ -10,11 +10,12 @@
  *     required level) and only as room frees (a cluster change wakes it, as
  *     any gang waiting in the unschedulable pool): growth never preempts and
  *     never reserves;
- *   - preemption (preempt.c) takes a gang's extras as units of their own, one
- *     pod each, cheaper than any whole unit: a victim set made only of extras
- *     beats every set that evicts a whole gang or a pod of no gang. The extras
- *     are the members placed last (youngest first, then the last by name), so that a
- *     gang shrinks back toward the members it started with.
+ *   - preemption (preempt.c) takes an elastic gang's members one by one, each
+ *     a unit of its own, cheaper than any whole unit: a victim set that
+ *     leaves every gang at its minMember or above beats every set that
+ *     evicts a whole gang or a pod of no gang. Which members: those inside
+ *     the domain being freed, youngest first (the reprieve keeps the older);
+ *     a set taking more than the spare members evicts the gang whole.
  * One copy: the daemon and `simulate` reach this through the engine. */
 #ifndef TG_SCHEDULER_ELASTIC_H
 #define TG_SCHEDULER_ELASTIC_H
@@ -39,9 +40,8 @@ uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v);
  * "elastic: 8 placed = maxMember 8; 2 member(s) beyond it wait". why: the
  * placement's reason (NULL: the gang is at its desired size). */
 void tg_elastic_explain(const struct tg_grec *g, const char *why, char *buf, size_t n);
-/* g's members above minMember, the ones preemption takes first: the last
- * placed (youngest first, then the last by name), into out (room for g->nmembers).
- * Returns how many (0 for a gang at or below minMember). */
-uint32_t tg_elastic_extras(const struct tg_grec *g, struct tg_usage **out);
+/* How many of g's placed members preemption may take one by one (elastic:
+ * those above its minMember); 0 for a gang at or below minMember. */
+uint32_t tg_elastic_spare(const struct tg_grec *g);
 
 #endif

@@ -2,7 +2,8 @@
  *
  * 1. Units: from the gang layer's victims index (gang.h: gangs with placed
  *    members filed by priority, and the placed records of no gang), only
- *    the gangs of lower priority and the pods of no gang, never every
+ *    the gangs of lower priority (an elastic gang: each of its members,
+ *    see split_members) and the pods of no gang, never every
  *    placed pod; each unit is judged eligible or not once. Only with
  *    PodDisruptionBudgets is every placed pod walked (their healthy pods
  *    are counted cluster-wide), and when the index lost an allocation.
@@ -40,10 +41,13 @@ struct unit {
     struct tg_usage *pod;
     struct tg_usage **recs;             /* records to hide */
     uint32_t nrecs;
-    uint32_t npods;                     /* pods evicted with it: nrecs, or the whole gang's
-                                           for an elastic gang's core (its minMember part) */
-    uint8_t extra;                      /* one member of an elastic gang above its minMember
-                                           (elastic.h): gang is its gang, pod the member */
+    uint32_t npods;                     /* pods evicted with it */
+    uint8_t extra;                      /* one member of an elastic gang (more members than
+                                           its minMember: elastic.h), a unit of its own:
+                                           gang is its gang, pod the member */
+    struct unit *whole;                 /* extra: its gang as one unit (never a candidate),
+                                           what a set evicting more than spare of them costs */
+    uint32_t spare;                     /* extra: members its gang may lose one by one */
     int32_t prio;
     int64_t ext, age_s;
     uint32_t *pdbhits;                  /* per PDB: this unit's pods it selects (NULL: none) */
@@ -147,34 +151,29 @@ static int add_unit(struct plan *x, struct unit *un)
     return 0;
 }
 
-/* An eligible elastic gang's members above its minMember become units of
- * their own (elastic.h); core keeps the rest as the records it hides, and
- * still stands for the whole gang (npods, cost). Returns 0 or TG_ENOMEM. */
-static int split_extras(struct plan *x, struct unit *core)
+/* An eligible elastic gang (elastic.h) is not a candidate as a whole: each
+ * of its members is a unit of its own; a set taking more than
+ * tg_elastic_spare of them costs (and evicts) the whole gang, `whole`.
+ * Returns 0 or TG_ENOMEM. */
+static int split_members(struct plan *x, struct unit *whole)
 {
-    struct tg_grec *g = core->gang;
-    struct tg_usage **v = tg_arena_alloc(&x->a, (g->nmembers + 1) * sizeof *v);
-    if (!v)
-        return TG_ENOMEM;
-    uint32_t ne = tg_elastic_extras(g, v);
-    if (!ne)
-        return 0;
-    core->recs = v + ne;
-    core->nrecs = g->nmembers - ne;
-    for (uint32_t i = 0; i < ne; i++) {
+    struct tg_grec *g = whole->gang;
+    for (uint32_t i = 0; i < g->nmembers; i++) {
         struct unit *xu = tg_arena_calloc(&x->a, 1, sizeof *xu);
         if (!xu)
             return TG_ENOMEM;
-        *xu = (struct unit){.id = (uint64_t)(uintptr_t)v[i], .gang = g, .pod = v[i], .nrecs = 1,
-                            .npods = 1, .extra = 1, .prio = core->prio, .eligible = 1};
+        *xu = (struct unit){.id = (uint64_t)(uintptr_t)g->members[i], .gang = g,
+                            .pod = g->members[i], .nrecs = 1, .npods = 1, .extra = 1,
+                            .whole = whole, .spare = tg_elastic_spare(g), .prio = whole->prio,
+                            .eligible = 1};
         xu->recs = &xu->pod;
-        if (weigh(x, xu, v[i]) || add_unit(x, xu))
+        if (weigh(x, xu, xu->pod) || add_unit(x, xu))
             return TG_ENOMEM;
     }
     return 0;
 }
 
-/* Builds the unit of a gang or a lone pod (and an elastic gang's extras). */
+/* Builds the unit of a gang or a lone pod (an elastic gang's: its members'). */
 static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage *u)
 {
     struct unit *un = tg_arena_calloc(&x->a, 1, sizeof *un);
@@ -202,8 +201,9 @@ static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage
         if (weigh(x, un, r))
             return NULL;
     }
-    un->eligible = (uint8_t)ok;
-    if (add_unit(x, un) || (ok && g && split_extras(x, un)))
+    int split = ok && g && tg_elastic_spare(g) > 0;
+    un->eligible = (uint8_t)(ok && !split);
+    if (add_unit(x, un) || (split && split_members(x, un)))
         return NULL;
     return un;
 }
@@ -216,7 +216,7 @@ static struct unit *find_unit(struct plan *x, struct tg_usage *u, struct tg_grec
     if (g && u->gpos == UINT32_MAX)
         g = NULL; /* not a member (out of memory when it came): on its own */
     *gp = g;
-    uint64_t id = (uint64_t)(uintptr_t)u, v; /* a pod on its own, or an elastic extra */
+    uint64_t id = (uint64_t)(uintptr_t)u, v; /* a pod on its own, or an elastic gang's member */
     if (tg_hmap_get(&x->byid, (const char *)&id, sizeof id, &v))
         return (struct unit *)(uintptr_t)v;
     id = (uint64_t)(uintptr_t)g;
@@ -231,8 +231,8 @@ static struct unit *unit_of(struct plan *x, struct tg_usage *u)
     struct unit *un = find_unit(x, u, &g);
     if (un || !(un = make_unit(x, g, u)))
         return un;
-    struct unit *extra = find_unit(x, u, &g); /* u may be one of its gang's extras */
-    return extra ? extra : un;
+    struct unit *member = find_unit(x, u, &g); /* an elastic gang's: u's own unit */
+    return member ? member : un;
 }
 
 static int leave(struct plan *x, struct tg_usage *u)
@@ -327,13 +327,24 @@ static void hide_leaving(struct plan *x, int hide)
 
 /* ---- cost -------------------------------------------------------------------------- */
 
-/* Whether set holds the whole-gang unit of elastic gang g. */
-static int with_core(struct unit *const *set, uint32_t n, const struct tg_grec *g)
+/* What set[i] evicts: itself; for an elastic gang's member, when set takes
+ * more than its spare members, its whole gang (at the first of them; NULL
+ * for the others). */
+static struct unit *evicts(struct unit *const *set, uint32_t n, uint32_t i)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (!set[i]->extra && set[i]->gang == g)
-            return 1;
-    return 0;
+    struct unit *u = set[i];
+    if (!u->extra)
+        return u;
+    uint32_t k = 0, first = i;
+    for (uint32_t j = 0; j < n; j++)
+        if (set[j]->extra && set[j]->gang == u->gang) {
+            k++;
+            if (j < first)
+                first = j;
+        }
+    if (k <= u->spare)
+        return u;
+    return first == i ? u->whole : NULL;
 }
 
 static void cost_of(const struct plan *x, struct unit *const *set, uint32_t n, struct tg_pcost *c)
@@ -343,20 +354,23 @@ static void cost_of(const struct plan *x, struct unit *const *set, uint32_t n, s
     uint32_t npdb = x->in->pdbs ? x->in->pdbs->n : 0;
     for (uint32_t j = 0; j < npdb; j++) {
         int64_t m = 0;
-        for (uint32_t i = 0; i < n; i++)
-            m += set[i]->pdbhits ? set[i]->pdbhits[j] : 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const struct unit *u = evicts(set, n, i);
+            m += u && u->pdbhits ? u->pdbhits[j] : 0;
+        }
         if (m > x->allowed[j])
             c->pdb += (uint32_t)(m - x->allowed[j]);
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (set[i]->extra && with_core(set, n, set[i]->gang))
+        const struct unit *u = evicts(set, n, i);
+        if (!u)
             continue; /* it goes with its whole gang */
-        c->whole |= !set[i]->extra;
-        if (set[i]->prio > c->maxprio)
-            c->maxprio = set[i]->prio;
-        c->ext += set[i]->ext;
-        c->pods += set[i]->npods;
-        c->age_s += set[i]->age_s;
+        c->whole |= !u->extra;
+        if (u->prio > c->maxprio)
+            c->maxprio = u->prio;
+        c->ext += u->ext;
+        c->pods += u->npods;
+        c->age_s += u->age_s;
     }
 }
 
@@ -636,8 +650,8 @@ static int finish(struct plan *x, struct tg_preemption *out)
     }
     uint32_t nextra = 0;
     for (uint32_t i = 0; i < x->nbest; i++) {
-        struct unit *u = x->best[i];
-        if (u->extra && with_core(x->best, x->nbest, u->gang))
+        struct unit *u = evicts(x->best, x->nbest, i);
+        if (!u)
             continue; /* evicted with its whole gang */
         nextra += u->extra;
         out->victims[out->nvictims++] = (struct tg_victim){u->extra ? NULL : u->gang, u->pod,

@@ -19,11 +19,11 @@
  *     work lost (sum of the victims' ages); found greedily (kube-scheduler's
  *     reprieve, most important unit first) and then exactly by branch and
  *     bound where the domain has few candidate units;
- *   - an elastic gang's members above its minMember (elastic.h) are units
- *     of their own, one pod each, and cheaper than any whole unit: a set of
- *     extras only comes before every set that evicts a gang or a pod of no
- *     gang (then PDBs, priority, ... as above); its minMember part is one
- *     unit that evicts the whole gang;
+ *   - an elastic gang's members (more than its minMember placed: elastic.h)
+ *     are units of their own, one pod each; a set taking at most its spare
+ *     members (those above minMember) evicts just them and comes before
+ *     every set that evicts a whole unit, a gang or a pod of no gang (then
+ *     PDBs, priority, ... as above); a set taking more evicts it whole;
  *   - the cheapest domain wins; equal costs go to the tighter level. */
 #ifndef TG_SCHEDULER_PREEMPT_H
 #define TG_SCHEDULER_PREEMPT_H

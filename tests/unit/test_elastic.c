@@ -7,9 +7,10 @@
  *   - a bad maxMember (below minMember) is refused naming the field;
  *   - PyTorchJob spec.elasticPolicy: minReplicas..maxReplicas workers; a
  *     Kubeflow job's runPolicy.schedulingPolicy.minAvailable (an MPIJob);
- *   - preemption takes members above minMember first, youngest first, before
- *     any whole gang (even one of lower priority); when they are not enough
- *     the elastic gang goes whole, never below its minMember;
+ *   - preemption takes members above minMember first (those where the room
+ *     is, youngest first) before any whole gang (even one of lower
+ *     priority); when they are not enough the elastic gang goes whole, never
+ *     below its minMember;
  *   - growth is woken when room frees (an engine on a test clock) and never
  *     preempts for its extras;
  *   - `simulate --replay`: a preempted extra leaves its gang's run, which
@@ -326,6 +327,32 @@ static const char *victims(const cJSON *g, char *buf, size_t n)
     return buf;
 }
 
+/* Adds hi's `want` pending pods to *y, simulates, and checks hi is placed
+ * whole after evicting `expect` (victims()'s form); frees *y. */
+static void hi_takes(char **y, int want, const char *expect)
+{
+    pending(y, "hi", 0, want);
+    cJSON *res = tu_simulate(POLICY, *y);
+    const cJSON *g = tu_gang(res, "ml/hi");
+    assert_non_null(g);
+    char buf[512];
+    assert_string_equal(victims(g, buf, sizeof buf), expect);
+    assert_int_equal(placed(g), want);
+    cJSON_Delete(res);
+    free(*y);
+    *y = NULL;
+}
+
+/* el's four running members el-0..el-3 on nodes[i], created at[i]. */
+static void el_members(char **y, const char *const nodes[4], const char *const at[4])
+{
+    for (int i = 0; i < 4; i++) {
+        char pod[16];
+        snprintf(pod, sizeof pod, "el-%d", i);
+        bound(y, pod, "el", nodes[i], at[i]);
+    }
+}
+
 /* r0: elastic el (priority 20, minMember 2) runs 4 members, el-2 and el-3
  * the youngest; r1: whole gang w (priority 10, minMember 4). A gang of
  * priority 100 needing 2 nodes in a rack takes el's two youngest extras,
@@ -339,25 +366,37 @@ static void extras_preempted_first(void **state)
     group(&y, "el", 2, 0, 20, NULL);
     group(&y, "w", 4, 0, 10, NULL);
     group(&y, "hi", 2, 0, 100, "topology: {required: rack}");
-    bound(&y, "el-0", "el", "r0-n0", "2026-01-01T00:00:00Z");
-    bound(&y, "el-1", "el", "r0-n1", "2026-01-01T00:00:00Z");
-    bound(&y, "el-2", "el", "r0-n2", "2026-01-01T01:00:00Z");
-    bound(&y, "el-3", "el", "r0-n3", "2026-01-01T02:00:00Z");
+    el_members(&y, (const char *const[]){"r0-n0", "r0-n1", "r0-n2", "r0-n3"},
+               (const char *const[]){"2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z",
+                                     "2026-01-01T01:00:00Z", "2026-01-01T02:00:00Z"});
     for (int i = 0; i < 4; i++) {
         char pod[16], node[16];
         snprintf(pod, sizeof pod, "w-%d", i);
         snprintf(node, sizeof node, "r1-n%d", i);
         bound(&y, pod, "w", node, "2026-01-01T00:00:00Z");
     }
-    pending(&y, "hi", 0, 2);
-    cJSON *res = tu_simulate(POLICY, y);
-    const cJSON *g = tu_gang(res, "ml/hi");
-    assert_non_null(g);
-    char buf[512];
-    assert_string_equal(victims(g, buf, sizeof buf), "-:ml/el-2|-:ml/el-3");
-    assert_int_equal(placed(g), 2);
-    cJSON_Delete(res);
-    free(y);
+    hi_takes(&y, 2, "-:ml/el-2|-:ml/el-3");
+}
+
+/* el (minMember 2, priority 20) spans two racks of 3: its older el-0, el-1
+ * in r0 (whose third node is free), its younger el-2, el-3 in r1, whose
+ * third node runs a gang of priority 1000. A gang of priority 100 needing 3
+ * nodes of a rack takes el-0 and el-1 (the spare members where the room is),
+ * not el's youngest (freeing nothing useful) nor el whole. */
+static void spare_members_where_the_room_is(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 3);
+    rack(&y, "r1", 3);
+    group(&y, "el", 2, 0, 20, NULL);
+    group(&y, "vip", 1, 0, 1000, NULL);
+    group(&y, "hi", 3, 0, 100, "topology: {required: rack}");
+    el_members(&y, (const char *const[]){"r0-n0", "r0-n1", "r1-n0", "r1-n1"},
+               (const char *const[]){"2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z",
+                                     "2026-01-01T01:00:00Z", "2026-01-01T01:00:00Z"});
+    bound(&y, "vip-0", "vip", "r1-n2", "2026-01-01T00:00:00Z");
+    hi_takes(&y, 3, "-:ml/el-0|-:ml/el-1");
 }
 
 /* Only rack r0 (4 nodes), all el's (minMember 2). A gang needing 3 nodes:
@@ -376,15 +415,7 @@ static void core_goes_whole(void **state)
         snprintf(node, sizeof node, "r0-n%d", i);
         bound(&y, pod, "el", node, "2026-01-01T00:00:00Z");
     }
-    pending(&y, "hi", 0, 3);
-    cJSON *res = tu_simulate(POLICY, y);
-    const cJSON *g = tu_gang(res, "ml/hi");
-    assert_non_null(g);
-    char buf[512];
-    assert_string_equal(victims(g, buf, sizeof buf), "ml/el:ml/el-0,ml/el-1,ml/el-2,ml/el-3");
-    assert_int_equal(placed(g), 3);
-    cJSON_Delete(res);
-    free(y);
+    hi_takes(&y, 3, "ml/el:ml/el-0,ml/el-1,ml/el-2,ml/el-3");
 }
 
 /* ---- a property test on random racks ------------------------------------------------- */
@@ -399,16 +430,15 @@ static int rnd(int n)
 }
 
 /* Random racks of 8-GPU nodes, each node running one 8-GPU member of a
- * random gang (minMember 1..members, so most have extras; priority 0-40),
- * and a gang of priority 25 needing `want` nodes of one rack. Whatever
- * simulate decides:
+ * random gang (minMember 1..members, so most have spare members; priority
+ * 0-40), and a gang of priority 25 needing `want` nodes of one rack.
+ * Whatever simulate decides:
  *   - no gang runs below its minMember: its members evicted one by one are
- *     at most its extras (members - minMember), and a gang evicted whole
- *     has none evicted one by one;
- *   - members evicted one by one are of priority < 25 and the youngest of
- *     their gang;
+ *     at most its spare (members - minMember), and a gang evicted whole
+ *     has none evicted one by one; all victims are of priority < 25;
  *   - when a whole gang is evicted, no rack could have been freed by
- *     evicting eligible extras only (brute force over their subsets). */
+ *     evicting spare members only (brute force over every subset of the
+ *     eligible members taking at most the spare of each gang). */
 static void property_extras_first(void **state)
 {
     (void)state;
@@ -432,15 +462,14 @@ static void property_extras_first(void **state)
         for (int i = 0; i < nn; i++)
             if (owner[i] >= 0)
                 members[owner[i]]++;
-        int nextra = 0, extra_node[PNODES];
+        int nextra = 0, extra_node[PNODES], extra_gang[PNODES];
         for (int g = 0; g < ng; g++) {
             prio[g] = rnd(5) * 10;
             min[g] = members[g] ? 1 + rnd(members[g]) : 1;
             char gname[8];
             snprintf(gname, sizeof gname, "g%d", g);
             group(&y, gname, min[g], 0, prio[g], NULL);
-            /* members created a minute apart in node order: the last ones
-             * are the youngest, the extras */
+            /* members created a minute apart in node order: ages differ */
             for (int i = 0, k = 0; i < nn; i++) {
                 if (owner[i] != g)
                     continue;
@@ -449,9 +478,13 @@ static void property_extras_first(void **state)
                 snprintf(node, sizeof node, "n%02d", i);
                 snprintf(at, sizeof at, "2026-01-01T00:%02d:00Z", i);
                 bound(&y, pod, gname, node, at);
-                if (k++ >= min[g] && prio[g] < 25)
-                    extra_node[nextra++] = i;
+                k++;
             }
+            for (int i = 0; i < nn && prio[g] < 25 && members[g] > min[g]; i++)
+                if (owner[i] == g) {
+                    extra_gang[nextra] = g;
+                    extra_node[nextra++] = i;
+                }
         }
         int want = 1 + rnd(3);
         group(&y, "pre", want, 0, 25, "topology: {required: rack}");
@@ -475,7 +508,7 @@ static void property_extras_first(void **state)
                     any_whole = 1;
                 } else {
                     alone[g]++;
-                    assert_true(k >= min[g]); /* one of the youngest: an extra */
+                    assert_true(k < members[g]);
                 }
             }
         }
@@ -484,8 +517,13 @@ static void property_extras_first(void **state)
             assert_false(whole[g] && alone[g]);
         }
         if (any_whole) { /* no subset of extras alone frees `want` nodes of a rack */
-            for (int mask = 0; mask < (1 << nextra); mask++)
-                for (int r = 0; r < nracks; r++) {
+            for (int mask = 0; mask < (1 << nextra); mask++) {
+                int took[PGANGS] = {0}, ok = 1;
+                for (int b = 0; b < nextra; b++)
+                    took[extra_gang[b]] += mask >> b & 1;
+                for (int g = 0; g < ng; g++)
+                    ok &= took[g] <= members[g] - min[g];
+                for (int r = 0; r < nracks && ok; r++) {
                     int free_ = 0;
                     for (int i = 0; i < nn; i++) {
                         int gone = owner[i] < 0;
@@ -494,8 +532,10 @@ static void property_extras_first(void **state)
                         free_ += rack_of[i] == r && gone;
                     }
                     if (free_ >= want)
-                        fail_msg("run %u: a whole gang evicted, but evicting extras frees rack r%d", run, r);
+                        fail_msg("run %u: a whole gang evicted, but evicting spare members frees "
+                                 "rack r%d", run, r);
                 }
+            }
         }
         cJSON_Delete(res);
         free(y);
@@ -573,10 +613,11 @@ static void growth_woken_by_room(void **state)
 
 /* ---- the replay: an extra preempted leaves its run, the gang runs on ---------------- */
 
-/* Rack r0 of 3 nodes. el (minMember 2, priority 10: three pods from 0 s for
- * 1 h, grace 60 s) runs whole; hi (one pod, priority 1000) arrives at
- * 1800 s. It evicts el-2 alone (an extra), starts when el-2 is gone, and
- * el's one run goes on to complete at 3600 s: no rerun of the gang. */
+/* Rack r0 of 3 nodes. el (minMember 2, priority 10: el-0 and el-1 from 0 s,
+ * el-2 from 60 s, each for 1 h, grace 60 s) runs; hi (one pod, priority
+ * 1000) arrives at 1800 s. It evicts el-2 alone (a member above minMember,
+ * the youngest: the least work lost), starts when el-2 is gone, and el's
+ * one run goes on to complete at 3600 s: no rerun of the gang. */
 static void replay_extra_leaves_its_run(void **state)
 {
     (void)state;
@@ -597,7 +638,7 @@ static void replay_extra_leaves_its_run(void **state)
                    "controller: true}]\nspec:\n  schedulerName: topogang\n  priorityClassName: %s\n"
                    "  terminationGracePeriodSeconds: 60\n"
                    "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: 8}}}]\n",
-               names[i], i < 3 ? "00" : "30", i < 3 ? "  labels: {topogang.io/pod-group: el}\n" : "",
+               names[i], i < 2 ? "00" : i == 2 ? "01" : "30", i < 3 ? "  labels: {topogang.io/pod-group: el}\n" : "",
                i < 3 ? "1h" : "10m", i < 3 ? "el" : "hi", i < 3 ? "el" : "hi", i < 3 ? "low" : "high");
     struct tg_simdata d;
     struct tg_sb err = {0}, out = {0};
@@ -649,6 +690,7 @@ int main(void)
         cmocka_unit_test(mpijob_min_available),
         cmocka_unit_test(extras_preempted_first),
         cmocka_unit_test(core_goes_whole),
+        cmocka_unit_test(spare_members_where_the_room_is),
         cmocka_unit_test(property_extras_first),
         cmocka_unit_test(growth_woken_by_room),
         cmocka_unit_test(replay_extra_leaves_its_run),
