@@ -524,8 +524,10 @@ void tg__queues_status_tick(struct tg__queues *q, const struct tg_engine *e, int
         char *patch = tg__queues_status_due(q, name, o->uid,
                                             tg__queues_status_build(fs, i, cnt[i], cnt[n + i]), now_ms);
         if (patch && tg_api_patch_status_of(q->client, tg_queue_apis[TG_QAPI_TOPOGANG].api_version,
-                                            "queues", NULL, name, patch, 0, on_status_written, q))
+                                            "queues", NULL, name, patch, 0, on_status_written, q)) {
             tg_warn(C, "Queue %s: cannot write its status", name);
+            q->status_resync = 1; /* what was recorded as written was not */
+        }
         free(patch);
     }
     forget_written(q, 0);
