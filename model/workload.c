@@ -589,6 +589,7 @@ static void decode_jobset(struct wdec *x, const cJSON *obj, const cJSON *spec, s
         snprintf(f, sizeof f, "spec.replicatedJobs[%d].template.metadata", i);
         r->excl = excl_of(x, get(get(get(rj, "template"), "metadata"), "annotations"),
                           TG_ANN_JOBSET_EXCLUSIVE, f);
+        r->excl_own = r->excl != 0;
         if (!r->excl)
             r->excl = js_excl;
         i++;

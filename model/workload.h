@@ -96,6 +96,7 @@ struct tg_wl_rjob {
     int32_t size;                       /* pods of each child Job (a Job's size) */
     uint32_t excl;                      /* interned node label key of its exclusive-topology
                                            (its template's annotation, else the JobSet's), 0 */
+    uint8_t excl_own;                   /* excl is its template's */
 };
 
 #define TG_ANN_JOBSET_EXCLUSIVE "alpha.jobset.sigs.k8s.io/exclusive-topology"

@@ -886,8 +886,11 @@ static void derived_subs(struct tg_gangs *gs, struct tg_grec *g, const struct tg
         const struct tg_wl_rjob *rj = &w->rjobs[r];
         if (!rj->excl)
             continue;
-        snprintf(f, sizeof f, "spec.replicatedJobs[%u] (%s): annotation " TG_ANN_JOBSET_EXCLUSIVE, r,
-                 rj->name ? tg_str(rj->name) : "");
+        if (rj->excl_own)
+            snprintf(f, sizeof f, "spec.replicatedJobs[%u].template.metadata.annotations["
+                     TG_ANN_JOBSET_EXCLUSIVE "]", r);
+        else
+            snprintf(f, sizeof f, "metadata.annotations[" TG_ANN_JOBSET_EXCLUSIVE "]");
         uint32_t lvl = excl_level(gs, g, rj->excl, f);
         for (int32_t i = 0; i < rj->replicas; i++) {
             snprintf(name, sizeof name, "%s-%s-%d", tg_str(w->name), rj->name ? tg_str(rj->name) : "",

@@ -239,6 +239,49 @@ EOF
   wipe js
 }
 
+# Sub-groups from JobSet's exclusive-topology (issue 20), read from the real
+# API (the replicated job's template annotation survives the CRD's pruning):
+# 2 child Jobs of 2 pods x 8 GPUs, each placed whole in one NVLink clique,
+# the JobSet in one rack; a JobSet whose exclusive-topology names a label the
+# policy lacks gets an InvalidTopology Event naming the annotation, nothing bound.
+case_jobset_exclusive() {
+  newns jsx
+  $K create -n jsx -f - >/dev/null <<EOF
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: sx}
+spec:
+  replicatedJobs:
+  - name: w
+    replicas: 2
+    template:
+      metadata: {annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique}}
+      spec: {parallelism: 2, completions: 2, template: {spec: {restartPolicy: Never, containers: [$(gpus 8)]}}}
+---
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: bad, annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool}}
+spec:
+  replicatedJobs:
+  - name: w
+    replicas: 1
+    template: {spec: {parallelism: 1, completions: 1, template: {spec: {restartPolicy: Never, containers: [$(gpus 1)]}}}}
+EOF
+  local uid; uid=$(uid_of jobset sx jsx)
+  local ann="alpha.jobset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique, topogang.io/topology-required: rack"
+  jobset_job jsx sx "$uid" w 0 2 8 "$ann"
+  jobset_job jsx sx "$uid" w 1 2 8 "$ann"
+  jobset_job jsx bad "$(uid_of jobset bad jsx)" w 0 1 1 "alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool"
+  wait_for 30 "4 pods bound" bound_is jsx jobset.sigs.k8s.io/jobset-name=sx 4 || return
+  check "child Job 0 in one clique" one_clique jsx batch.kubernetes.io/job-name=sx-w-0
+  check "child Job 1 in one clique" one_clique jsx batch.kubernetes.io/job-name=sx-w-1
+  check "the JobSet in one rack" one_rack jsx jobset.sigs.k8s.io/jobset-name=sx
+  wait_for 10 "InvalidTopology Event naming the annotation" event_says jsx JobSet/bad InvalidTopology \
+    'metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]: "cloud.google.com/gke-nodepool" is neither a level'
+  check "the bad JobSet's pod not bound" bound_is jsx jobset.sigs.k8s.io/jobset-name=bad 0
+  wipe jsx
+}
+
 # A TrainJob: Kubeflow Trainer makes a JobSet of its name, the JobSet a Job.
 case_trainjob() {
   newns tj
@@ -553,6 +596,7 @@ run_case case_discovery
 run_case case_job
 run_case case_rank_order
 run_case case_jobset
+run_case case_jobset_exclusive
 run_case case_trainjob
 run_case case_lws
 run_case case_kubeflow

@@ -477,8 +477,8 @@ static void test_jobset_joint_and_bad_level(void **state)
     assert_int_equal(used[2], 10);
     g = tu_gang(res, "ml/JobSet/bad");
     assert_string_not_equal(tu_str(g, "status"), "Scheduled");
-    assert_non_null(strstr(tu_str(g, "reason"), "JobSet ml/bad: spec.replicatedJobs[0] (w): annotation "
-                                                "alpha.jobset.sigs.k8s.io/exclusive-topology: "
+    assert_non_null(strstr(tu_str(g, "reason"), "JobSet ml/bad: metadata.annotations["
+                                                "alpha.jobset.sigs.k8s.io/exclusive-topology]: "
                                                 "\"cloud.google.com/gke-nodepool\" is neither a level"));
     cJSON_Delete(res);
     free(y);
