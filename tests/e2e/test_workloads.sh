@@ -408,6 +408,67 @@ EOF
   wipe lws
 }
 
+# The whole LWS one gang (topogang.io/gang-scope: lws on its pods; issue 20):
+# 2 groups of 2 pods x 8 GPUs, each group a sub-group in one NVLink clique
+# (the LWS's exclusive-topology), the gang in one rack; group 0 complete
+# alone stays unbound (one gang per group would bind it at once).
+whole_pod() {  # whole_pod NS LWS GROUP WORKER STS-UID
+  local ns=$1 lws=$2 g=$3 w=$4 name=$2-$3
+  [ "$w" = 0 ] || name=$2-$3-$4
+  $K create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  labels: {leaderworkerset.sigs.k8s.io/name: $lws, leaderworkerset.sigs.k8s.io/group-index: "$g", leaderworkerset.sigs.k8s.io/worker-index: "$w"}
+  annotations: {topogang.io/gang-scope: lws, topogang.io/topology-required: rack, leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: $lws, uid: $5, controller: true, blockOwnerDeletion: true}]
+spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
+EOF
+}
+case_lws_whole() {
+  newns lwsw
+  $K create -n lwsw -f - >/dev/null <<EOF
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: ws, annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique}}
+spec:
+  replicas: 2
+  startupPolicy: LeaderCreated
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate: {spec: {containers: [$(gpus 8)]}}
+EOF
+  $K create -n lwsw -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: ws
+  ownerReferences: [{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: ws, uid: $(uid_of leaderworkerset ws lwsw), controller: true, blockOwnerDeletion: true}]
+spec:
+  replicas: 0
+  serviceName: ws
+  selector: {matchLabels: {leaderworkerset.sigs.k8s.io/name: ws}}
+  template:
+    metadata: {labels: {leaderworkerset.sigs.k8s.io/name: ws}}
+    spec: {schedulerName: topogang, containers: [$(gpus 8)]}
+EOF
+  local suid; suid=$(uid_of statefulset ws lwsw)
+  whole_pod lwsw ws 0 0 "$suid"
+  whole_pod lwsw ws 0 1 "$suid"
+  wait_for 20 "group 0's 2 pods" pods_are lwsw leaderworkerset.sigs.k8s.io/group-index=0 2 || return
+  sleep 2
+  check "group 0 alone not bound (the whole LWS is one gang)" bound_is lwsw leaderworkerset.sigs.k8s.io/name=ws 0
+  whole_pod lwsw ws 1 0 "$suid"
+  whole_pod lwsw ws 1 1 "$suid"
+  wait_for 30 "4 pods bound" bound_is lwsw leaderworkerset.sigs.k8s.io/name=ws 4 || return
+  check "group 0 in one clique" one_clique lwsw leaderworkerset.sigs.k8s.io/group-index=0
+  check "group 1 in one clique" one_clique lwsw leaderworkerset.sigs.k8s.io/group-index=1
+  check "the LWS in one rack" one_rack lwsw leaderworkerset.sigs.k8s.io/name=ws
+  wait_for 10 "Scheduled Event on the LWS" has_event lwsw LeaderWorkerSet/ws Scheduled
+  wipe lwsw
+}
+
 # kubeflow_pods NS KIND JOB UID OPERATOR TYPE N GPUS [ANNOTATIONS]: the pods the
 # training operator makes for one replica type
 kubeflow_pods() {
@@ -599,6 +660,7 @@ run_case case_jobset
 run_case case_jobset_exclusive
 run_case case_trainjob
 run_case case_lws
+run_case case_lws_whole
 run_case case_kubeflow
 run_case case_upstream
 run_case case_peers_status_untouched
