@@ -358,7 +358,14 @@ struct tg_podgroup {
     uint32_t nsubs;
     int32_t sub_size;
     struct tg_subgroup sub_topo;        /* name 0; min_member = sub_size */
+    uint8_t sub_by;                     /* enum tg_sub_by: how a pod names its sub-group */
 };
+
+/* How a member names its sub-group in pg->subs: the label topogang.io/sub-group
+ * (kai.scheduler/subgroup-name for a KAI PodGroup); a derived JobSet gang's
+ * pod, by the name of its controller Job; a whole-LWS gang's pod, by its
+ * label leaderworkerset.sigs.k8s.io/group-index. */
+enum tg_sub_by { TG_SUB_BY_LABEL, TG_SUB_BY_JOB, TG_SUB_BY_LWS_GROUP };
 
 /* The MemberLoss condition of a PodGroup's status: its reasons, indexed by
  * enum tg_pg_loss (TG_PGLOSS_NONE: no such condition, or not True). */

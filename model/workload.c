@@ -540,11 +540,33 @@ static int32_t job_size(struct wdec *x, const cJSON *spec, int64_t succeeded, co
     return (int32_t)(par < 1 ? 1 : par);
 }
 
-static void decode_jobset(struct wdec *x, const cJSON *spec, struct tg_workload *w)
+/* An exclusive-topology annotation's value (a node label key), interned; 0 none. */
+static uint32_t excl_of(struct wdec *x, const cJSON *annotations, const char *key, const char *path)
+{
+    char f[200];
+    snprintf(f, sizeof f, "%s.annotations[%s]", path, key);
+    const char *v = opt_str(x, annotations, key, f);
+    uint32_t id = v && *v ? tg_intern(v) : 0;
+    if (id == TG_STR_NONE)
+        x->nomem = 1;
+    return id == TG_STR_NONE ? 0 : id;
+}
+
+static void decode_jobset(struct wdec *x, const cJSON *obj, const cJSON *spec, struct tg_workload *w)
 {
     const cJSON *rjs = get(spec, "replicatedJobs"), *rj;
     if (!cJSON_IsArray(rjs) || !cJSON_GetArraySize(rjs)) {
         problem(x, spec, "spec.replicatedJobs", "is required");
+        return;
+    }
+    if (cJSON_GetArraySize(rjs) > UINT16_MAX) {
+        problem(x, rjs, "spec.replicatedJobs", "has more than %d entries", UINT16_MAX);
+        return;
+    }
+    uint32_t js_excl = excl_of(x, get(get(obj, "metadata"), "annotations"), TG_ANN_JOBSET_EXCLUSIVE,
+                               "metadata");
+    if (!(w->rjobs = calloc((size_t)cJSON_GetArraySize(rjs), sizeof *w->rjobs))) {
+        x->nomem = 1;
         return;
     }
     int64_t total = 0;
@@ -552,11 +574,24 @@ static void decode_jobset(struct wdec *x, const cJSON *spec, struct tg_workload 
     cJSON_ArrayForEach(rj, rjs)
     {
         char f[120];
+        struct tg_wl_rjob *r = &w->rjobs[i];
         snprintf(f, sizeof f, "spec.replicatedJobs[%d].replicas", i);
         int64_t reps = 1;
         opt_int(x, rj, "replicas", f, 0, 100000, &reps);
         snprintf(f, sizeof f, "spec.replicatedJobs[%d].template.spec", i);
-        total += reps * job_size(x, get(get(rj, "template"), "spec"), 0, f);
+        int32_t size = job_size(x, get(get(rj, "template"), "spec"), 0, f);
+        total += reps * size;
+        const char *name = str(rj, "name");
+        r->name = name && *name ? tg_intern(name) : 0;
+        r->name = r->name == TG_STR_NONE ? (x->nomem = 1, 0) : r->name;
+        r->replicas = (int32_t)reps;
+        r->size = size;
+        snprintf(f, sizeof f, "spec.replicatedJobs[%d].template.metadata", i);
+        r->excl = excl_of(x, get(get(get(rj, "template"), "metadata"), "annotations"),
+                          TG_ANN_JOBSET_EXCLUSIVE, f);
+        r->excl_own = r->excl != 0;
+        if (!r->excl)
+            r->excl = js_excl;
         i++;
     }
     w->npsets = (uint16_t)i;
@@ -630,7 +665,7 @@ static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, 
         break;
     case TG_WL_JOBSET:
         w->npsets = 0;
-        decode_jobset(x, spec, w);
+        decode_jobset(x, obj, spec, w);
         w->suspended = (uint8_t)cJSON_IsTrue(get(spec, "suspend"));
         break;
     case TG_WL_LWS: {
@@ -638,6 +673,11 @@ static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, 
         opt_int(x, t, "size", "spec.leaderWorkerTemplate.size", 1, 100000, &v);
         w->size = (int32_t)v;
         w->npsets = v > 1 ? 2 : 1;
+        int64_t reps = 1;
+        opt_int(x, spec, "replicas", "spec.replicas", 0, 100000, &reps);
+        w->replicas = (int32_t)reps;
+        w->excl = excl_of(x, get(get(obj, "metadata"), "annotations"), TG_ANN_LWS_EXCLUSIVE,
+                          "metadata");
         const char *sp = opt_str(x, spec, "startupPolicy", "spec.startupPolicy");
         if (sp && !strcmp(sp, "LeaderReady") && v > 1)
             problem(x, get(spec, "startupPolicy"), "spec.startupPolicy",
@@ -696,7 +736,7 @@ int tg_workload_decode(const cJSON *obj, struct tg_diag *d, struct tg_workload *
     if (!cJSON_IsObject(spec))
         problem(&x, obj, "spec", "is required");
     decode_wl_spec(&x, obj, spec, w);
-    if (x.problem[0] && !(w->problem = strdup(x.problem)))
+    if (x.nomem || (x.problem[0] && !(w->problem = strdup(x.problem))))
         goto nomem;
     *out = w;
     return 0;
@@ -714,6 +754,7 @@ void tg_workload_free(struct tg_workload **pw)
     free(w->uid);
     free(w->rv);
     free(w->problem);
+    free(w->rjobs);
     free(w);
     *pw = NULL;
 }
@@ -739,8 +780,10 @@ static uint32_t label(const struct tg_pod *p, const char *key)
     return v == TG_STR_NONE ? 0 : v;
 }
 
-/* The gang the pod's controller forms, "Kind/name[/group]", or 0. */
-static uint32_t derive(const struct tg_pod *p)
+/* The gang the pod's controller forms, "Kind/name[/group]", or 0; an LWS
+ * group's pod with whole_lws (topogang.io/gang-scope: lws) forms
+ * "LeaderWorkerSet/name", one gang for every group. */
+static uint32_t derive(const struct tg_pod *p, int whole_lws)
 {
     if (!p->owner_kind)
         return 0;
@@ -752,7 +795,10 @@ static uint32_t derive(const struct tg_pod *p)
     else if (!strcmp(kind, "Job") || !strcmp(kind, "PyTorchJob") || !strcmp(kind, "MPIJob"))
         snprintf(buf, sizeof buf, "%s/%s", kind, owner);
     else if (!strcmp(kind, "StatefulSet") && (a = label(p, "leaderworkerset.sigs.k8s.io/name")) &&
-             (b = label(p, "leaderworkerset.sigs.k8s.io/group-index")) && *tg_str(a) && *tg_str(b))
+             (b = label(p, TG_LABEL_LWS_GROUP)) && *tg_str(a) && *tg_str(b) && whole_lws)
+        snprintf(buf, sizeof buf, "LeaderWorkerSet/%s", tg_str(a));
+    else if (!strcmp(kind, "StatefulSet") && (a = label(p, "leaderworkerset.sigs.k8s.io/name")) &&
+             (b = label(p, TG_LABEL_LWS_GROUP)) && *tg_str(a) && *tg_str(b))
         snprintf(buf, sizeof buf, "LeaderWorkerSet/%s/%s", tg_str(a), tg_str(b));
     else
         return 0;
@@ -916,8 +962,17 @@ int tg_pod_gang_decode(const cJSON *obj, struct tg_diag *d, struct tg_pod *p)
                 return TG_ENOMEM;
         }
     }
-    if (!p->group)
-        p->derived = derive(p);
+    if (!p->group) {
+        const char *scope = ann(an, TG_ANN_GANG_SCOPE);
+        if (scope && strcmp(scope, "lws") && strcmp(scope, "group")) {
+            char what[300];
+            snprintf(what, sizeof what, "Pod %s", p->key);
+            tg_diag_warn(d, get(an, TG_ANN_GANG_SCOPE), what,
+                         "metadata.annotations[" TG_ANN_GANG_SCOPE "]",
+                         "must be lws or group, not \"%s\" (taken as group)", scope);
+        }
+        p->derived = derive(p, scope && !strcmp(scope, "lws"));
+    }
     decode_rank(md, d, p);
     if ((p->queue = tg_queue_meta(md, TG_QOF_WORKLOAD)) == TG_STR_NONE)
         return TG_ENOMEM;

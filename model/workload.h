@@ -88,7 +88,24 @@ extern const struct tg_wl_kindinfo tg_wl_kinds[TG_WL_N];
 /* enum tg_wl_kind of a kind name ("Job"), else TG_WL_NONE. */
 int tg_wl_kind_of(const char *kind);
 
-/* An owner whose pods form one gang (an LWS: one gang per group). */
+/* A JobSet's replicated job (issue 20: each of its child Jobs one sub-group
+ * of the JobSet's gang when it has a level). */
+struct tg_wl_rjob {
+    uint32_t name;                      /* interned spec.replicatedJobs[i].name */
+    int32_t replicas;                   /* child Jobs, named "<jobset>-<name>-<index>" */
+    int32_t size;                       /* pods of each child Job (a Job's size) */
+    uint32_t excl;                      /* interned node label key of its exclusive-topology
+                                           (its template's annotation, else the JobSet's), 0 */
+    uint8_t excl_own;                   /* excl is its template's */
+};
+
+#define TG_ANN_JOBSET_EXCLUSIVE "alpha.jobset.sigs.k8s.io/exclusive-topology"
+#define TG_ANN_LWS_EXCLUSIVE    "leaderworkerset.sigs.k8s.io/exclusive-topology"
+#define TG_ANN_GANG_SCOPE       "topogang.io/gang-scope"
+#define TG_LABEL_LWS_GROUP      "leaderworkerset.sigs.k8s.io/group-index"
+
+/* An owner whose pods form one gang (an LWS: one gang per group, or one for
+ * the whole LWS when its pods carry topogang.io/gang-scope: lws). */
 struct tg_workload {
     char *key;                          /* "ns/Kind/name", owned */
     uint8_t kind;                       /* enum tg_wl_kind */
@@ -105,6 +122,12 @@ struct tg_workload {
     int64_t created_ms;
     char *uid, *rv;                     /* owned, may be NULL */
     char *problem;                      /* owned: why size could not be read, or NULL */
+    /* Sub-groups (issue 20): a JobSet's replicated jobs (owned, npsets of them;
+     * NULL for other kinds); an LWS's spec.replicas and its exclusive-topology
+     * annotation (interned node label key, 0 none). */
+    struct tg_wl_rjob *rjobs;
+    int32_t replicas;
+    uint32_t excl;
 };
 
 /* Decodes a Job, JobSet, LeaderWorkerSet, PyTorchJob, MPIJob or TrainJob
@@ -112,8 +135,12 @@ struct tg_workload {
  *   Job             parallelism (default 1), or completions - status.succeeded when
  *                   smaller (completions set)
  *   JobSet          sum over spec.replicatedJobs of replicas (default 1) x its Job's
- *                   size as above
+ *                   size as above (rjobs: each one's name, replicas, size and
+ *                   alpha.jobset.sigs.k8s.io/exclusive-topology, from its
+ *                   template's annotations, else the JobSet's)
  *   LeaderWorkerSet spec.leaderWorkerTemplate.size (default 1): leader + size-1 workers
+ *                   (replicas: spec.replicas, default 1; excl: the annotation
+ *                   leaderworkerset.sigs.k8s.io/exclusive-topology)
  *   PyTorchJob      sum of spec.pytorchReplicaSpecs[*].replicas (default 1)
  *                   (with spec.elasticPolicy: min_size/max_size are size with the
  *                   Worker replicas replaced by minReplicas/maxReplicas)

@@ -123,6 +123,8 @@ static void grec_free(struct tg_grec *g)
 {
     free(g->pending);
     free(g->members);
+    if (g->eff && g->derived)
+        free(g->eff->subs); /* made by derived_subs; a peer's are borrowed */
     free(g->eff);
     free(g->eff_problem);
     free(g->key);
@@ -822,6 +824,82 @@ static uint32_t member_level(const struct tg_gangs *gs, struct tg_grec *g, int r
     return level_name(gs->policy, best);
 }
 
+/* A workload's exclusive-topology (a node label key) as a level name; 0
+ * none, or with g's problem set when it names no level. */
+static uint32_t excl_level(const struct tg_gangs *gs, struct tg_grec *g, uint32_t key,
+                           const char *field)
+{
+    return key ? resolve_key(gs, g, key, field) : 0;
+}
+
+/* Sub-group k of e: name, minMember, level. */
+static void sub_set(struct tg_podgroup *e, uint32_t k, const char *name, int32_t min, uint32_t lvl)
+{
+    uint32_t id = tg_intern(name);
+    e->subs[k] = (struct tg_subgroup){.name = id == TG_STR_NONE ? 0 : id, .min_member = min,
+                                      .required = lvl};
+}
+
+/* The sub-groups of a derived gang (issue 20), into e->subs (owned by g):
+ *  - a JobSet: each child Job ("<jobset>-<replicated job>-<index>") of a
+ *    replicated job with an exclusive-topology, at that level; its pods join
+ *    by their controller Job;
+ *  - a whole LWS (gang "LeaderWorkerSet/name"): each group ("0".."replicas-1")
+ *    at the LWS's exclusive-topology level, when it has one; pods join by
+ *    their group-index label.
+ * Child Jobs and groups without a level form no sub-group (their members go
+ * anywhere in the gang's domain). */
+static void derived_subs(struct tg_gangs *gs, struct tg_grec *g, const struct tg_workload *w,
+                         struct tg_podgroup *e)
+{
+    int whole_lws = w->kind == TG_WL_LWS && tg_derived_kind(g->group) == TG_WL_LWS &&
+                    !strchr(strchr(tg_str(g->group), '/') + 1, '/');
+    uint64_t n = 0;
+    for (uint32_t r = 0; w->rjobs && r < w->npsets; r++)
+        n += w->rjobs[r].excl ? (uint64_t)w->rjobs[r].replicas : 0;
+    if (whole_lws && w->excl)
+        n = (uint64_t)w->replicas;
+    if (!n)
+        return;
+    char f[300], name[600];
+    if (n > TG_MAX_SUBGROUPS) {
+        eff_problem(g, "%s: %llu sub-groups (one per %s with an exclusive-topology), more than %d",
+                    whole_lws ? "spec.replicas" : "spec.replicatedJobs", (unsigned long long)n,
+                    whole_lws ? "group" : "child Job", TG_MAX_SUBGROUPS);
+        return;
+    }
+    if (!(e->subs = calloc(n, sizeof *e->subs))) {
+        eff_problem(g, "out of memory for its sub-groups");
+        return;
+    }
+    if (whole_lws) {
+        e->sub_by = TG_SUB_BY_LWS_GROUP;
+        uint32_t lvl = excl_level(gs, g, w->excl, "metadata.annotations[" TG_ANN_LWS_EXCLUSIVE "]");
+        for (uint32_t i = 0; i < n; i++) {
+            snprintf(name, sizeof name, "%u", i);
+            sub_set(e, e->nsubs++, name, w->size, lvl);
+        }
+        return;
+    }
+    e->sub_by = TG_SUB_BY_JOB;
+    for (uint32_t r = 0; r < w->npsets; r++) {
+        const struct tg_wl_rjob *rj = &w->rjobs[r];
+        if (!rj->excl)
+            continue;
+        if (rj->excl_own)
+            snprintf(f, sizeof f, "spec.replicatedJobs[%u].template.metadata.annotations["
+                     TG_ANN_JOBSET_EXCLUSIVE "]", r);
+        else
+            snprintf(f, sizeof f, "metadata.annotations[" TG_ANN_JOBSET_EXCLUSIVE "]");
+        uint32_t lvl = excl_level(gs, g, rj->excl, f);
+        for (int32_t i = 0; i < rj->replicas; i++) {
+            snprintf(name, sizeof name, "%s-%s-%d", tg_str(w->name), rj->name ? tg_str(rj->name) : "",
+                     (int)i);
+            sub_set(e, e->nsubs++, name, rj->size, lvl);
+        }
+    }
+}
+
 static void resolve_derived(struct tg_gangs *gs, struct tg_grec *g)
 {
     const struct tg_workload *w = workload_of(gs, g);
@@ -832,6 +910,7 @@ static void resolve_derived(struct tg_gangs *gs, struct tg_grec *g)
         return;
     }
     struct tg_podgroup *e = g->eff;
+    free(e->subs);
     memset(e, 0, sizeof *e);
     e->key = g->key;
     e->ns = g->ns;
@@ -856,12 +935,21 @@ static void resolve_derived(struct tg_gangs *gs, struct tg_grec *g)
         if (h)
             g->seen = *h;
     }
+    int whole_lws = w->kind == TG_WL_LWS && !strchr(strchr(tg_str(g->group), '/') + 1, '/');
+    int64_t every = (int64_t)w->replicas * w->size; /* a whole LWS: every group */
+    if (whole_lws)
+        e->min_member = every < 1 ? 1 : every > 1000000 ? 1000000 : (int32_t)every;
     if (min)
         e->min_member = min;
     if (e->max_member && e->max_member < e->min_member)
         e->max_member = e->min_member;
     e->required = member_level(gs, g, 1);
     e->preferred = member_level(gs, g, 0);
+    /* one LWS group: its exclusive-topology holds it in one domain, unless
+     * the members ask a required level themselves */
+    if (!e->required && w->kind == TG_WL_LWS && !whole_lws)
+        e->required = excl_level(gs, g, w->excl, "metadata.annotations[" TG_ANN_LWS_EXCLUSIVE "]");
+    derived_subs(gs, g, w, e);
     if (w->problem)
         e->problem = w->problem;
 }
@@ -949,15 +1037,14 @@ static void workload_changed(struct tg_gangs *gs, const char *key, tg_grec_fn ea
     if (trainjob) /* its pods are its JobSet's */
         snprintf(alt, sizeof alt, "%.*s/JobSet/%s", (int)(s1 - key), key, s2 + 1);
     const char *want = trainjob ? alt : key;
-    if (strncmp(s1 + 1, "LeaderWorkerSet/", 16)) { /* one gang, of the same key */
-        struct tg_grec *g = tg_gangs_get(gs, want);
-        if (g && g->derived) {
-            resolve_pg(gs, g);
-            if (each)
-                each(ud, g);
-        }
-        return;
+    struct tg_grec *whole = tg_gangs_get(gs, want); /* the gang of that key (a whole LWS too) */
+    if (whole && whole->derived) {
+        resolve_pg(gs, whole);
+        if (each)
+            each(ud, whole);
     }
+    if (strncmp(s1 + 1, "LeaderWorkerSet/", 16)) /* one gang, of the same key */
+        return;
     size_t wl = strlen(want); /* an LWS: a gang per group, "<key>/<group>" */
     uint32_t pos = 0;
     const struct tg_hslot *s;

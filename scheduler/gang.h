@@ -8,7 +8,8 @@
  * else the Volcano or KAI annotation, see model/workload.h); a pod without a
  * group whose controller is a workload of a kind the embedder reads
  * (owner_kinds) belongs to the gang that workload forms ("ns/Kind/name", an
- * LWS "ns/LeaderWorkerSet/name/group"); any other pod is a gang of one
+ * LWS "ns/LeaderWorkerSet/name/group", or "ns/LeaderWorkerSet/name" for a pod
+ * annotated topogang.io/gang-scope: lws); any other pod is a gang of one
  * ("ns/pod"). A bound pod joins such a derived gang only when it is of this
  * scheduler (its schedulerName, `sched`).
  * A gang record holds
@@ -28,7 +29,9 @@
  *     against the policy's levels; a derived gang's is made here from its
  *     workload (minMember: the workload's size) and its pending members'
  *     annotations (topology-required/-preferred as a level name or node label
- *     key, the tightest of the members; min-member, the largest). What
+ *     key, the tightest of the members; min-member, the largest) and its
+ *     sub-groups (a JobSet's child Jobs, a whole LWS's groups, at their
+ *     exclusive-topology levels: derived_subs in gang.c). What
  *     cannot be resolved makes the gang invalid with the object and the field
  *     named (tg_grec_unresolved); a derived gang whose workload is not seen
  *     yet waits for it.

@@ -7,6 +7,7 @@
 #include "util/err.h"
 #include "util/intern.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,6 +363,29 @@ int64_t tg_pod_rank(const struct tg_pod *p)
     return (int64_t)(p->rank - 1);
 }
 
+/* A derived gang's sub-group (gang.c made pg->subs from the workload): the
+ * pod's controller Job by name (a JobSet), or its LWS group index; -1 when it
+ * is in none of them (a replicated job without a level has no sub-groups). */
+static int64_t derived_sub(const struct tg_podgroup *pg, const struct tg_pod *p)
+{
+    uint32_t v = 0;
+    if (pg->sub_by == TG_SUB_BY_JOB) {
+        v = p->owner_kind && !strcmp(tg_str(p->owner_kind), "Job") ? p->owner_name : 0;
+    } else {
+        uint32_t key = tg_intern_lookup(TG_LABEL_LWS_GROUP, strlen(TG_LABEL_LWS_GROUP));
+        v = key == TG_STR_NONE ? TG_STR_NONE : tg_labels_get(p->labels, p->nlabels, key);
+        /* groups are listed in index order, sub-group i named "i": no scan */
+        char *end;
+        unsigned long i = v && v != TG_STR_NONE ? strtoul(tg_str(v), &end, 10) : ULONG_MAX;
+        if (i < pg->nsubs && pg->subs[i].name == v)
+            return (int64_t)i;
+    }
+    for (uint32_t k = 0; v && v != TG_STR_NONE && k < pg->nsubs; k++)
+        if (pg->subs[k].name == v)
+            return k;
+    return -1;
+}
+
 int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, char *reason,
                        size_t n)
 {
@@ -375,6 +399,8 @@ int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, cha
                  p->key, pg->key);
         return -2;
     }
+    if (pg->sub_by != TG_SUB_BY_LABEL) /* a derived gang's: a Job's or a group's members */
+        return derived_sub(pg, p);
     const char *key = pg->api == TG_PG_KAI ? TG_LABEL_KAI_SUB_GROUP : TG_LABEL_SUB_GROUP;
     uint32_t v = tg_labels_get(p->labels, p->nlabels, tg_intern(key));
     if (v == TG_STR_NONE)

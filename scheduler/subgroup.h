@@ -5,7 +5,9 @@
  * members join by the label topogang.io/sub-group) or slices the gang by rank
  * (spec.subGroupSize N with spec.subGroupTopology: ranks 0..N-1 are
  * sub-group "0", N..2N-1 "1", ...; a member's rank is its label
- * topogang.io/rank, else batch.kubernetes.io/job-completion-index). Each
+ * topogang.io/rank, else batch.kubernetes.io/job-completion-index); a
+ * derived gang's are made by the gang layer (gang.h: a JobSet's child Jobs,
+ * pods joining by their Job; a whole LWS's groups, by group-index). Each
  * sub-group must be placed whole (at least its minMember) inside one domain
  * of its required level, inside the gang's domain; the gang stays all or
  * nothing.

@@ -239,6 +239,49 @@ EOF
   wipe js
 }
 
+# Sub-groups from JobSet's exclusive-topology (issue 20), read from the real
+# API (the replicated job's template annotation survives the CRD's pruning):
+# 2 child Jobs of 2 pods x 8 GPUs, each placed whole in one NVLink clique,
+# the JobSet in one rack; a JobSet whose exclusive-topology names a label the
+# policy lacks gets an InvalidTopology Event naming the annotation, nothing bound.
+case_jobset_exclusive() {
+  newns jsx
+  $K create -n jsx -f - >/dev/null <<EOF
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: sx}
+spec:
+  replicatedJobs:
+  - name: w
+    replicas: 2
+    template:
+      metadata: {annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique}}
+      spec: {parallelism: 2, completions: 2, template: {spec: {restartPolicy: Never, containers: [$(gpus 8)]}}}
+---
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: bad, annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool}}
+spec:
+  replicatedJobs:
+  - name: w
+    replicas: 1
+    template: {spec: {parallelism: 1, completions: 1, template: {spec: {restartPolicy: Never, containers: [$(gpus 1)]}}}}
+EOF
+  local uid; uid=$(uid_of jobset sx jsx)
+  local ann="alpha.jobset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique, topogang.io/topology-required: rack"
+  jobset_job jsx sx "$uid" w 0 2 8 "$ann"
+  jobset_job jsx sx "$uid" w 1 2 8 "$ann"
+  jobset_job jsx bad "$(uid_of jobset bad jsx)" w 0 1 1 "alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool"
+  wait_for 30 "4 pods bound" bound_is jsx jobset.sigs.k8s.io/jobset-name=sx 4 || return
+  check "child Job 0 in one clique" one_clique jsx batch.kubernetes.io/job-name=sx-w-0
+  check "child Job 1 in one clique" one_clique jsx batch.kubernetes.io/job-name=sx-w-1
+  check "the JobSet in one rack" one_rack jsx jobset.sigs.k8s.io/jobset-name=sx
+  wait_for 10 "InvalidTopology Event naming the annotation" event_says jsx JobSet/bad InvalidTopology \
+    'metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]: "cloud.google.com/gke-nodepool" is neither a level'
+  check "the bad JobSet's pod not bound" bound_is jsx jobset.sigs.k8s.io/jobset-name=bad 0
+  wipe jsx
+}
+
 # A TrainJob: Kubeflow Trainer makes a JobSet of its name, the JobSet a Job.
 case_trainjob() {
   newns tj
@@ -363,6 +406,67 @@ EOF
   check "group 1 in one clique" one_clique lws leaderworkerset.sigs.k8s.io/group-index=1
   wait_for 10 "Scheduled Event on the LWS" has_event lws LeaderWorkerSet/vllm Scheduled
   wipe lws
+}
+
+# The whole LWS one gang (topogang.io/gang-scope: lws on its pods; issue 20):
+# 2 groups of 2 pods x 8 GPUs, each group a sub-group in one NVLink clique
+# (the LWS's exclusive-topology), the gang in one rack; group 0 complete
+# alone stays unbound (one gang per group would bind it at once).
+whole_pod() {  # whole_pod NS LWS GROUP WORKER STS-UID
+  local ns=$1 lws=$2 g=$3 w=$4 name=$2-$3
+  [ "$w" = 0 ] || name=$2-$3-$4
+  $K create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  labels: {leaderworkerset.sigs.k8s.io/name: $lws, leaderworkerset.sigs.k8s.io/group-index: "$g", leaderworkerset.sigs.k8s.io/worker-index: "$w"}
+  annotations: {topogang.io/gang-scope: lws, topogang.io/topology-required: rack, leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: $lws, uid: $5, controller: true, blockOwnerDeletion: true}]
+spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
+EOF
+}
+case_lws_whole() {
+  newns lwsw
+  $K create -n lwsw -f - >/dev/null <<EOF
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: ws, annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique}}
+spec:
+  replicas: 2
+  startupPolicy: LeaderCreated
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate: {spec: {containers: [$(gpus 8)]}}
+EOF
+  $K create -n lwsw -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: ws
+  ownerReferences: [{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: ws, uid: $(uid_of leaderworkerset ws lwsw), controller: true, blockOwnerDeletion: true}]
+spec:
+  replicas: 0
+  serviceName: ws
+  selector: {matchLabels: {leaderworkerset.sigs.k8s.io/name: ws}}
+  template:
+    metadata: {labels: {leaderworkerset.sigs.k8s.io/name: ws}}
+    spec: {schedulerName: topogang, containers: [$(gpus 8)]}
+EOF
+  local suid; suid=$(uid_of statefulset ws lwsw)
+  whole_pod lwsw ws 0 0 "$suid"
+  whole_pod lwsw ws 0 1 "$suid"
+  wait_for 20 "group 0's 2 pods" pods_are lwsw leaderworkerset.sigs.k8s.io/group-index=0 2 || return
+  sleep 2
+  check "group 0 alone not bound (the whole LWS is one gang)" bound_is lwsw leaderworkerset.sigs.k8s.io/name=ws 0
+  whole_pod lwsw ws 1 0 "$suid"
+  whole_pod lwsw ws 1 1 "$suid"
+  wait_for 30 "4 pods bound" bound_is lwsw leaderworkerset.sigs.k8s.io/name=ws 4 || return
+  check "group 0 in one clique" one_clique lwsw leaderworkerset.sigs.k8s.io/group-index=0
+  check "group 1 in one clique" one_clique lwsw leaderworkerset.sigs.k8s.io/group-index=1
+  check "the LWS in one rack" one_rack lwsw leaderworkerset.sigs.k8s.io/name=ws
+  wait_for 10 "Scheduled Event on the LWS" has_event lwsw LeaderWorkerSet/ws Scheduled
+  wipe lwsw
 }
 
 # kubeflow_pods NS KIND JOB UID OPERATOR TYPE N GPUS [ANNOTATIONS]: the pods the
@@ -553,8 +657,10 @@ run_case case_discovery
 run_case case_job
 run_case case_rank_order
 run_case case_jobset
+run_case case_jobset_exclusive
 run_case case_trainjob
 run_case case_lws
+run_case case_lws_whole
 run_case case_kubeflow
 run_case case_upstream
 run_case case_peers_status_untouched

@@ -347,6 +347,248 @@ static void test_kai_subgroups(void **state)
     free(y);
 }
 
+/* ---- the peers' workloads: JobSet child Jobs, LWS groups ----------------------- */
+
+/* Cliques c1..c<nc> of 3 two-GPU nodes (6 GPUs) in block b1. */
+static void cluster_sixes(char **y, int nc)
+{
+    for (int c = 1; c <= nc; c++)
+        for (int i = 0; i < 3; i++) {
+            char n[16], cl[8];
+            snprintf(n, sizeof n, "c%d-n%d", c, i);
+            snprintf(cl, sizeof cl, "c%d", c);
+            node(y, n, "b1", cl, 2);
+        }
+}
+
+/* The n one-GPU pods "<js>-<rjob>-<idx>-<i>" of a JobSet's child Job, as
+ * the Job controller makes them (owner: the Job; JobSet's labels). */
+static void jobset_pods(char **y, const char *js, const char *rjob, int idx, int n)
+{
+    for (int i = 0; i < n; i++)
+        tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%s-%d-%d\n  namespace: ml\n"
+                  "  labels: {jobset.sigs.k8s.io/jobset-name: %s, jobset.sigs.k8s.io/replicatedjob-name: %s, "
+                  "jobset.sigs.k8s.io/job-index: \"%d\", batch.kubernetes.io/job-completion-index: \"%d\"}\n"
+                  "  annotations: {topogang.io/topology-required: block}\n"
+                  "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: %s-%s-%d, uid: u-%s-%d, "
+                  "controller: true}]\nspec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                  "    resources: {requests: {nvidia.com/gpu: 1}}\n",
+               js, rjob, idx, i, js, rjob, idx, i, js, rjob, idx, rjob, idx);
+}
+
+/* A replicated job entry: `replicas` Jobs of `size` pods; annotation excl
+ * on its template (NULL: none). */
+static void rjob(char **y, const char *name, int replicas, int size, const char *excl)
+{
+    tu_cat(y, "  - name: %s\n    replicas: %d\n    template:\n", name, replicas);
+    if (excl)
+        tu_cat(y, "      metadata: {annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: %s}}\n",
+               excl);
+    tu_cat(y, "      spec: {parallelism: %d, completions: %d, template: {spec: {containers: "
+              "[{name: c, image: x}]}}}\n", size, size);
+}
+
+/* Two child Jobs of 4 pods whose replicated job asks exclusive-topology on the
+ * NVLink clique label, in cliques of 6: one Job per clique (packing the 8
+ * pods would put 6 in one clique and split a Job); the driver job without a
+ * level is in no sub-group. */
+static void test_jobset_child_jobs(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_sixes(&y, 2);
+    tu_cat(&y, "---\napiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js, "
+               "namespace: ml, uid: u-js}\nspec:\n  replicatedJobs:\n");
+    rjob(&y, "driver", 1, 1, NULL);
+    rjob(&y, "w", 2, 4, "nvidia.com/gpu.clique");
+    jobset_pods(&y, "js", "driver", 0, 1);
+    jobset_pods(&y, "js", "w", 0, 4);
+    jobset_pods(&y, "js", "w", 1, 4);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/JobSet/js");
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetObjectItem(g, "minMember")->valueint, 9);
+    const cJSON *subs = cJSON_GetObjectItem(g, "subGroups");
+    assert_int_equal(cJSON_GetArraySize(subs), 2);
+    assert_string_equal(tu_str(cJSON_GetArrayItem(subs, 0), "name"), "js-w-0");
+    assert_string_equal(tu_str(cJSON_GetArrayItem(subs, 1), "name"), "js-w-1");
+    assert_string_equal(tu_str(cJSON_GetArrayItem(subs, 1), "level"), "nvlink-domain");
+    char a[16], b[16];
+    assert_one_clique(res, "js-w-0", 4, a);
+    assert_one_clique(res, "js-w-1", 4, b);
+    assert_string_not_equal(a, b);
+    /* each placed pod names its child Job; the driver none */
+    const cJSON *pod, *pods = cJSON_GetObjectItem(g, "pods");
+    int named = 0;
+    cJSON_ArrayForEach(pod, pods)
+    {
+        const char *k = tu_str(pod, "pod"), *sg = tu_str(pod, "subGroup");
+        if (strstr(k, "driver"))
+            assert_null(sg);
+        else
+            named += sg && !strncmp(k + 3, sg, strlen(sg));
+    }
+    assert_int_equal(named, 8);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* The JobSet's own annotation gives every replicated job its level; the
+ * child Jobs (5, 4, 3, 3, 3, 2 pods in two cliques of 10) are arranged
+ * jointly where best fit decreasing fails; a level the policy lacks makes
+ * the JobSet's gang invalid with the annotation named. */
+static void test_jobset_joint_and_bad_level(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_two_tens(&y);
+    static const int size[] = {5, 4, 3, 3, 3, 2};
+    tu_cat(&y, "---\napiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js, "
+               "namespace: ml, annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: "
+               "nvidia.com/gpu.clique}}\nspec:\n  replicatedJobs:\n");
+    for (int k = 0; k < 6; k++) {
+        char n[8];
+        snprintf(n, sizeof n, "s%d", k);
+        rjob(&y, n, 1, size[k], NULL);
+    }
+    for (int k = 0; k < 6; k++) {
+        char n[8];
+        snprintf(n, sizeof n, "s%d", k);
+        jobset_pods(&y, "js", n, 0, size[k]);
+    }
+    tu_cat(&y, "---\napiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: bad, "
+               "namespace: ml, annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: "
+               "cloud.google.com/gke-nodepool}}\nspec:\n  replicatedJobs:\n");
+    rjob(&y, "w", 1, 1, NULL);
+    jobset_pods(&y, "bad", "w", 0, 1);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/JobSet/js");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "subGroups")), 6);
+    int used[3] = {0};
+    for (int k = 0; k < 6; k++) {
+        char p[16], cl[16];
+        snprintf(p, sizeof p, "js-s%d-0", k);
+        assert_one_clique(res, p, size[k], cl);
+        used[cl[1] - '0'] += size[k];
+    }
+    assert_int_equal(used[1], 10);
+    assert_int_equal(used[2], 10);
+    g = tu_gang(res, "ml/JobSet/bad");
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_non_null(strstr(tu_str(g, "reason"), "JobSet ml/bad: metadata.annotations["
+                                                "alpha.jobset.sigs.k8s.io/exclusive-topology]: "
+                                                "\"cloud.google.com/gke-nodepool\" is neither a level"));
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* An LWS of `groups` groups of `size` one-GPU pods (leader "<name>-<g>",
+ * workers "<name>-<g>-<w>"), annotated exclusive-topology on the cliques;
+ * scope: the pods' topogang.io/gang-scope (NULL: none). */
+static void lws(char **y, const char *name, int groups, int size, const char *scope)
+{
+    tu_cat(y, "---\napiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: %s, "
+              "namespace: ml, annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: "
+              "nvidia.com/gpu.clique}}\nspec:\n  replicas: %d\n  leaderWorkerTemplate: {size: %d}\n",
+           name, groups, size);
+    for (int g = 0; g < groups; g++)
+        for (int w = 0; w < size; w++) {
+            char pod[64], sts[64];
+            snprintf(pod, sizeof pod, w ? "%s-%d-%d" : "%s-%d", name, g, w);
+            snprintf(sts, sizeof sts, w ? "%s-%d" : "%s", name, g);
+            tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
+                      "  labels: {leaderworkerset.sigs.k8s.io/name: %s, leaderworkerset.sigs.k8s.io/group-index: "
+                      "\"%d\", leaderworkerset.sigs.k8s.io/worker-index: \"%d\"}\n", pod, name, g, w);
+            if (scope)
+                tu_cat(y, "  annotations: {topogang.io/gang-scope: %s}\n", scope);
+            tu_cat(y, "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: %s, uid: u-%s, "
+                      "controller: true}]\nspec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                      "    resources: {requests: {nvidia.com/gpu: 1}}\n", sts, sts);
+        }
+}
+
+/* Every pod of LWS group g in one clique; returns it. */
+static void lws_one_clique(const cJSON *res, const char *name, int g, int size, char *out)
+{
+    char key[64], a[16];
+    for (int w = 0; w < size; w++) {
+        snprintf(key, sizeof key, w ? "ml/%s-%d-%d" : "ml/%s-%d", name, g, w);
+        const char *n = tu_node_of(res, key);
+        assert_non_null(n);
+        size_t len = strcspn(n, "-");
+        assert_true(len < sizeof a);
+        memcpy(a, n, len);
+        a[len] = 0;
+        if (w)
+            assert_string_equal(a, out);
+        else
+            strcpy(out, a);
+    }
+}
+
+/* topogang.io/gang-scope: lws makes the whole LWS one gang (2 groups of 4:
+ * minMember 8), each group a sub-group at its exclusive-topology level; 3
+ * groups of 4 in two cliques of 6 place nothing (all or nothing across the
+ * groups), where gangs per group would place two of them. */
+static void test_lws_whole_gang(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_sixes(&y, 2);
+    lws(&y, "vllm", 2, 4, "lws");
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/LeaderWorkerSet/vllm");
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetObjectItem(g, "minMember")->valueint, 8);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "subGroups")), 2);
+    assert_null(tu_gang(res, "ml/LeaderWorkerSet/vllm/0"));
+    char a[16], b[16];
+    lws_one_clique(res, "vllm", 0, 4, a);
+    lws_one_clique(res, "vllm", 1, 4, b);
+    assert_string_not_equal(a, b);
+    cJSON_Delete(res);
+    free(y);
+
+    y = NULL;
+    cluster_sixes(&y, 2);
+    lws(&y, "big", 3, 4, "lws");
+    res = tu_simulate(POLICY, y);
+    g = tu_gang(res, "ml/LeaderWorkerSet/big");
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_non_null(strstr(tu_str(g, "reason"), "sub-group"));
+    assert_null(tu_node_of(res, "ml/big-0"));
+    assert_null(tu_node_of(res, "ml/big-1"));
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Without gang-scope each group is its own gang, held in one clique by the
+ * LWS's exclusive-topology (the policy's default would pack the second group
+ * across the two cliques). */
+static void test_lws_group_exclusive(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_sixes(&y, 2);
+    lws(&y, "vllm", 2, 4, NULL);
+    cJSON *res = tu_simulate(POLICY, y);
+    char a[16], b[16];
+    for (int k = 0; k < 2; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "ml/LeaderWorkerSet/vllm/%d", k);
+        assert_string_equal(tu_str(tu_gang(res, key), "status"), "Scheduled");
+        assert_string_equal(tu_str(tu_gang(res, key), "level"), "nvlink-domain");
+    }
+    lws_one_clique(res, "vllm", 0, 4, a);
+    lws_one_clique(res, "vllm", 1, 4, b);
+    assert_string_not_equal(a, b);
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* ---- property: tg_subgroup_solve against brute force ------------------------ */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -528,6 +770,10 @@ int main(void)
         cmocka_unit_test(test_size_by_rank),
         cmocka_unit_test(test_kai_subgroups),
         cmocka_unit_test(test_preemption_honours_subgroups),
+        cmocka_unit_test(test_jobset_child_jobs),
+        cmocka_unit_test(test_jobset_joint_and_bad_level),
+        cmocka_unit_test(test_lws_whole_gang),
+        cmocka_unit_test(test_lws_group_exclusive),
         cmocka_unit_test(test_property_vs_brute_force),
         cmocka_unit_test(test_property_simulate),
     };

@@ -315,10 +315,26 @@ static void test_jobset_lws_kubeflow_size(void **state)
     assert_int_equal(w->size, 1 + 2 * 3);
     assert_int_equal(w->npsets, 2);
     assert_string_equal(tg_str(w->owner_kind), "TrainJob");
+    assert_string_equal(tg_str(w->rjobs[1].name), "workers");
+    assert_int_equal(w->rjobs[1].replicas, 2);
+    assert_int_equal(w->rjobs[1].size, 3);
+    assert_int_equal(w->rjobs[1].excl, 0);
     tg_workload_free(&w);
-    w = wl("{\"kind\":\"LeaderWorkerSet\",\"metadata\":{\"name\":\"l\"},\"spec\":{\"replicas\":3,"
-           "\"leaderWorkerTemplate\":{\"size\":4}}}");
+    /* exclusive-topology: a replicated job's template before the JobSet's */
+    w = wl("{\"kind\":\"JobSet\",\"metadata\":{\"name\":\"js\",\"annotations\":"
+           "{\"alpha.jobset.sigs.k8s.io/exclusive-topology\":\"topogang.io/rack\"}},\"spec\":"
+           "{\"replicatedJobs\":[{\"name\":\"a\"},{\"name\":\"b\",\"template\":{\"metadata\":"
+           "{\"annotations\":{\"alpha.jobset.sigs.k8s.io/exclusive-topology\":\"nvidia.com/gpu.clique\"}}}}]}}");
+    assert_string_equal(tg_str(w->rjobs[0].excl), "topogang.io/rack");
+    assert_string_equal(tg_str(w->rjobs[1].excl), "nvidia.com/gpu.clique");
+    assert_null(w->problem);
+    tg_workload_free(&w);
+    w = wl("{\"kind\":\"LeaderWorkerSet\",\"metadata\":{\"name\":\"l\",\"annotations\":"
+           "{\"leaderworkerset.sigs.k8s.io/exclusive-topology\":\"nvidia.com/gpu.clique\"}},\"spec\":"
+           "{\"replicas\":3,\"leaderWorkerTemplate\":{\"size\":4}}}");
     assert_int_equal(w->size, 4);
+    assert_int_equal(w->replicas, 3);
+    assert_string_equal(tg_str(w->excl), "nvidia.com/gpu.clique");
     assert_null(w->problem);
     tg_workload_free(&w);
     w = wl("{\"kind\":\"LeaderWorkerSet\",\"metadata\":{\"name\":\"l\"},\"spec\":{\"startupPolicy\":"
@@ -450,6 +466,36 @@ static void test_pod_derived(void **state)
     }
     assert_int_equal(tg_derived_kind(tg_intern("LeaderWorkerSet/vllm/1")), TG_WL_LWS);
     assert_int_equal(tg_derived_kind(tg_intern("Jobs/x")), TG_WL_NONE);
+}
+
+/* topogang.io/gang-scope: lws puts an LWS group's pod in the whole LWS's
+ * gang; another value is a warning naming the pod and the annotation, and
+ * the pod stays in its group's gang. */
+static void test_pod_gang_scope(void **state)
+{
+    (void)state;
+    static const char *const meta =
+        ",\"ownerReferences\":[{\"kind\":\"StatefulSet\",\"name\":\"vllm-1\",\"controller\":true}],"
+        "\"labels\":{\"leaderworkerset.sigs.k8s.io/name\":\"vllm\",\"leaderworkerset.sigs.k8s.io/group-index\":\"1\"},"
+        "\"annotations\":{\"topogang.io/gang-scope\":\"%s\"}";
+    static const char *const scope[] = {"lws", "group", "set"};
+    static const char *const want[] = {"LeaderWorkerSet/vllm", "LeaderWorkerSet/vllm/1",
+                                       "LeaderWorkerSet/vllm/1"};
+    for (int i = 0; i < 3; i++) {
+        char m[512], text[1024];
+        snprintf(m, sizeof m, meta, scope[i]);
+        snprintf(text, sizeof text, POD("%s", ""), m);
+        struct tg_pod *p = pod(text);
+        assert_string_equal(tg_str(p->derived), want[i]);
+        assert_int_equal(nwarn, i == 2);
+        if (i == 2)
+            assert_non_null(strstr(lastwarn, "Pod ml/p: metadata.annotations[topogang.io/gang-scope]: "
+                                             "must be lws or group, not \"set\""));
+        char key[256];
+        assert_string_equal(tg_derived_owner_key(p->ns, p->derived, key, sizeof key),
+                            "ml/LeaderWorkerSet/vllm");
+        tg_pod_free(&p);
+    }
 }
 
 static void test_pod_hints(void **state)
@@ -796,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_count_past_int64),
         cmocka_unit_test(test_pod_group_sources),
         cmocka_unit_test(test_pod_derived),
+        cmocka_unit_test(test_pod_gang_scope),
         cmocka_unit_test(test_pod_hints),
         cmocka_unit_test(test_owner_gangs),
         cmocka_unit_test(test_owner_kind_absent),
