@@ -67,8 +67,7 @@ struct tg__queues {
     uint32_t ngangs;
     int64_t gangs_ms;                   /* when counted */
     const struct tg_fairshare *gangs_fs; /* the tree counted (its indexes) */
-    uint64_t gangs_gen;                 /* spec_changes then */
-    uint64_t spec_changes;              /* Queue sets the engine was given (changed()) */
+    uint64_t gangs_gen;                 /* tg__queues_generation then */
 };
 
 static void forget_all(struct tg__queues *q);
@@ -236,7 +235,6 @@ static void forget(struct tg__queues *q, const struct tg_queue_obj *o)
 static void changed(struct tg__queues *q)
 {
     q->generation++;
-    q->spec_changes++;
     if (q->on_change)
         q->on_change(q->ud);
 }
@@ -247,15 +245,9 @@ static void queue_set(void *ud, const void *obj)
     changed(ud);
 }
 
-/* A status-only update (our own status writes come back so) changes nothing
- * the engine reads: no new set for it (no fair-share rebuild per write). */
 static void queue_update(void *ud, const void *old, const void *obj)
 {
-    struct tg__queues *q = ud;
-    if (old && tg_queue_obj_same_spec(old, obj)) {
-        q->generation++; /* the objects are new all the same */
-        return;
-    }
+    (void)old;
     queue_set(ud, obj);
 }
 
@@ -479,7 +471,7 @@ const uint32_t *tg__queues_gangs(struct tg__queues *q, const struct tg_engine *e
     if (!fs)
         return NULL;
     uint32_t nq = tg_fairshare_count(fs);
-    if (q->gangs && q->gangs_fs == fs && q->gangs_gen == q->spec_changes && q->ngangs == nq &&
+    if (q->gangs && q->gangs_fs == fs && q->gangs_gen == q->generation && q->ngangs == nq &&
         now_ms - q->gangs_ms < TG_QSTATUS_MIN_MS) {
         *n = nq;
         return q->gangs;
@@ -494,7 +486,7 @@ const uint32_t *tg__queues_gangs(struct tg__queues *q, const struct tg_engine *e
     }
     q->ngangs = nq;
     q->gangs_fs = fs;
-    q->gangs_gen = q->spec_changes;
+    q->gangs_gen = q->generation;
     q->gangs_ms = now_ms;
     *n = nq;
     return v;

@@ -599,42 +599,6 @@ static void test_status(void **state)
 }
 
 
-/* A Queue that differs only in status and metadata (our own status writes
- * coming back) has the same spec: the daemon gives the engine no new set. */
-static void test_same_spec(void **state)
-{
-    (void)state;
-    const char *texts[] = {
-        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
-        "\"uid\":\"u\",\"resourceVersion\":\"1\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
-        "{\"quota\":\"4\"}}}}",
-        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
-        "\"uid\":\"u\",\"resourceVersion\":\"2\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
-        "{\"quota\":\"4\"}}},\"status\":{\"runningGangs\":3}}",
-        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
-        "\"uid\":\"u\",\"resourceVersion\":\"3\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
-        "{\"quota\":\"5\"}}}}",
-        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
-        "\"uid\":\"u\",\"resourceVersion\":\"4\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
-        "{\"quota\":\"4\",\"limit\":\"2\"}}}}",
-        "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"a\","
-        "\"uid\":\"v\",\"resourceVersion\":\"5\"},\"spec\":{\"resources\":{\"nvidia.com/gpu\":"
-        "{\"quota\":\"4\"}}}}",
-    };
-    struct tg_queue_obj *o[5] = {0};
-    for (int i = 0; i < 5; i++) {
-        cJSON *j = cJSON_Parse(texts[i]);
-        assert_int_equal(tg_queue_obj_decode(j, &D, &o[i]), 0);
-        cJSON_Delete(j);
-    }
-    assert_true(tg_queue_obj_same_spec(o[0], o[1]));  /* status, resourceVersion */
-    assert_false(tg_queue_obj_same_spec(o[0], o[2])); /* a quota */
-    assert_false(tg_queue_obj_same_spec(o[0], o[3])); /* a limit (and a problem) */
-    assert_false(tg_queue_obj_same_spec(o[0], o[4])); /* another object */
-    for (int i = 0; i < 5; i++)
-        tg_queue_obj_free(&o[i]);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -649,7 +613,6 @@ int main(void)
         cmocka_unit_test(test_simulate_reads_queues),
         cmocka_unit_test(test_current_set),
         cmocka_unit_test(test_status),
-        cmocka_unit_test(test_same_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
