@@ -89,7 +89,7 @@ struct tg_client_opts {
     /* HTTP tuning, compared by `bench_informer http` (docs/bench-sched.md);
      * zero everywhere is the default the daemon runs with. */
     int writes_http;        /* 0 default; 1: writes on HTTP/1.1 keep-alive connections; 2: on HTTP/2 */
-    int cork;               /* 0 default; 1: TCP_CORK, lifted after each libcurl pass; -1: off */
+    int cork;               /* 0, 1: TCP_CORK lifted after each libcurl pass (client.c); -1: off */
     int nodelay_off;        /* 1: TCP_NODELAY off (Nagle) */
     long buffer_size;       /* CURLOPT_BUFFERSIZE, 0: libcurl's */
     long upload_buffer_size;/* CURLOPT_UPLOAD_BUFFERSIZE, 0: libcurl's */
@@ -108,6 +108,7 @@ struct tg_client_stats {
     uint64_t unstalled;      /* of those, finished by the once-a-second sweep */
     uint64_t fenced;         /* leader-only writes not sent or aborted past the fence */
     uint64_t handles;        /* libcurl easy handles made (idle ones are reused) */
+    uint64_t corked;         /* connections opened corked (TCP_CORK, see client.c) */
 };
 
 /* Creates a client on loop for conf (copied). opts may be NULL. *out is freed

@@ -195,16 +195,18 @@ static const struct variant {
     const char *name;
     struct tg_client_opts o;
 } variants[] = {
-    {"h2", {.writes_http = 0}},
-    {"h1", {.writes_http = 1}},
-    {"h2-cork", {.cork = 1}},
+    /* "h2" is the client before TCP_CORK (cork -1); the others change one thing */
+    {"h2", {.cork = -1}},
+    {"h2-cork", {.cork = 1}},               /* the default since */
+    {"h1", {.writes_http = 1, .cork = -1}},
     {"h1-cork", {.writes_http = 1, .cork = 1}},
-    {"h2-nagle", {.nodelay_off = 1}},
-    {"h2-streams16", {.max_streams = 16}},
-    {"h2-buf64k", {.buffer_size = 65536, .upload_buffer_size = 65536}},
-    {"h2-buf8k", {.buffer_size = 8192, .upload_buffer_size = 16384}},
-    {"h2-hdrs-per-req", {.headers_per_request = 1}},
-    {"h2-nosessioncache", {.no_sessionid_cache = 1}},
+    {"h2-nagle", {.nodelay_off = 1, .cork = -1}},
+    {"h2-streams16", {.max_streams = 16, .cork = -1}},
+    {"h2-streams16-cork", {.max_streams = 16, .cork = 1}},
+    {"h2-buf64k", {.buffer_size = 65536, .upload_buffer_size = 65536, .cork = -1}},
+    {"h2-buf8k", {.buffer_size = 8192, .upload_buffer_size = 16384, .cork = -1}},
+    {"h2-hdrs-per-req", {.headers_per_request = 1, .cork = -1}},
+    {"h2-nosessioncache", {.no_sessionid_cache = 1, .cork = -1}},
 };
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
