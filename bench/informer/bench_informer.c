@@ -203,6 +203,7 @@ static const struct variant {
     {"h2-nagle", {.nodelay_off = 1, .cork = -1}},
     {"h2-streams16", {.max_streams = 16, .cork = -1}},
     {"h2-streams16-cork", {.max_streams = 16, .cork = 1}},
+    {"h2-streams2-cork", {.max_streams = 2, .cork = 1}},   /* many handshakes at once */
     {"h2-buf64k", {.buffer_size = 65536, .upload_buffer_size = 65536, .cork = -1}},
     {"h2-buf8k", {.buffer_size = 8192, .upload_buffer_size = 16384, .cork = -1}},
     {"h2-hdrs-per-req", {.headers_per_request = 1, .cork = -1}},
