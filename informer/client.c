@@ -830,6 +830,7 @@ static void fence_check(struct tg_client *c)
         c->stats.fenced++;
         finish(c, r, TG_EFENCED, "not sent: this replica's lease was not renewed in time");
     }
+    int removed = 0;
     for (struct tg_req *r = c->running.head, *nx; r && c->lo_running; r = nx) {
         nx = r->next;
         if (!r->leader_only || r->canceled)
@@ -839,8 +840,10 @@ static void fence_check(struct tg_client *c)
         r->status = 0;
         c->stats.fenced++;
         finish(c, r, TG_EFENCED, "aborted: this replica's lease was not renewed in time");
+        removed = 1;
     }
-    uncork(c);  /* what removing them wrote (RST_STREAM) */
+    if (removed)
+        uncork(c);  /* what removing them wrote (RST_STREAM) */
 }
 
 static void run_queue(uv_timer_t *t)
@@ -848,15 +851,18 @@ static void run_queue(uv_timer_t *t)
     struct tg_client *c = t->data;
     fence_check(c);
     /* Drop canceled transfers first (never from inside a curl callback). */
+    int removed = 0;
     for (struct tg_req *r = c->running.head, *nx; r; r = nx) {
         nx = r->next;
         if (r->canceled) {
             curl_multi_remove_handle(c->multi, r->easy);
             running_remove(c, r);
             req_free(r);
+            removed = 1;
         }
     }
-    uncork(c);
+    if (removed)
+        uncork(c);  /* what removing them wrote (RST_STREAM) */
     struct tg_req *r;
     while ((r = c->q_urgent.head) && c->u_running < URGENT_INFLIGHT) {
         rl_remove(&c->q_urgent, r);
