@@ -86,6 +86,16 @@ struct tg_client_opts {
     double qps;             /* writes per second; <= 0: unlimited */
     int burst;              /* bucket size (>= 1 when qps > 0) */
     const char *user_agent; /* default "topogang/<version>" */
+    /* HTTP tuning, compared by `bench_informer http` (docs/bench-sched.md);
+     * zero everywhere is the default the daemon runs with. */
+    int writes_http;        /* 0 default; 1: writes on HTTP/1.1 keep-alive connections; 2: on HTTP/2 */
+    int cork;               /* 0, 1: TCP_CORK lifted after each libcurl pass (client.c); -1: off */
+    int nodelay_off;        /* 1: TCP_NODELAY off (Nagle) */
+    long buffer_size;       /* CURLOPT_BUFFERSIZE, 0: libcurl's */
+    long upload_buffer_size;/* CURLOPT_UPLOAD_BUFFERSIZE, 0: libcurl's */
+    int headers_per_request;/* 1: build the header list per request (reused otherwise) */
+    int no_sessionid_cache; /* 1: CURLOPT_SSL_SESSIONID_CACHE off */
+    long max_streams;       /* CURLMOPT_MAX_CONCURRENT_STREAMS, 0: 1000 */
 };
 
 struct tg_client_stats {
@@ -98,6 +108,7 @@ struct tg_client_stats {
     uint64_t unstalled;      /* of those, finished by the once-a-second sweep */
     uint64_t fenced;         /* leader-only writes not sent or aborted past the fence */
     uint64_t handles;        /* libcurl easy handles made (idle ones are reused) */
+    uint64_t corked;         /* connections opened corked (TCP_CORK, see client.c) */
 };
 
 /* Creates a client on loop for conf (copied). opts may be NULL. *out is freed

@@ -4,6 +4,12 @@
  *   bench_informer sync  [--page-size P]                time to synced + RSS per cached pod
  *   bench_informer churn --pods M --seconds S [--ns NS] patch pod labels as fast as the server takes
  *   bench_informer watch --seconds S                    sync, then count events/s and CPU per event
+ *   bench_informer http --requests N --rounds R [--window W] [--variants a,b]
+ *       N small POSTs (SelfSubjectAccessReviews: a Binding's size, nothing stored),
+ *       W in flight, through informer/client.c once per HTTP variant (the
+ *       client's tuning options, see `variants` below), the variants interleaved
+ *       in each of R rounds; prints this process's CPU-us per request, median
+ *       over the rounds (CPU time, not wall time: the machine is shared)
  *
  * All commands read $KUBECONFIG. Output is one "key=value ..." line per run,
  * for bench/informer/run.sh to collect. */
@@ -183,6 +189,136 @@ static int cmd_load(int nodes, int pods, const char *ns, int churn_s)
     return w.failed ? 1 : 0;
 }
 
+/* ---- http: CPU per request for each client tuning ---- */
+
+static const struct variant {
+    const char *name;
+    struct tg_client_opts o;
+} variants[] = {
+    /* "h2" is the client before TCP_CORK (cork -1); the others change one thing */
+    {"h2", {.cork = -1}},
+    {"h2-cork", {.cork = 1}},               /* the default since */
+    {"h1", {.writes_http = 1, .cork = -1}},
+    {"h1-cork", {.writes_http = 1, .cork = 1}},
+    {"h2-nagle", {.nodelay_off = 1, .cork = -1}},
+    {"h2-streams16", {.max_streams = 16, .cork = -1}},
+    {"h2-streams16-cork", {.max_streams = 16, .cork = 1}},
+    {"h2-streams2-cork", {.max_streams = 2, .cork = 1}},   /* many handshakes at once */
+    {"h2-buf64k", {.buffer_size = 65536, .upload_buffer_size = 65536, .cork = -1}},
+    {"h2-buf8k", {.buffer_size = 8192, .upload_buffer_size = 16384, .cork = -1}},
+    {"h2-hdrs-per-req", {.headers_per_request = 1, .cork = -1}},
+    {"h2-nosessioncache", {.no_sessionid_cache = 1, .cork = -1}},
+};
+#define NVAR (int)(sizeof variants / sizeof variants[0])
+
+static void hdone(void *ud, const struct tg_resp *r);
+
+static void hfill(struct writer *w)
+{
+    static const char body[] =
+        "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SelfSubjectAccessReview\","
+        "\"spec\":{\"resourceAttributes\":{\"verb\":\"create\",\"resource\":\"pods\","
+        "\"subresource\":\"binding\",\"namespace\":\"bench\"}}}";
+    struct tg_req_opts o = {.method = "POST", .body = body, .is_write = 1, .on_done = hdone, .ud = w,
+                            .path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"};
+    while (w->inflight < w->window && w->next < w->n) {
+        w->next++;
+        w->inflight++;
+        if (tg_client_request(client, &o, NULL) != 0) {
+            w->inflight--;
+            w->done++;
+            w->failed++;
+        }
+    }
+}
+
+static void hdone(void *ud, const struct tg_resp *r)
+{
+    struct writer *w = ud;
+    w->done++;
+    w->inflight--;
+    if (r->err && w->failed++ < 5)
+        fprintf(stderr, "request failed: %s\n", r->msg);
+    hfill(w);
+}
+
+/* n requests, window in flight, on a fresh client of variant v: CPU-us per request */
+static int http_once(const struct variant *v, int n, int window, double *cpu_us, double *rps,
+                     uint64_t *conns)
+{
+    struct tg_kconf k;
+    char err[512];
+    if (tg_kubeconfig_load(NULL, NULL, &k, err, sizeof err)) {
+        fprintf(stderr, "bench_informer: %s\n", err);
+        return 1;
+    }
+    struct tg_client_opts o = v->o;
+    int rc = tg_client_new(&loop, &k, &o, &client);
+    tg_kconf_free(&k);
+    if (rc)
+        return 1;
+    /* warm up: the connections opened, the pool filled */
+    struct writer w = {.n = window * 2, .window = window};
+    hfill(&w);
+    while (w.done < w.n)
+        uv_run(&loop, UV_RUN_ONCE);
+    w = (struct writer){.n = n, .window = window};
+    double t0 = now_s(), c0 = cpu_s();
+    hfill(&w);
+    while (w.done < w.n)
+        uv_run(&loop, UV_RUN_ONCE);
+    *cpu_us = (cpu_s() - c0) * 1e6 / n;
+    *rps = n / (now_s() - t0);
+    *conns = tg_client_stats(client)->connects;
+    tg_client_free(&client);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    return w.failed ? 1 : 0;
+}
+
+static int dcmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmd_http(int n, int rounds, int window, const char *only)
+{
+    double cpu[NVAR][64], rps[NVAR][64];
+    uint64_t conns[NVAR] = {0};
+    int use[NVAR];
+    if (rounds > 64)
+        rounds = 64;
+    for (int v = 0; v < NVAR; v++) {
+        char pat[80];
+        snprintf(pat, sizeof pat, ",%s,", variants[v].name);
+        char list[512];
+        snprintf(list, sizeof list, ",%s,", only ? only : "");
+        use[v] = !only || strstr(list, pat) != NULL;
+    }
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < NVAR; i++) {
+            int v = (i + r) % NVAR; /* each round starts with another variant */
+            if (!use[v])
+                continue;
+            if (http_once(&variants[v], n, window, &cpu[v][r], &rps[v][r], &conns[v]))
+                return 1;
+            printf("http round=%d variant=%s cpu_us_per_req=%.1f req_per_s=%.0f connections=%llu\n", r,
+                   variants[v].name, cpu[v][r], rps[v][r], (unsigned long long)conns[v]);
+            fflush(stdout);
+        }
+    }
+    printf("## medians over %d rounds of %d requests, %d in flight\n", rounds, n, window);
+    for (int v = 0; v < NVAR; v++) {
+        if (!use[v])
+            continue;
+        qsort(cpu[v], (size_t)rounds, sizeof(double), dcmp);
+        qsort(rps[v], (size_t)rounds, sizeof(double), dcmp);
+        printf("http_median variant=%s cpu_us_per_req=%.1f (min %.1f max %.1f) req_per_s=%.0f\n",
+               variants[v].name, cpu[v][rounds / 2], cpu[v][0], cpu[v][rounds - 1], rps[v][rounds / 2]);
+    }
+    return 0;
+}
+
 /* ---- sync / watch ---- */
 
 struct counts {
@@ -272,14 +408,16 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"nodes", required_argument, 0, 'n'}, {"pods", required_argument, 0, 'p'},
         {"ns", required_argument, 0, 's'}, {"page-size", required_argument, 0, 'P'},
-        {"seconds", required_argument, 0, 'S'}, {0, 0, 0, 0}};
+        {"seconds", required_argument, 0, 'S'}, {"requests", required_argument, 0, 'N'},
+        {"rounds", required_argument, 0, 'R'}, {"window", required_argument, 0, 'W'},
+        {"variants", required_argument, 0, 'V'}, {0, 0, 0, 0}};
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_informer load|sync|churn|watch [options] (see the source)\n");
+        fprintf(stderr, "usage: bench_informer load|sync|churn|watch|http [options] (see the source)\n");
         return 2;
     }
     const char *cmd = argv[1];
-    int nodes = 0, pods = 0, page = 0, secs = 10, ch;
-    const char *ns = "bench";
+    int nodes = 0, pods = 0, page = 0, secs = 10, ch, nreq = 5000, rounds = 5, window = 64;
+    const char *ns = "bench", *only = NULL;
     optind = 2;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
@@ -288,6 +426,10 @@ int main(int argc, char **argv)
         case 's': ns = optarg; break;
         case 'P': page = atoi(optarg); break;
         case 'S': secs = atoi(optarg); break;
+        case 'N': nreq = atoi(optarg); break;
+        case 'R': rounds = atoi(optarg); break;
+        case 'W': window = atoi(optarg); break;
+        case 'V': only = optarg; break;
         default: return 2;
         }
     }
@@ -301,6 +443,8 @@ int main(int argc, char **argv)
         rc = cmd_sync(page, 0);
     else if (!strcmp(cmd, "watch"))
         rc = cmd_sync(page, secs);
+    else if (!strcmp(cmd, "http"))
+        rc = cmd_http(nreq, rounds, window, only);
     uv_loop_close(&loop);
     return rc;
 }

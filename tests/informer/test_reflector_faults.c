@@ -768,6 +768,59 @@ static void handles_are_reused(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- corked connections ------------------------------------------------------ */
+
+#define NCORK 12
+static const struct step cork_steps[] = {
+    {"PUT /lease HTTP", OK200}, {"POST /k HTTP", OK201}, {"POST /k HTTP", OK201},
+    {"POST /k HTTP", OK201},    {"POST /k HTTP", OK201}, {"POST /k HTTP", OK201},
+    {"POST /k HTTP", OK201},    {"POST /k HTTP", OK201}, {"POST /k HTTP", OK201},
+    {"POST /k HTTP", OK201},    {"POST /k HTTP", OK201}, {"POST /k HTTP", OK201},
+    {"POST /k HTTP", OK201},
+};
+
+/* Shared connections are corked (TCP_CORK: one pass of libcurl's frames leave
+ * together) and uncorked after every pass, so nothing waits for the kernel's
+ * 200 ms cork timer: NCORK requests one after the other, each on a new
+ * connection here (Connection: close), take well under NCORK x 200 ms. The
+ * Lease's own connection is not corked. */
+static void corked_connections_do_not_wait(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, cork_steps, NCORK + 1);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct lane l = {.loop = &loop};
+    struct lane_req q[NCORK + 1];
+    q[0] = (struct lane_req){&l, "/lease"};
+    lane_queue(c, &q[0], "PUT", "/lease", 1, 0);
+    while (l.n < 1)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(l.err[0], 0);
+    assert_int_equal(tg_client_stats(c)->corked, 0);
+    int64_t t0 = tg_clock_mono_ms();
+    for (int i = 1; i <= NCORK; i++) {
+        q[i] = (struct lane_req){&l, "/k"};
+        struct tg_req_opts o = {.method = "POST", .path = "/k", .body = "{}", .is_write = 1,
+                                .on_done = on_lane_done, .ud = &q[i]};
+        assert_int_equal(tg_client_request(c, &o, NULL), 0);
+        while (l.n <= i)
+            uv_run(&loop, UV_RUN_ONCE);
+        assert_int_equal(l.err[i], 0);
+    }
+    int64_t dt = tg_clock_mono_ms() - t0;
+    printf("# %d requests on corked connections in %lld ms\n", NCORK, (long long)dt);
+    server_stop(&sv);
+    assert_int_equal(sv.mismatch, 0);
+    assert_int_equal(sv.at, NCORK + 1);
+    assert_int_equal(tg_client_stats(c)->corked, NCORK);
+    assert_true(dt < NCORK * 200 / 2);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     /* the scripted server may still be writing when the client, as it
@@ -785,6 +838,7 @@ int main(void)
         cmocka_unit_test(verbose_trace_redacts_token),
         cmocka_unit_test(handles_are_reused),
         cmocka_unit_test(background_backlog_keeps_pace),
+        cmocka_unit_test(corked_connections_do_not_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
