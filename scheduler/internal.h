@@ -94,6 +94,13 @@ struct tg_tenants {
     uint32_t *rank, *order;             /* per queue index: its rank; queues by rank */
     uint32_t nrank, caprank;
     uint64_t reorders;                  /* pending heaps rebuilt for a new order between queues */
+    /* the Queue objects the division was built from (owned copies), built
+     * again when a Node first offers a resource one of them names */
+    struct tg_queue_obj **held;
+    uint32_t nheld;
+    uint32_t res_seen;                  /* tg_res_count() at that build */
+    uint8_t unoffered;                  /* a held Queue names a resource no Node offered then */
+    uint64_t rebuilds;                  /* divisions built again for a newly offered resource */
     uint64_t reclaims;                  /* preemptions that took room from another queue */
 };
 

@@ -202,6 +202,13 @@ static void on_record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u
     apply(e, a, 1);
 }
 
+static void held_free(struct tg_queue_obj **held, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        tg_queue_obj_free(&held[i]);
+    free(held);
+}
+
 int tg__tenants_init(struct tg_engine *e)
 {
     struct tg_cluster_hooks h = {.record_added = on_record_added,
@@ -220,6 +227,7 @@ void tg__tenants_free(struct tg_engine *e)
         free(a);
     }
     tg_hmap_free(&t->acct);
+    held_free(t->held, t->nheld);
     tg_fairshare_free(&t->fs);
     free(t->rank);
     free(t->order);
@@ -228,28 +236,84 @@ void tg__tenants_free(struct tg_engine *e)
 
 void tg__tenants_node(struct tg_engine *e, const struct tg_node_obj *n, int sign)
 {
+    struct tg_tenants *t = &e->tenants;
     if (!n)
         return;
     for (uint8_t i = 0; i < n->nalloc; i++)
         if (n->alloc[i].res < TG_RES_MAX && n->alloc[i].val) {
-            e->tenants.cap[n->alloc[i].res] += sign * n->alloc[i].val;
-            e->tenants.cap_dirty = 1;
+            t->cap[n->alloc[i].res] += sign * n->alloc[i].val;
+            t->cap_dirty = 1;
         }
+    /* a resource a Queue names is offered for the first time: its quota and
+     * limit, ignored until now, take effect */
+    if (t->fs && t->unoffered && tg_res_count() != t->res_seen) {
+        t->res_seen = tg_res_count();
+        if (tg__tenants_replace(e, (const struct tg_queue_obj *const *)t->held, t->nheld))
+            e->stats.nomem++;
+        else
+            t->rebuilds++;
+    }
 }
 
-/* A new division from the Queue objects qs (not kept: the division copies
- * what it needs); every entry counted again (a Queue change is an
- * administrator's act: O(pods) then is fine). n == 0: queues off. */
+
+/* Owned copies of qs[0..n) (what the division reads: not uid/rv), or NULL. */
+static struct tg_queue_obj **held_copy(const struct tg_queue_obj *const *qs, uint32_t n)
+{
+    struct tg_queue_obj **h = calloc(n ? n : 1, sizeof *h);
+    for (uint32_t i = 0; h && i < n; i++) {
+        struct tg_queue_obj *c = h[i] = malloc(sizeof *c);
+        if (!c) {
+            held_free(h, i);
+            return NULL;
+        }
+        *c = *qs[i];
+        c->uid = c->rv = NULL;
+        c->res = qs[i]->nres ? malloc(qs[i]->nres * sizeof *c->res) : NULL;
+        c->problem = qs[i]->problem ? strdup(qs[i]->problem) : NULL;
+        if ((qs[i]->nres && !c->res) || (qs[i]->problem && !c->problem)) {
+            held_free(h, i + 1);
+            return NULL;
+        }
+        if (qs[i]->nres)
+            memcpy(c->res, qs[i]->res, qs[i]->nres * sizeof *c->res);
+    }
+    return h;
+}
+
+static int names_unoffered(const struct tg_queue_obj *const *qs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < qs[i]->nres; j++)
+            if (tg_res_lookup(tg_str(qs[i]->res[j].name), tg_str_len(qs[i]->res[j].name)) < 0)
+                return 1;
+    return 0;
+}
+
+/* A new division from the Queue objects qs (copied: built again when a Node
+ * first offers a resource a Queue names, which the division ignores until
+ * then: the daemon may hear of its Queues before its Nodes); every entry
+ * counted again (a Queue change is an administrator's act: O(pods) then is
+ * fine). n == 0: queues off. */
 int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n)
 {
     struct tg_tenants *t = &e->tenants;
     struct tg_fairshare *fs = NULL;
+    struct tg_queue_obj **held = NULL;
     if (n) {
         struct tg_fairshare_opts o = {e->sched.policy.usage_half_life_s, 1.0};
         int rc = tg_fairshare_build(qs, n, &o, NULL, &fs);
+        if (!rc && !(held = held_copy(qs, n))) {
+            tg_fairshare_free(&fs);
+            rc = TG_ENOMEM;
+        }
         if (rc)
             return rc; /* the division held stays */
     }
+    t->unoffered = (uint8_t)names_unoffered(qs, n);
+    t->res_seen = tg_res_count();
+    held_free(t->held, t->nheld); /* qs may be t->held: read above, freed last */
+    t->held = held;
+    t->nheld = n;
     tg_fairshare_free(&t->fs);
     t->fs = fs;
     t->cap_dirty = 1;

@@ -332,6 +332,54 @@ static void queue_gangs_counted(void **state)
     free(y);
 }
 
+/* The daemon may hear of its Queues before its Nodes: a Queue naming a
+ * resource no Node offers yet has that resource ignored by the division
+ * (a problem "no node offers"); once a Node offers it, the division is built
+ * again and the quota and limit hold. (Before: the limit stayed ignored until
+ * some Queue changed; e2e_queues' status case saw a queue exceed its limit.)
+ * A resource name of its own, so that no other test registered it. */
+static void queue_limit_holds_when_nodes_come_later(void **state)
+{
+    (void)state;
+    const char *res = "late.example.com/gpu";
+    char *yq = NULL, *yn = NULL;
+    tu_cat(&yq, "---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-l}\n"
+                "spec: {resources: {%s: {quota: \"4\", limit: \"8\"}}}\n", res);
+    struct tg_simdata dq, dn;
+    load(&dq, yq);
+    assert_true(tg_res_lookup(res, strlen(res)) < 0); /* no Node has offered it */
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    struct tg_engine *e = NULL;
+    struct tg_clock clk = {test_clock, NULL};
+    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
+    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)dq.queues, dq.nqueues), 0);
+    tg_simdata_free(&dq); /* the engine keeps no pointer into the objects */
+    tu_cat(&yn, "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n"
+                "  labels: {kubernetes.io/hostname: n1}\n"
+                "status:\n  allocatable: {cpu: \"64\", memory: 512Gi, %s: \"16\", pods: \"110\"}\n", res);
+    load(&dn, yn);
+    int id = tg_res_lookup(res, strlen(res));
+    assert_true(id >= 0);
+    for (uint32_t i = 0; i < dn.nnodes; i++)
+        assert_int_equal(tg_engine_node_set(e, tg_node_clone(dn.nodes[i])), 0);
+    const struct tg_fairshare *fs = tg_engine_fairshare(e);
+    assert_non_null(fs);
+    int q = tg_fairshare_find(fs, tg_intern("team-l"));
+    assert_true(q >= 0);
+    char why[256] = "";
+    struct tg_rq ask = {(uint32_t)id, 16};
+    assert_int_equal(tg_fairshare_admit(fs, (uint32_t)q, &ask, 1, why, sizeof why), 0);
+    if (!strstr(why, "queue team-l at its limit: 0/8 late.example.com/gpu, the gang asks 16"))
+        fail_msg("the refusal: %s", why);
+    ask.val = 8;
+    assert_int_equal(tg_fairshare_admit(fs, (uint32_t)q, &ask, 1, why, sizeof why), 1);
+    tg_engine_delete(e);
+    tg_simdata_free(&dn);
+    free(yq);
+    free(yn);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +387,7 @@ int main(void)
         cmocka_unit_test(half_bound_gang_times_out),
         cmocka_unit_test(accessors_read_what_the_engine_holds),
         cmocka_unit_test(queue_gangs_counted),
+        cmocka_unit_test(queue_limit_holds_when_nodes_come_later),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
