@@ -78,6 +78,16 @@ int tg_api_patch_podgroup_status(struct tg_client *c, const char *ns, const char
     return api_send(c, "PATCH", &p, &b, "application/merge-patch+json", LEADER, cb, ud);
 }
 
+/* The status subresource of a custom object (ns NULL: cluster-scoped). */
+static void status_path(struct tg_sb *p, const char *group_version, const char *resource,
+                        const char *ns, const char *name)
+{
+    if (ns)
+        tg_sb_printf(p, "/apis/%s/namespaces/%s/%s/%s/status", group_version, ns, resource, name);
+    else
+        tg_sb_printf(p, "/apis/%s/%s/%s/status", group_version, resource, name);
+}
+
 int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const char *resource,
                            const char *ns, const char *name, const char *status_json,
                            int strategic, tg_done_fn cb, void *ud)
@@ -86,10 +96,7 @@ int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const
         strchr(group_version, '?') || strchr(resource, '/'))
         return TG_EINVAL;
     struct tg_sb p = {0}, b = {0};
-    if (ns)
-        tg_sb_printf(&p, "/apis/%s/namespaces/%s/%s/%s/status", group_version, ns, resource, name);
-    else
-        tg_sb_printf(&p, "/apis/%s/%s/%s/status", group_version, resource, name);
+    status_path(&p, group_version, resource, ns, name);
     tg_sb_printf(&b, "{\"status\":%s}", status_json);
     return api_send(c, "PATCH", &p, &b,
                     strategic ? "application/strategic-merge-patch+json" : "application/merge-patch+json",
@@ -105,10 +112,7 @@ int tg_api_apply_status_of(struct tg_client *c, const char *group_version, const
         strchr(resource, '/') || strchr(manager, '&'))
         return TG_EINVAL;
     struct tg_sb p = {0}, b = {0};
-    if (ns)
-        tg_sb_printf(&p, "/apis/%s/namespaces/%s/%s/%s/status", group_version, ns, resource, name);
-    else
-        tg_sb_printf(&p, "/apis/%s/%s/%s/status", group_version, resource, name);
+    status_path(&p, group_version, resource, ns, name);
     tg_sb_printf(&p, "?fieldManager=%s&force=true", manager);
     tg_sb_puts(&b, "{\"apiVersion\":");
     tg_sb_json_str(&b, group_version);

@@ -708,6 +708,16 @@ def make_namespace(api, ns):
 failures = []  # the python suites' failed checks of the case running (run_cases counts them)
 
 
+def blocker_pod(api, ns, node):
+    """Creates a pod of another scheduler holding all 8 GPUs of node; returns its name."""
+    p = gang_pod(ns, f"blk-{node}", None, 8)
+    del p["metadata"]["labels"]
+    del p["spec"]["schedulerName"]
+    p["spec"]["nodeName"] = node
+    api.create_pod(ns, p)
+    return p["metadata"]["name"]
+
+
 def wipe_pods(api, ns, wait_empty=True):
     """Deletes every pod of namespace ns; waits until none is left."""
     for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]:

@@ -28,7 +28,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, fail, log, wait, wipe_pods, Scheduler, gang_pod, make_namespace,  # noqa: E402
+from harness import (run_cases, blocker_pod, fail, log, wait, wipe_pods, Scheduler, gang_pod, make_namespace,  # noqa: E402
                      podgroup)
 
 RACK = "topogang.io/rack"
@@ -63,16 +63,6 @@ def sched(ctx, name, policy=None):
     ctx["scheds"].append(s)
     s.wait_ready()
     return s
-
-
-def blocker(api, ns, node):
-    """A pod of another scheduler holding all 8 GPUs of node."""
-    p = gang_pod(ns, f"blk-{node}", None, 8)
-    del p["metadata"]["labels"]
-    del p["spec"]["schedulerName"]
-    p["spec"]["nodeName"] = node
-    api.create_pod(ns, p)
-    return p["metadata"]["name"]
 
 
 def scheduled_condition(api, ns, name):
@@ -116,7 +106,7 @@ def case_grows_in_its_rack_when_room_frees(ctx):
     api, ns = ctx["api"], "el-b"
     make_namespace(api, ns)
     r0, r1 = by_rack(api)
-    blk = {n: blocker(api, ns, n) for n in r1 + r0[2:]}
+    blk = {n: blocker_pod(api, ns, n) for n in r1 + r0[2:]}
     s = sched(ctx, "el-b")
     api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, "el", 2, "rack"))
     for i in range(3):

@@ -42,7 +42,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, wipe_pods, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, blocker_pod, wipe_pods, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
 
 RACK = "topogang.io/rack"
 
@@ -72,16 +72,6 @@ def racks(api):
     """{node: rack label value}."""
     return {n["metadata"]["name"]: n["metadata"].get("labels", {}).get(RACK)
             for n in api.must("GET", "/api/v1/nodes")["items"]}
-
-
-def blocker(api, ns, node):
-    """A pod of another scheduler holding all 8 GPUs of node."""
-    p = gang_pod(ns, f"blk-{node}", None, 8)
-    del p["metadata"]["labels"]
-    del p["spec"]["schedulerName"]
-    p["spec"]["nodeName"] = node
-    api.create_pod(ns, p)
-    return p["metadata"]["name"]
 
 
 def member(ns, name, group, grace=30):
@@ -133,10 +123,10 @@ def lose_member(ctx, ns, name, nodes, free):
     """The free node of the rack taken, member 1 lost with its node (the
     node taken too), its replacement created."""
     api = ctx["api"]
-    blk = blocker(api, ns, free)
+    blk = blocker_pod(api, ns, free)
     api.delete_pod(ns, f"{name}-1")  # its node failed: gone
     wait(lambda: pod(api, ns, f"{name}-1") is None, 10, f"{name}-1 gone")
-    blocker(api, ns, nodes[f"{name}-1"])
+    blocker_pod(api, ns, nodes[f"{name}-1"])
     api.create_pod(ns, member(ns, f"{name}-3", name))
     return blk
 
@@ -248,7 +238,7 @@ def case_half_bound_still_rolled_back(ctx):
     if st != 200:
         raise RuntimeError(f"patching {g}-1's status: HTTP {st}")
     for n in rack_nodes[2:]:
-        blocker(api, ns, n)
+        blocker_pod(api, ns, n)
     s = sched(ctx, "half")
     wait(lambda: pod(api, ns, f"{g}-0") is None, 20, "half-0 (never ran) deleted at once")
     wait(lambda: (pod(api, ns, f"{g}-1") or {}).get("metadata", {}).get("deletionTimestamp"), 20,
