@@ -721,3 +721,8 @@ int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint3
     }
     return 1;
 }
+
+const char *tg_fairshare_amount(uint32_t res, double v, char *buf, size_t n)
+{
+    return amount(res, v, buf, n);
+}

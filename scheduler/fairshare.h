@@ -148,4 +148,8 @@ int tg_fairshare_cmp(const struct tg_fairshare *fs, uint32_t a, uint32_t b);
 int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint32_t victim,
                              const struct tg_rq *take, uint32_t n, char *buf, size_t len);
 
+/* An amount of resource res as reasons print it: "16" GPUs, "500m" cpu,
+ * "4Gi" memory; into buf, returned. */
+const char *tg_fairshare_amount(uint32_t res, double v, char *buf, size_t n);
+
 #endif

@@ -34,8 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAXREQ = 32 };
-
 struct qacct {
     char *key;                          /* owned: the map key, the pod's "ns/name" */
     uint32_t queue;                     /* interned: the queue it is counted in */
@@ -268,25 +266,29 @@ int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *q
     return 0;
 }
 
-/* The requests of g's members not placed yet, summed per resource. */
-static uint32_t gang_request(const struct tg_engine *e, const struct tg_grec *g, struct tg_rq *out)
+uint32_t tg__rq_add(struct tg_rq *out, uint32_t n, const struct tg_rq *req, uint32_t nreq)
+{
+    for (uint32_t j = 0; j < nreq; j++) {
+        uint32_t k = 0;
+        while (k < n && out[k].res != req[j].res)
+            k++;
+        if (k == n) {
+            if (n == TG__MAXREQ)
+                continue;
+            out[n++] = (struct tg_rq){req[j].res, 0};
+        }
+        out[k].val += req[j].val;
+    }
+    return n;
+}
+
+uint32_t tg__tenants_request(const struct tg_engine *e, const struct tg_grec *g, struct tg_rq *out)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < g->npending; i++) {
         const struct tg_pod *p = g->pending[i];
-        if (tg_cluster_usage(&e->sched.cluster, p->key))
-            continue;
-        for (uint8_t j = 0; j < p->nreq; j++) {
-            uint32_t k = 0;
-            while (k < n && out[k].res != p->req[j].res)
-                k++;
-            if (k == n) {
-                if (n == MAXREQ)
-                    continue;
-                out[n++] = (struct tg_rq){p->req[j].res, 0};
-            }
-            out[k].val += p->req[j].val;
-        }
+        if (!tg_cluster_usage(&e->sched.cluster, p->key))
+            n = tg__rq_add(out, n, p->req, p->nreq);
     }
     return n;
 }
@@ -305,8 +307,8 @@ int tg__tenants_gate(struct tg_engine *e, struct tg_grec *g, char *reason, size_
                  queue ? tg_str(queue) : "(none)", tg_queue_src_name[g->queue_src]);
         return TG_TENANT_MISSING;
     }
-    struct tg_rq req[MAXREQ];
-    uint32_t n = gang_request(e, g, req);
+    struct tg_rq req[TG__MAXREQ];
+    uint32_t n = tg__tenants_request(e, g, req);
     if (!tg_fairshare_admit(fs, (uint32_t)q, req, n, reason, len))
         return TG_TENANT_LIMIT;
     return TG_TENANT_OK;
