@@ -1303,6 +1303,13 @@ uint64_t tg_engine_reclaims(const struct tg_engine *e)
     return e->tenants.reclaims;
 }
 
+uint64_t tg_engine_queue_reclaims(const struct tg_engine *e, uint32_t queue)
+{
+    uint64_t n = 0;
+    tg_imap_get(&e->tenants.reclaims_by, queue, &n);
+    return n;
+}
+
 /* ---- workloads (issue 9) ---------------------------------------------------------- */
 
 static void workload_requeue(void *ud, struct tg_grec *g)

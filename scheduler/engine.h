@@ -211,6 +211,8 @@ int64_t tg_engine_latest_deadline(const struct tg_engine *e);
 struct tg_fairshare;
 const struct tg_fairshare *tg_engine_fairshare(const struct tg_engine *e);
 uint64_t tg_engine_reclaims(const struct tg_engine *e);
+/* Reclaims started by gangs of the queue named `queue` (interned). */
+uint64_t tg_engine_queue_reclaims(const struct tg_engine *e, uint32_t queue);
 
 /* Settings: which workload owner kinds form gangs (bit per enum tg_wl_kind;
  * set before any pod), and the hook called before a gang record is freed

@@ -95,6 +95,7 @@ struct tg_tenants {
     uint32_t nrank, caprank;
     uint64_t reorders;                  /* pending heaps rebuilt for a new order between queues */
     uint64_t reclaims;                  /* preemptions that took room from another queue */
+    struct tg_imap reclaims_by;         /* interned reclaimer queue -> its reclaims */
 };
 
 enum { TG_TENANT_OK, TG_TENANT_MISSING, TG_TENANT_LIMIT };

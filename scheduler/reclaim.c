@@ -208,5 +208,9 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
     }
     describe(&c, out);
     e->tenants.reclaims++;
+    uint64_t k = 0;
+    tg_imap_get(&e->tenants.reclaims_by, g->queue, &k);
+    if (tg_imap_put(&e->tenants.reclaims_by, g->queue, k + 1))
+        e->stats.nomem++;
     return 0;
 }

@@ -218,6 +218,7 @@ void tg__tenants_free(struct tg_engine *e)
         free(a);
     }
     tg_hmap_free(&t->acct);
+    tg_imap_free(&t->reclaims_by);
     tg_fairshare_free(&t->fs);
     free(t->rank);
     free(t->order);
