@@ -314,8 +314,7 @@ def case_reclaim(ctx):
         victims[:] = [n for n, p in r_pods(api, "rb").items() if p["metadata"].get("deletionTimestamp")]
         return len(victims) >= 2
     if not wait(terminating, 30, "two of team-rb's pods Terminating"):
-        with open(s.log) as f:
-            log("".join(f.readlines()[-15:]))
+        log("ra's Events: " + " | ".join(f"{e.get('reason')}: {e.get('note')}" for e in api.events("ra")))
         return
     pods = r_pods(api, "rb")
     if len(victims) != 2:
