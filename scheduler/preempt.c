@@ -212,8 +212,12 @@ static int collect_indexed(struct plan *x)
 {
     struct tg_placed_it it = {0};
     struct tg_grec *g;
-    int32_t below = x->in->reclaim ? INT32_MAX : x->in->priority; /* reclaim: any priority */
+    const struct tg_reclaim_rule *r = x->in->reclaim;
+    int32_t below = r ? INT32_MAX : x->in->priority; /* reclaim: any priority */
     while ((g = tg_gangs_placed_next(x->gs, below, &it))) {
+        double over;
+        if (r && !r->victim(r->ud, g, &over))
+            continue; /* reclaim: no unit for a gang its rule refuses (units_in skips it) */
         uint32_t i = 0;
         while (i < g->nmembers && g->members[i]->hidden)
             i++;
