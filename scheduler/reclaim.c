@@ -19,9 +19,10 @@
  *     system-cluster-critical is never a victim of a gang below that.
  * When reclaim finds no set, preemption by priority is tried as before.
  *
- * Cost: an O(queues) check first (no queue other than Q above its share in
- * the dominant resource: no plan at all); then the planner walks the victims
- * index as preemption does. */
+ * Cost: an O(queues) check first (the other queues' excess over their
+ * shares plus the free room cannot cover the ask: no plan at all); then the
+ * planner walks the victims index as preemption does, making units only for
+ * gangs of queues that may give. */
 #include "scheduler/internal.h"
 #include "scheduler/preempt.h"
 #include "util/intern.h"
@@ -108,10 +109,11 @@ static int set_ok(void *ud, struct tg_grec *const *gs, uint32_t n, char *buf, si
 /* The dominant resource of req (largest fraction of capacity); 1 when q is
  * below its fair share in it with req added. */
 static int below_share(const struct tg_engine *e, uint32_t q, const struct tg_rq *req, uint32_t n,
-                       uint32_t *dom)
+                       uint32_t *dom, double *ask)
 {
     const struct tg_fairshare *fs = e->tenants.fs;
-    double best = -1, ask = 0;
+    double best = -1;
+    *ask = 0;
     for (uint32_t i = 0; i < n; i++) {
         int64_t cap = req[i].res < TG_RES_MAX ? e->tenants.cap[req[i].res] : 0;
         if (cap <= 0 || req[i].res == TG_RES_PODS || req[i].res == TG_RES_EPHEMERAL)
@@ -120,22 +122,31 @@ static int below_share(const struct tg_engine *e, uint32_t q, const struct tg_rq
         if (f > best) {
             best = f;
             *dom = req[i].res;
-            ask = (double)req[i].val;
+            *ask = (double)req[i].val;
         }
     }
     return best > 0 &&
-           tg_fairshare_allocated(fs, q, *dom) + ask <= tg_fairshare_share(fs, q, *dom) + EPS;
+           tg_fairshare_allocated(fs, q, *dom) + *ask <= tg_fairshare_share(fs, q, *dom) + EPS;
 }
 
-/* Some queue that may give: above its share in dom, not rq's line. */
-static int any_above(const struct rctx *c)
+/* Whether queues outside rq's line hold enough above their shares in dom
+ * for the ask: each victim queue keeps its share, so at most the sum of
+ * their excesses can be freed, besides the room free already (at most the
+ * capacity less the top-level queues' allocations). A necessary condition,
+ * O(queues): most tries of a balanced cluster stop here, unplanned. */
+static int enough_above(const struct rctx *c, double ask)
 {
-    for (uint32_t q = 0; q < tg_fairshare_count(c->fs); q++)
+    double excess = 0, held = 0;
+    for (uint32_t q = 0; q < tg_fairshare_count(c->fs); q++) {
+        double a = tg_fairshare_allocated(c->fs, q, c->dom);
+        if (tg_fairshare_parent(c->fs, q) < 0)
+            held += a;
         if ((int)q != c->rq && !above_or_same(c->fs, (int)q, c->rq) &&
-            !above_or_same(c->fs, c->rq, (int)q) &&
-            tg_fairshare_allocated(c->fs, q, c->dom) > tg_fairshare_share(c->fs, q, c->dom) + EPS)
-            return 1;
-    return 0;
+            !above_or_same(c->fs, c->rq, (int)q) && a > tg_fairshare_share(c->fs, q, c->dom) + EPS)
+            excess += a - tg_fairshare_share(c->fs, q, c->dom);
+    }
+    double room = (double)c->e->tenants.cap[c->dom] - held;
+    return excess > EPS && excess + (room > 0 ? room : 0) + EPS >= ask;
 }
 
 /* "reclaimed 16 nvidia.com/gpu from queue research (fair share 24,
@@ -191,7 +202,8 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
     struct tg_rq req[TG__MAXREQ];
     uint32_t n = tg__tenants_request(e, g, req);
     struct rctx c = {e, fs, rq, 0, ""};
-    if (!below_share(e, (uint32_t)rq, req, n, &c.dom) || !any_above(&c))
+    double ask;
+    if (!below_share(e, (uint32_t)rq, req, n, &c.dom, &ask) || !enough_above(&c, ask))
         return 0;
     struct tg_reclaim_rule rule = {victim, set_ok, &c};
     struct tg_preempt_in in = *base;
