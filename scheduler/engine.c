@@ -988,7 +988,7 @@ static int place_done(struct tg_engine *e, struct tg_grec *g, struct tg_decision
     return tg_queue_done(q, &g->q, TG_QDONE_PLACED);
 }
 
-/* ---- a decision: gate, place, preempt (later reclaim), reserve ----------------------
+/* ---- a decision: gate, place, reclaim/preempt, reserve ------------------------------
  *
  * decide() runs the steps in order on one popped gang. Each step either
  * decides (sets d->kind, and returns what tg_queue_done or its planning
@@ -1127,7 +1127,9 @@ static int preempt_nominate(struct tg_engine *e, struct tg_grec *g, struct tg_de
     if ((rc = nominate(e, g, &d->view, &d->preemption)))
         return rc;
     d->kind = d->preemption.nvictims ? TG_D_PREEMPT : TG_D_NOMINATED;
-    snprintf(d->reason, sizeof d->reason, "%s%s", d->preemption.nvictims ? "preempting in " : "waiting in ",
+    snprintf(d->reason, sizeof d->reason, "%s%s",
+             d->preemption.reclaim ? "reclaiming: "
+             : d->preemption.nvictims ? "preempting in " : "waiting in ",
              d->preemption.reason);
     if (d->preemption.nvictims) {
         e->stats.preemptions++;
@@ -1139,16 +1141,13 @@ static int preempt_nominate(struct tg_engine *e, struct tg_grec *g, struct tg_de
     return tg_queue_done(&e->queue, &g->q, TG_QDONE_WAITING);
 }
 
-/* Makes room for g by preempting pods of lower priority (preempt.h), when
+/* Makes room for g by reclaim from queues above their fair share
+ * (reclaim.c), else by preempting pods of lower priority (preempt.h), when
  * the policy and g allow it. Decides PLACE (room found without victims),
  * PREEMPT or NOMINATED; else adds the planner's reason to d->reason. */
 static int preempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d, int64_t now)
 {
     const struct tg_policy *p = &e->sched.policy;
-    /* RECLAIM GOES HERE (issue 19): before preempting by priority, a gang of a
-     * queue below its fair share may take back room lent to queues above
-     * theirs (victims chosen by queue, never below their own fair share);
-     * it decides PREEMPT/NOMINATED the same way (preempt_nominate). */
     if (!p->preemption || g->preempt_never)
         return 0;
     int rc, placed = 0;
@@ -1156,6 +1155,17 @@ static int preempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
     struct tg_preempt_in in = {.gang = &d->view, .priority = g->priority,
                                .exclude = evicted_by(e, g->key), .pdbs = &pdbs,
                                .now_ms = now, .evict_bare = p->evict_bare_pods};
+    /* reclaim first (issue 19, scheduler/reclaim.c): a gang of a queue below
+     * its fair share takes back room lent to queues above theirs */
+    char why[512];
+    if ((rc = tg__reclaim_plan(e, g, &in, &d->preemption, why, sizeof why)))
+        return rc;
+    if (d->preemption.domain != NONE)
+        return preempt_nominate(e, g, d);
+    if (why[0]) {
+        size_t l = strlen(d->reason);
+        snprintf(d->reason + l, sizeof d->reason - l, "; %s", why);
+    }
     if ((rc = tg_preempt_plan(&e->sched, &e->gangs, &in, &d->preemption)))
         return rc;
     if (d->preemption.domain != NONE && !d->preemption.nvictims && !d->preemption.nleaving) {
@@ -1310,6 +1320,13 @@ const struct tg_fairshare *tg_engine_fairshare(const struct tg_engine *e)
 uint64_t tg_engine_reclaims(const struct tg_engine *e)
 {
     return e->tenants.reclaims;
+}
+
+uint64_t tg_engine_queue_reclaims(const struct tg_engine *e, uint32_t queue)
+{
+    uint64_t n = 0;
+    tg_imap_get(&e->tenants.reclaims_by, queue, &n);
+    return n;
 }
 
 /* ---- workloads (issue 9) ---------------------------------------------------------- */

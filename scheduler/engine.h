@@ -218,6 +218,8 @@ uint64_t tg_engine_reclaims(const struct tg_engine *e);
  * reader (status, /metrics), not per decision. Returns 0, or TG_EINVAL
  * while queues are off or n is short. */
 int tg_engine_queue_gangs(const struct tg_engine *e, uint32_t *waiting, uint32_t *running, uint32_t n);
+/* Reclaims started by gangs of the queue named `queue` (interned). */
+uint64_t tg_engine_queue_reclaims(const struct tg_engine *e, uint32_t queue);
 
 /* Settings: which workload owner kinds form gangs (bit per enum tg_wl_kind;
  * set before any pod), and the hook called before a gang record is freed

@@ -44,6 +44,7 @@ struct tg_fairshare {
     struct tg_imap by_name;             /* name id -> index */
     int16_t dense[TG_RES_MAX];          /* model res id -> column, -1 */
     uint32_t res[R];                    /* column -> model res id */
+    uint8_t named[R];                   /* some Queue gives the column a quota, limit or weight */
     uint32_t nres;
     double cap[R];
     int32_t top;                        /* first top-level queue */
@@ -122,6 +123,7 @@ static void load_queue(struct tg_fairshare *fs, struct fsq *q, const struct tg_q
                     tg_str(qr->name));
             continue;
         }
+        fs->named[c] = 1;
         q->quota[c] = qr->quota < 0 ? -1 : fmax(qr->quota, qr->guarantee);
         q->limit[c] = qr->limit < 0 ? TG_QUEUE_UNLIMITED : qr->limit;
         q->weight[c] = qr->weight < 0 ? 0 : qr->weight;
@@ -706,8 +708,8 @@ int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint3
         const struct fsq *a = &fs->q[p];
         for (uint32_t i = 0; i < n; i++) {
             int c = col_of(fs, take[i].res);
-            if (c < 0 || !take[i].val)
-                continue;
+            if (c < 0 || !take[i].val || !fs->named[c])
+                continue; /* only what the Queues divide: cpu of queues that name none is no reason */
             double after = a->alloc[c] - (double)take[i].val;
             if (after + EPS >= a->fair[c])
                 continue;
@@ -720,4 +722,9 @@ int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint3
         }
     }
     return 1;
+}
+
+const char *tg_fairshare_amount(uint32_t res, double v, char *buf, size_t n)
+{
+    return amount(res, v, buf, n);
 }

@@ -141,11 +141,16 @@ int tg_fairshare_cmp(const struct tg_fairshare *fs, uint32_t a, uint32_t b);
  * queue `victim`? 1 when the victim and each of its ancestors below the
  * queues' common ancestor (whose allocation a reclaim between its children
  * does not change) stay at or above their fair share in every resource
- * taken; 0 otherwise with the reason in buf ("queue research would go below
+ * taken that some Queue divides (gives a quota, limit or weight: cpu and
+ * memory of queues that name only GPUs are no reason to refuse); 0 otherwise with the reason in buf ("queue research would go below
  * its fair share: 40 - 17 < 24 nvidia.com/gpu"). A reclaimer at or under
  * the victim always may: that is preemption inside the queue (by priority),
  * and the victim's allocation does not change. */
 int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint32_t victim,
                              const struct tg_rq *take, uint32_t n, char *buf, size_t len);
+
+/* An amount of resource res as reasons print it: "16" GPUs, "500m" cpu,
+ * "4Gi" memory; into buf, returned. */
+const char *tg_fairshare_amount(uint32_t res, double v, char *buf, size_t n);
 
 #endif

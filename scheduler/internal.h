@@ -99,9 +99,9 @@ struct tg_tenants {
     struct tg_queue_obj **held;
     uint32_t nheld;
     uint32_t res_seen;                  /* tg_res_count() at that build */
-    uint8_t unoffered;                  /* a held Queue names a resource no Node offered then */
     uint64_t rebuilds;                  /* divisions built again for a newly offered resource */
     uint64_t reclaims;                  /* preemptions that took room from another queue */
+    struct tg_imap reclaims_by;         /* interned reclaimer queue -> its reclaims */
 };
 
 enum { TG_TENANT_OK, TG_TENANT_MISSING, TG_TENANT_LIMIT };
@@ -120,6 +120,23 @@ uint32_t tg__tenants_resolve(struct tg_engine *e, struct tg_grec *g);
 int tg__tenants_gate(struct tg_engine *e, struct tg_grec *g, char *reason, size_t len);
 /* Before a decision: capacity, fair shares and the order between queues. */
 void tg__tenants_order(struct tg_engine *e);
+/* Requests summed per resource, at most TG__MAXREQ resources. */
+#define TG__MAXREQ 32
+/* req[0..nreq) added into out[0..n) (same resource summed); the new n. */
+uint32_t tg__rq_add(struct tg_rq *out, uint32_t n, const struct tg_rq *req, uint32_t nreq);
+/* What g's members not placed yet ask for, summed, into out (TG__MAXREQ). */
+uint32_t tg__tenants_request(const struct tg_engine *e, const struct tg_grec *g, struct tg_rq *out);
+
+/* ---- reclaim between queues (scheduler/reclaim.c) ------------------------------------ */
+
+struct tg_preempt_in;
+struct tg_preemption;
+/* A reclaim for g (base: its preemption input): 0 with out->domain set and
+ * victims when one was planned (out->reason in numbers, reclaims counted),
+ * else out->domain TG_NONE and why, when not empty, the reason a victim
+ * queue's share stopped it. TG_ENOMEM. */
+int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_preempt_in *base,
+                     struct tg_preemption *out, char *why, size_t len);
 
 /* ---- the engine (engine.h) ----------------------------------------------------------- */
 

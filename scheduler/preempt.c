@@ -50,6 +50,7 @@ struct unit {
     uint32_t spare;                     /* extra: members its gang may lose one by one */
     int32_t prio;
     int64_t ext, age_s;
+    double over;                        /* reclaim: its queue above its share (evicted first) */
     uint32_t *pdbhits;                  /* per PDB: this unit's pods it selects (NULL: none) */
     uint8_t eligible;
     uint8_t hidden;
@@ -186,7 +187,9 @@ static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage
     un->nrecs = un->npods = g ? g->nmembers : 1;
     un->prio = g ? g->priority : tg_gangs_usage_priority(x->gs, u);
     const struct tg_preempt_in *in = x->in;
-    int ok = un->prio < in->priority && !(g && in->exclude && !strcmp(g->key, in->exclude));
+    int ok = (in->reclaim ? g && in->reclaim->victim(in->reclaim->ud, g, &un->over)
+                          : un->prio < in->priority) &&
+             !(g && in->exclude && !strcmp(g->key, in->exclude));
     for (uint32_t i = 0; i < un->nrecs; i++) {
         const struct tg_usage *r = un->recs[i];
         if (r->kind != TG_USAGE_BOUND)
@@ -275,7 +278,12 @@ static int collect_indexed(struct plan *x)
 {
     struct tg_placed_it it = {0};
     struct tg_grec *g;
-    while ((g = tg_gangs_placed_next(x->gs, x->in->priority, &it))) {
+    const struct tg_reclaim_rule *r = x->in->reclaim;
+    int32_t below = r ? INT32_MAX : x->in->priority; /* reclaim: any priority */
+    while ((g = tg_gangs_placed_next(x->gs, below, &it))) {
+        double over;
+        if (r && !r->victim(r->ud, g, &over))
+            continue; /* reclaim: no unit for a gang its rule refuses (units_in skips it) */
         uint32_t i = 0;
         while (i < g->nmembers && g->members[i]->hidden)
             i++;
@@ -383,6 +391,8 @@ static int keep_first(const void *pa, const void *pb)
         return va ? -1 : 1;
     if (a->extra != b->extra) /* elastic extras are evicted first */
         return a->extra ? 1 : -1;
+    if (a->over != b->over) /* reclaim: the queue furthest above its share gives first */
+        return a->over < b->over ? -1 : 1;
     if (a->prio != b->prio)
         return a->prio > b->prio ? -1 : 1;
     if (a->ext != b->ext)
@@ -443,6 +453,25 @@ static int units_in(struct plan *x, uint32_t d, struct unit ***out, uint32_t *n)
     return 0;
 }
 
+/* Reclaim: whether the rule accepts the victim set (its gangs' per-queue
+ * totals); *ok 1 without a rule. */
+static int set_ok(struct plan *x, struct unit *const *set, uint32_t n, int *ok, char *buf,
+                  size_t len)
+{
+    const struct tg_reclaim_rule *r = x->in->reclaim;
+    *ok = 1;
+    if (!r || !n)
+        return 0;
+    struct tg_grec **gs = malloc(n * sizeof *gs);
+    if (!gs)
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        gs[i] = set[i]->gang;
+    *ok = r->set_ok(r->ud, gs, n, buf, len);
+    free(gs);
+    return 0;
+}
+
 struct bb {
     struct plan *x;
     uint32_t d;
@@ -471,6 +500,9 @@ static void bb_search(struct bb *b, uint32_t i)
     if ((b->rc = fits(b->x, b->d, &ok)) || !ok)
         return;
     if (i == b->ncand) {
+        char why[256];
+        if ((b->rc = set_ok(b->x, b->inc, b->ninc, &ok, why, sizeof why)) || !ok)
+            return; /* reclaim: it would take a queue below its share */
         memcpy(b->best, b->inc, b->ninc * sizeof *b->inc);
         b->nbest = b->ninc;
         b->bestcost = c;
@@ -548,6 +580,18 @@ static int greedy_domain(struct plan *x, uint32_t d, int lvl, struct dres *r)
     }
     for (uint32_t i = 0; i < n; i++)
         hide_unit(x, cand[i], 0);
+    char why[256];
+    if ((rc = set_ok(x, cand, nv, &ok, why, sizeof why)))
+        goto out;
+    if (!ok) {
+        if (x->nskips++ < MAX_SKIPS) {
+            char path[512];
+            const struct tg_policy *p = &x->s->policy;
+            tg_sb_printf(&x->skips, "; %s %s: %s", lvl ? p->levels[lvl - 1].name : "cluster",
+                         tg_tree_path(&x->s->cluster.tree, d, path, sizeof path), why);
+        }
+        goto out;
+    }
     struct unit **vict = malloc((nv + 1) * sizeof *vict);
     if (!vict) {
         rc = TG_ENOMEM;
@@ -657,6 +701,7 @@ static int finish(struct plan *x, struct tg_preemption *out)
         out->victims[out->nvictims++] = (struct tg_victim){u->extra ? NULL : u->gang, u->pod,
                                                            u->prio, u->npods, u->ext};
     }
+    out->reclaim = x->in->reclaim != NULL;
     const struct tg_tree *t = &x->s->cluster.tree;
     if (!(out->leaving = calloc(x->nleaving + 1, sizeof *out->leaving)))
         return TG_ENOMEM;

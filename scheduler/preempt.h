@@ -61,6 +61,18 @@ struct tg_pdbs {
     uint32_t n;
 };
 
+/* Reclaim between tenant queues (scheduler/reclaim.c): with a rule, the
+ * victims are the gangs rule->victim accepts, whatever their priority (pods
+ * of no gang are none), reprieved furthest-above-share last (*over: higher
+ * is evicted first); every victim set found must pass rule->set_ok (the
+ * per-queue totals it takes), else the domain is skipped with its reason.
+ * The system-critical rule and the others above hold as for preemption. */
+struct tg_reclaim_rule {
+    int (*victim)(void *ud, const struct tg_grec *g, double *over);
+    int (*set_ok)(void *ud, struct tg_grec *const *gangs, uint32_t n, char *buf, size_t len);
+    void *ud;
+};
+
 struct tg_preempt_in {
     const struct tg_gang *gang;         /* the preemptor's placement view */
     int32_t priority;
@@ -68,6 +80,7 @@ struct tg_preempt_in {
     const struct tg_pdbs *pdbs;         /* may be NULL */
     int64_t now_ms;                     /* the clock, for ages */
     int evict_bare;                     /* policy preemption.evictBarePods */
+    const struct tg_reclaim_rule *reclaim; /* NULL: preemption by priority */
 };
 
 struct tg_preemption {
@@ -83,6 +96,7 @@ struct tg_preemption {
     uint32_t domains_tried;             /* domains evaluated */
     uint32_t fit_checks;                /* placement dry runs made */
     uint8_t exact;                      /* the set was proven cheapest in its domain */
+    uint8_t reclaim;                    /* planned by reclaim (in->reclaim), not priority */
     char reason[1024];
 };
 

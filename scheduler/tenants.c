@@ -34,8 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAXREQ = 32 };
-
 struct qacct {
     char *key;                          /* owned: the map key, the pod's "ns/name" */
     uint32_t queue;                     /* interned: the queue it is counted in */
@@ -202,6 +200,20 @@ static void on_record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u
     apply(e, a, 1);
 }
 
+/* The Nodes' allocatable to the division, a column for every resource a
+ * Node has offered (also at 0 now): a column made only later would miss
+ * the allocations counted before it. */
+static void apply_capacity(struct tg_tenants *t)
+{
+    struct tg_rq cap[TG_FS_MAX_RES];
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < tg_res_count() && r < TG_RES_MAX && n < TG_FS_MAX_RES; r++)
+        if (r != TG_RES_PODS && r != TG_RES_EPHEMERAL && r != TG_RES_UNOFFERED)
+            cap[n++] = (struct tg_rq){r, t->cap[r] > 0 ? t->cap[r] : 0};
+    tg_fairshare_set_capacity(t->fs, cap, n);
+    t->cap_dirty = 0;
+}
+
 static void held_free(struct tg_queue_obj **held, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
@@ -228,6 +240,7 @@ void tg__tenants_free(struct tg_engine *e)
     }
     tg_hmap_free(&t->acct);
     held_free(t->held, t->nheld);
+    tg_imap_free(&t->reclaims_by);
     tg_fairshare_free(&t->fs);
     free(t->rank);
     free(t->order);
@@ -244,9 +257,10 @@ void tg__tenants_node(struct tg_engine *e, const struct tg_node_obj *n, int sign
             t->cap[n->alloc[i].res] += sign * n->alloc[i].val;
             t->cap_dirty = 1;
         }
-    /* a resource a Queue names is offered for the first time: its quota and
-     * limit, ignored until now, take effect */
-    if (t->fs && t->unoffered && tg_res_count() != t->res_seen) {
+    /* a resource offered for the first time: the division built again, so
+     * that a Queue's quota and limit of it, ignored until now, take effect
+     * and its column counts every allocation (rare: once per new name) */
+    if (t->fs && tg_res_count() != t->res_seen) {
         t->res_seen = tg_res_count();
         if (tg__tenants_replace(e, (const struct tg_queue_obj *const *)t->held, t->nheld))
             e->stats.nomem++;
@@ -280,15 +294,6 @@ static struct tg_queue_obj **held_copy(const struct tg_queue_obj *const *qs, uin
     return h;
 }
 
-static int names_unoffered(const struct tg_queue_obj *const *qs, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t j = 0; j < qs[i]->nres; j++)
-            if (tg_res_lookup(tg_str(qs[i]->res[j].name), tg_str_len(qs[i]->res[j].name)) < 0)
-                return 1;
-    return 0;
-}
-
 /* A new division from the Queue objects qs (copied: built again when a Node
  * first offers a resource a Queue names, which the division ignores until
  * then: the daemon may hear of its Queues before its Nodes); every entry
@@ -309,14 +314,14 @@ int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *q
         if (rc)
             return rc; /* the division held stays */
     }
-    t->unoffered = (uint8_t)names_unoffered(qs, n);
     t->res_seen = tg_res_count();
     held_free(t->held, t->nheld); /* qs may be t->held: read above, freed last */
     t->held = held;
     t->nheld = n;
     tg_fairshare_free(&t->fs);
     t->fs = fs;
-    t->cap_dirty = 1;
+    if (fs) /* every column before the allocations are counted again */
+        apply_capacity(t);
     if (!fs) { /* queues off: no order between queues */
         uint32_t gp = 0;
         const struct tg_hslot *gs;
@@ -332,25 +337,29 @@ int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *q
     return 0;
 }
 
-/* The requests of g's members not placed yet, summed per resource. */
-static uint32_t gang_request(const struct tg_engine *e, const struct tg_grec *g, struct tg_rq *out)
+uint32_t tg__rq_add(struct tg_rq *out, uint32_t n, const struct tg_rq *req, uint32_t nreq)
+{
+    for (uint32_t j = 0; j < nreq; j++) {
+        uint32_t k = 0;
+        while (k < n && out[k].res != req[j].res)
+            k++;
+        if (k == n) {
+            if (n == TG__MAXREQ)
+                continue;
+            out[n++] = (struct tg_rq){req[j].res, 0};
+        }
+        out[k].val += req[j].val;
+    }
+    return n;
+}
+
+uint32_t tg__tenants_request(const struct tg_engine *e, const struct tg_grec *g, struct tg_rq *out)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < g->npending; i++) {
         const struct tg_pod *p = g->pending[i];
-        if (tg_cluster_usage(&e->sched.cluster, p->key))
-            continue;
-        for (uint8_t j = 0; j < p->nreq; j++) {
-            uint32_t k = 0;
-            while (k < n && out[k].res != p->req[j].res)
-                k++;
-            if (k == n) {
-                if (n == MAXREQ)
-                    continue;
-                out[n++] = (struct tg_rq){p->req[j].res, 0};
-            }
-            out[k].val += p->req[j].val;
-        }
+        if (!tg_cluster_usage(&e->sched.cluster, p->key))
+            n = tg__rq_add(out, n, p->req, p->nreq);
     }
     return n;
 }
@@ -369,8 +378,8 @@ int tg__tenants_gate(struct tg_engine *e, struct tg_grec *g, char *reason, size_
                  queue ? tg_str(queue) : "(none)", tg_queue_src_name[g->queue_src]);
         return TG_TENANT_MISSING;
     }
-    struct tg_rq req[MAXREQ];
-    uint32_t n = gang_request(e, g, req);
+    struct tg_rq req[TG__MAXREQ];
+    uint32_t n = tg__tenants_request(e, g, req);
     if (!tg_fairshare_admit(fs, (uint32_t)q, req, n, reason, len))
         return TG_TENANT_LIMIT;
     return TG_TENANT_OK;
@@ -381,20 +390,14 @@ static int cmp_queue(const void *a, const void *b, void *ud)
     return tg_fairshare_cmp(ud, *(const uint32_t *)a, *(const uint32_t *)b);
 }
 
+
 void tg__tenants_order(struct tg_engine *e)
 {
     struct tg_tenants *t = &e->tenants;
     if (!t->fs)
         return;
-    if (t->cap_dirty) {
-        struct tg_rq cap[TG_FS_MAX_RES];
-        uint32_t n = 0;
-        for (uint32_t r = 0; r < TG_RES_MAX && n < TG_FS_MAX_RES; r++)
-            if (t->cap[r] > 0 && r != TG_RES_PODS && r != TG_RES_EPHEMERAL)
-                cap[n++] = (struct tg_rq){r, t->cap[r]};
-        tg_fairshare_set_capacity(t->fs, cap, n);
-        t->cap_dirty = 0;
-    }
+    if (t->cap_dirty)
+        apply_capacity(t);
     tg_fairshare_tick(t->fs, tg_engine_now(e)); /* a no-op without time fairness */
     tg_fairshare_update(t->fs);
     uint32_t nq = tg_fairshare_count(t->fs);

@@ -9,7 +9,9 @@
  *   3. Events: Preempted (Warning) on every victim pod and on each victim
  *      gang's PodGroup, naming the preemptor and why; Preempting (Normal) on
  *      the preemptor's PodGroup (its pod for a gang of one) listing the
- *      victims and the domain.
+ *      victims and the domain. A reclaim between tenant queues (issue 19)
+ *      writes Reclaimed and Reclaiming instead, the reason naming both
+ *      queues with their fair shares and allocations.
  *   4. status.nominatedNodeName on each preemptor member: where it will go.
  * A condition patch that fails for another reason than the pod being gone
  * does not stop the delete: the room matters more than the condition.
@@ -112,14 +114,15 @@ static void on_condition(void *ud, const struct tg_resp *r)
 
 static void event(struct tg__evictor *ev, struct tg_event_spec *e)
 {
-    e->action = "Preempting";
+    if (!e->action)
+        e->action = "Preempting";
     if (tg_api_create_event(ev->c, e, on_written, "Event") == 0)
         tg_metrics_inc(TG_M_EVENTS, 1);
 }
 
 /* Condition, then delete, of the bound pod key; an Event on the pod. */
 static int evict_pod(struct tg__evictor *ev, const struct tg_store *bound, const char *key,
-                     const char *cond, const char *note)
+                     const char *cond, const char *note, int reclaim)
 {
     const struct tg_pod *p = bound ? tg_store_get(bound, key) : NULL;
     if (!p)
@@ -142,20 +145,28 @@ static int evict_pod(struct tg__evictor *ev, const struct tg_store *bound, const
     if (tg_api_patch_pod_status(ev->c, v->ns, v->name, cond, on_condition, v))
         on_condition(v, &(struct tg_resp){.err = TG_ENOMEM, .msg = "cannot send the patch"});
     struct tg_event_spec e = {.ns = v->ns, .kind = "Pod", .api_version = "v1", .name = v->name,
-                              .uid = v->uid, .type = "Warning", .reason = "Preempted", .note = note};
+                              .uid = v->uid, .type = "Warning",
+                              .reason = reclaim ? "Reclaimed" : "Preempted", .note = note,
+                              .action = reclaim ? "Reclaiming" : NULL};
     event(ev, &e);
     return 0;
 }
 
 /* ---- a decision ----------------------------------------------------------------------------- */
 
-static void condition_body(struct tg_sb *b, const struct tg_engine *e, const struct tg_grec *g)
+static void condition_body(struct tg_sb *b, const struct tg_engine *e, const struct tg_grec *g,
+                           int reclaim)
 {
     char when[40], msg[700];
     tg_format_microtime(tg__wall_ms() / 1000 * 1000, when, sizeof when);
     strcpy(strchr(when, '.'), "Z");
-    snprintf(msg, sizeof msg, "%s: preempting to accommodate a higher priority gang %s (priority %d)",
-             tg_engine_policy(e)->scheduler_name, g->key, g->priority);
+    if (reclaim)
+        snprintf(msg, sizeof msg, "%s: reclaimed for gang %s of queue %s, below its fair share",
+                 tg_engine_policy(e)->scheduler_name, g->key, tg_str(g->queue));
+    else
+        snprintf(msg, sizeof msg,
+                 "%s: preempting to accommodate a higher priority gang %s (priority %d)",
+                 tg_engine_policy(e)->scheduler_name, g->key, g->priority);
     tg_sb_puts(b, "{\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\","
                   "\"reason\":\"PreemptionByScheduler\",\"message\":");
     tg_sb_json_str(b, msg);
@@ -176,13 +187,14 @@ static int evict_victims(struct tg__evictor *ev, const struct tg_store *bound,
         uint32_t n = v->gang ? v->gang->nmembers : 1;
         for (uint32_t k = 0; k < n && !rc; k++)
             rc = evict_pod(ev, bound, v->gang ? v->gang->members[k]->key : v->pod->key, cond,
-                           note);
+                           note, pl->reclaim);
         const struct tg_podgroup *pg = v->gang ? v->gang->pg : NULL;
         if (pg) {
             struct tg_event_spec e = {.ns = tg_str(pg->ns), .kind = "PodGroup",
                                       .api_version = "topogang.io/v1alpha1",
                                       .name = tg_str(pg->name), .uid = pg->uid, .type = "Warning",
-                                      .reason = "Preempted", .note = note};
+                                      .reason = pl->reclaim ? "Reclaimed" : "Preempted",
+                                      .note = note, .action = pl->reclaim ? "Reclaiming" : NULL};
             event(ev, &e);
         }
     }
@@ -212,7 +224,7 @@ static void nominate(struct tg__evictor *ev, const struct tg_decision *d)
 void tg__preempting_note(const struct tg_preemption *p, char *note, size_t cap)
 {
     char reason[TG_EVENT_NOTE_MAX / 2], victims[TG_EVENT_NOTE_MAX];
-    const char *head = "preempting ", *sep = "; ";
+    const char *head = p->reclaim ? "reclaiming " : "preempting ", *sep = "; ";
     size_t room = cap < sizeof victims ? cap : sizeof victims;
     tg_utf8_clip(p->reason, reason, room / 2 < sizeof reason ? room / 2 : sizeof reason, "...");
     room -= strlen(head) + strlen(sep) + strlen(reason);
@@ -226,8 +238,10 @@ static void tell_preemptor(struct tg__evictor *ev, const struct tg_decision *d)
     const struct tg_grec *g = d->gang;
     char note[TG_EVENT_NOTE_MAX + 1];
     tg__preempting_note(&d->preemption, note, sizeof note);
-    struct tg_event_spec e = {.ns = tg_str(g->ns), .type = "Normal", .reason = "Preempting",
-                              .note = note};
+    int rec = d->preemption.reclaim;
+    struct tg_event_spec e = {.ns = tg_str(g->ns), .type = "Normal",
+                              .reason = rec ? "Reclaiming" : "Preempting", .note = note,
+                              .action = rec ? "Reclaiming" : NULL};
     if (g->pg) {
         e.kind = "PodGroup";
         e.api_version = "topogang.io/v1alpha1";
@@ -250,9 +264,12 @@ int tg__evict(struct tg__evictor *ev, const struct tg_store *bound, const struct
     const struct tg_grec *g = d->gang;
     struct tg_sb cond = {0};
     char note[2048];
-    condition_body(&cond, ev->e, g);
-    snprintf(note, sizeof note, "preempted by %s (priority %d), to place it in %s", g->key,
-             g->priority, d->preemption.reason);
+    condition_body(&cond, ev->e, g, d->preemption.reclaim);
+    if (d->preemption.reclaim) /* the reason names both queues, with the numbers */
+        snprintf(note, sizeof note, "reclaimed by %s: %s", g->key, d->preemption.reason);
+    else
+        snprintf(note, sizeof note, "preempted by %s (priority %d), to place it in %s", g->key,
+                 g->priority, d->preemption.reason);
     tg_metrics_inc(TG_M_PREEMPTIONS, 1);
     tell_preemptor(ev, d);
     int rc = cond.oom ? TG_ENOMEM : evict_victims(ev, bound, d, tg_sb_str(&cond), note);

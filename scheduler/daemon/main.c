@@ -253,7 +253,8 @@ static void publish_queue_gangs(struct tg_daemon *d, const struct tg_fairshare *
 
 /* The tenant queues' gauges for /metrics (issue 19): per queue and
  * resource, allocated, fair share, quota and limit (-1: none), in the
- * resource's Kubernetes units (cpu in cores, memory in bytes). */
+ * resource's Kubernetes units (cpu in cores, memory in bytes); and per
+ * queue the reclaims its gangs started (a counter). */
 static void publish_queues(struct tg_daemon *d)
 {
     const struct tg_engine *e = d->engine;
@@ -288,6 +289,13 @@ static void publish_queues(struct tg_daemon *d)
             }
     }
     publish_queue_gangs(d, fs, &b);
+    tg_sb_puts(&b, "# HELP topogang_reclaims_total Reclaims started by a tenant queue's gangs "
+                   "(room taken back from queues above their fair share).\n"
+                   "# TYPE topogang_reclaims_total counter\n");
+    for (uint32_t q = 0; q < tg_fairshare_count(fs); q++)
+        tg_sb_printf(&b, "topogang_reclaims_total{queue=\"%s\"} %llu\n",
+                     tg_str(tg_fairshare_name(fs, q)),
+                     (unsigned long long)tg_engine_queue_reclaims(e, tg_fairshare_name(fs, q)));
     const char *text = tg_sb_str(&b);
     tg_metrics_queues(text ? strdup(text) : NULL);
     tg_sb_free(&b);

@@ -48,6 +48,7 @@ struct outcome {
     struct tg_rank_report ranks;        /* crossings of consecutive ranks (scheduler/rank.h) */
     struct preempted *pre;
     uint32_t npre;
+    char *pre_reason;                   /* its last preemption's or reclaim's reason */
     struct subout *subs;                /* a placed gang's sub-groups, nsubs of them */
     uint32_t nsubs;
     int32_t *subof;                     /* per pod: its index in subs, -1 none */
@@ -100,6 +101,7 @@ static void outcome_free(struct outcome *o)
         free(o->pre[i].group);
     }
     free(o->pre);
+    free(o->pre_reason);
     for (uint32_t i = 0; i < o->nsubs; i++) {
         free(o->subs[i].name);
         free(o->subs[i].domain);
@@ -268,6 +270,10 @@ static int evict(struct tg_sim *sim, struct outcome *o, const struct tg_preempti
         sim->sum.victim_pods += n;
     }
     sim->sum.preemptions++;
+    sim->sum.reclaims += pl->reclaim;
+    free(o->pre_reason);
+    if (!(o->pre_reason = strdup(pl->reason)))
+        return TG_ENOMEM;
     /* remove them after the names are taken: a gang record may go with its last pod */
     for (uint32_t i = o->npre - pl->nvictims; i < o->npre; i++)
         for (uint32_t k = 0; k < o->pre[i].npods; k++)
@@ -634,17 +640,23 @@ void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
             }
             tg_sb_puts(o, "]}");
         }
-        tg_sb_puts(o, "]}");
+        tg_sb_puts(o, "]");
+        if (g->pre_reason) {
+            tg_sb_puts(o, ",\"preemptReason\":");
+            tg_sb_json_str(o, g->pre_reason);
+        }
+        tg_sb_puts(o, "}");
     }
     tg_sb_puts(o, "\n]");
     queues_json(sim, o);
     const struct tg_sim_summary *s = &sim->sum;
     tg_sb_printf(o, ",\"summary\":{\"nodes\":%u,\"boundPods\":%u,\"gangs\":%u,\"scheduled\":%u,"
                     "\"unschedulable\":%u,\"podsPlaced\":%u,\"podsPending\":%u,"
-                    "\"preemptions\":%u,\"victimPods\":%u,"
+                    "\"preemptions\":%u,\"reclaims\":%u,\"victimPods\":%u,"
                     "\"skippedObjects\":%u,\"loadMs\":%.1f,\"scheduleMs\":%.1f}}\n",
                  s->nodes, s->bound_pods, s->gangs, s->scheduled, s->unschedulable,
-                 s->pods_placed, s->pods_pending, s->preemptions, s->victim_pods, s->warnings,
+                 s->pods_placed, s->pods_pending, s->preemptions, s->reclaims, s->victim_pods,
+                 s->warnings,
                  s->load_ms, s->schedule_ms);
 }
 
@@ -678,6 +690,8 @@ void tg_sim_table(const struct tg_sim *sim, int show_pods, struct tg_sb *o)
         tg_sb_printf(o, "%-*s  %-8s  %-13s  %-13s  %-*s  %s\n", wname, name, placed,
                      status_name(g->status), ok ? g->level : "-", wdom, *dom ? dom : "(all)",
                      g->reason && g->reason[0] ? g->reason : "-");
+        if (g->npre && g->pre_reason)
+            tg_sb_printf(o, "    %s\n", g->pre_reason);
         for (uint32_t k = 0; k < g->npre; k++) {
             const struct preempted *x = &g->pre[k];
             tg_sb_printf(o, "    preempts %s%s%s (%u pod%s)", x->group ? "" : "pod ",
@@ -698,7 +712,8 @@ void tg_sim_table(const struct tg_sim *sim, int show_pods, struct tg_sb *o)
                  s->gangs, s->scheduled, s->unschedulable, s->pods_placed, s->pods_pending,
                  s->nodes, s->bound_pods);
     if (s->preemptions)
-        tg_sb_printf(o, "%u preemption(s) evicting %u pod(s); ", s->preemptions, s->victim_pods);
+        tg_sb_printf(o, "%u preemption(s) (%u reclaim(s)) evicting %u pod(s); ", s->preemptions,
+                     s->reclaims, s->victim_pods);
     tg_sb_printf(o, "%u objects skipped\n", s->warnings);
 }
 

@@ -24,6 +24,7 @@ struct tg_sim_summary {
     uint32_t nodes, bound_pods, gangs, scheduled, unschedulable, invalid;
     uint32_t pods_placed, pods_pending;
     uint32_t preemptions, victim_pods;
+    uint32_t reclaims;                  /* preemptions that were reclaims between queues */
     uint32_t warnings, errors;          /* objects skipped, problems reported */
     double load_ms, schedule_ms;
 };

@@ -42,6 +42,17 @@ broken KAI one and a broken one of ours).
     the other is bound and the status follows (1 running, 0 waiting). KAI's
     Queue kai-team gets none of these fields.
 
+  reclaim: our CRD, Queues team-ra and team-rb (quota 16 GPUs each, the
+    cluster's 32 divided). team-rb fills every node with one-pod gangs of 8
+    GPUs (a controller's pods, grace period 30 s, the same priority as
+    team-ra's); team-ra submits a gang of 2 x 8 within its quota. team-rb
+    is above its fair share (32 > 16) and team-ra below (0 + 16 <= 16): two
+    of team-rb's gangs are evicted, gracefully (DisruptionTarget, deleted
+    with their own 30 s, never 0), with a Reclaimed Event naming both queues
+    and the numbers; team-ra's PodGroup gets Reclaiming. Finalised as a
+    kubelet would, team-ra's gang binds; the other two of team-rb's stay;
+    topogang_reclaims_total{queue="team-ra"} is 1.
+
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import os
@@ -52,7 +63,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import run_cases, fail, wait, Scheduler, log, make_namespace, http_get  # noqa: E402
+from harness import run_cases, fail, wait, Scheduler, log, make_namespace, wipe_pods, http_get  # noqa: E402
 
 SRC = os.environ.get("TOPOGANG_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 FIX = os.path.join(SRC, "tests/fixtures")
@@ -364,12 +375,106 @@ def case_status(ctx):
         fail(f"topogang wrote KAI Queue kai-team's status: {kai}")
     if s.readyz()[0] != 200:
         fail("the scheduler stopped serving")
+
+
+def r_queue(name):
+    return {"apiVersion": OURS, "kind": "Queue", "metadata": {"name": name},
+            "spec": {"resources": {"nvidia.com/gpu": {"quota": "16"}}}}
+
+
+def r_gang(api, ns, name, n, queue, node=None):
+    """A PodGroup of n pods of 8 GPUs in queue; bound to node (a controller's
+    pod, grace 30 s) when given, else pending."""
+    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups",
+             {"apiVersion": "topogang.io/v1alpha1", "kind": "PodGroup",
+              "metadata": {"name": name, "namespace": ns, "labels": {"topogang.io/queue": queue}},
+              "spec": {"minMember": n}})
+    for i in range(n):
+        meta = {"name": f"{name}-{i}", "namespace": ns,
+                "labels": {"topogang.io/pod-group": name, "topogang.io/queue": queue}}
+        spec = {"schedulerName": "topogang", "terminationGracePeriodSeconds": 30 if node else 0,
+                "containers": [{"name": "c", "image": "busybox",
+                                "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+        if node:
+            meta["ownerReferences"] = [{"apiVersion": "example.com/v1", "kind": "TrainJob",
+                                        "name": name, "uid": f"00000000-0000-0000-0000-{abs(hash(name)) % 10**12:012d}",
+                                        "controller": True}]
+            spec["nodeName"] = node
+        api.create_pod(ns, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+
+
+def r_pods(api, ns):
+    return {p["metadata"]["name"]: p for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]}
+
+
+def r_events(api, ns, reason):
+    return [e for e in api.events(ns) if e.get("reason") == reason]
+
+
+def case_reclaim(ctx):
+    install_crd(ctx, os.path.join(SRC, "manifests/crd-queue.yaml"), "queues.topogang.io")
+    api = ctx["api"]
+    wipe_pods(api, "lim")  # limit_holds' pods would hold GPUs
+    for q in ("team-ra", "team-rb"):
+        st, _ = api.request("POST", f"/apis/{OURS}/queues", r_queue(q))
+        if st not in (200, 201, 409):
+            raise RuntimeError(f"creating Queue {q}: HTTP {st}")
+    make_namespace(api, "ra")
+    make_namespace(api, "rb")
+    nodes = sorted(ctx["alloc"])
+    if sum(ctx["alloc"][n] for n in nodes) != 32:
+        raise RuntimeError(f"this case wants 32 GPUs: {ctx['alloc']}")
+    for k, node in enumerate(nodes):
+        for j in range(ctx["alloc"][node] // 8):
+            r_gang(api, "rb", f"b{k}{j}", 1, "team-rb", node)
+    s = start(ctx, "queues-reclaim")
+    r_gang(api, "ra", "a", 2, "team-ra")
+    victims = []
+
+    def terminating():
+        victims[:] = [n for n, p in r_pods(api, "rb").items() if p["metadata"].get("deletionTimestamp")]
+        return len(victims) >= 2
+    if not wait(terminating, 30, "two of team-rb's pods Terminating"):
+        log("ra's Events: " + " | ".join(f"{e.get('reason')}: {e.get('note')}" for e in api.events("ra")))
+        return
+    pods = r_pods(api, "rb")
+    if len(victims) != 2:
+        fail(f"victims {victims}: want 2 of team-rb's 8-GPU gangs (16 GPUs)")
+    for v in victims:
+        p = pods[v]
+        grace = p["metadata"].get("deletionGracePeriodSeconds")
+        conds = {c["type"]: c for c in p.get("status", {}).get("conditions", [])}
+        if grace != 30:
+            fail(f"{v} deleted with grace {grace}, not its own 30 s")
+        if conds.get("DisruptionTarget", {}).get("reason") != "PreemptionByScheduler" or \
+                "queue team-ra" not in conds["DisruptionTarget"].get("message", ""):
+            fail(f"{v}: DisruptionTarget {conds.get('DisruptionTarget')}")
+    want = "from queue team-rb (fair share 16, allocated 32) for queue team-ra (fair share 16, allocated 0)"
+    wait(lambda: any(want in e.get("note", "") for e in r_events(api, "rb", "Reclaimed")
+                     if e.get("regarding", {}).get("kind") == "PodGroup"), 15,
+         f"a Reclaimed Event on a victim PodGroup saying '{want}'")
+    wait(lambda: any("reclaimed 16 nvidia.com/gpu " + want in e.get("note", "")
+                     for e in r_events(api, "ra", "Reclaiming")
+                     if e.get("regarding", {}).get("name") == "a"), 15,
+         "a Reclaiming Event on ra/a with the numbers")
+    if r_events(api, "rb", "Preempted"):
+        fail("a Preempted Event: this was a reclaim")
+    for v in victims:  # as a kubelet would, once the grace period runs
+        api.delete_pod("rb", v)
+    wait(lambda: all(r_pods(api, "ra").get(f"a-{i}", {}).get("spec", {}).get("nodeName")
+                     for i in range(2)), 60, "team-ra's gang bound")
+    left = [n for n, p in r_pods(api, "rb").items() if not p["metadata"].get("deletionTimestamp")]
+    if len(left) != 2:
+        fail(f"team-rb keeps {left}: want its other two gangs (its fair share, 16)")
+    metric = 'topogang_reclaims_total{queue="team-ra"} 1'
+    wait(lambda: metric in http_get(s.port, "/metrics")[1], 15, f"{metric} on /metrics")
     rep = s.sanitizer_report()
     if rep:
         fail(f"sanitizer: {rep}")
 
 
-CASES = [case_absent_api_not_read, case_volcano_discovered_and_fixed, case_limit_holds, case_status]
+CASES = [case_absent_api_not_read, case_volcano_discovered_and_fixed, case_limit_holds, case_status,
+         case_reclaim]
 
 
 def main():

@@ -1,0 +1,228 @@
+/* Reclaim between tenant queues (issue 19; docs/queues.md "Reclaim").
+ *
+ * A gang of queue Q that did not fit takes room back from gangs of other
+ * queues when
+ *   - queues are on, preemption is on (policy preemption.enabled) and the
+ *     gang may preempt (preemptionPolicy is not Never);
+ *   - Q is below its fair share for the gang's dominant resource (the one it
+ *     asks most of as a fraction of the cluster's capacity), the gang
+ *     included: allocated + asked <= fair share. After a reclaim Q is still
+ *     at or below its share, so the victims' queue cannot take it back
+ *     (no ping-pong);
+ *   - the victims are whole gangs of other queues (neither Q nor an ancestor
+ *     or descendant of it), whatever their priority: that makes it reclaim,
+ *     not preemption. Each set is the preemption planner's (preempt.h:
+ *     cheapest set inside one domain of the gang's required/preferred
+ *     level), the queue furthest above its fair share giving first, and is
+ *     refused when it would take any victim queue below its fair share
+ *     (tg_fairshare_may_reclaim on its per-queue totals). A pod at or above
+ *     system-cluster-critical is never a victim of a gang below that.
+ * When reclaim finds no set, preemption by priority is tried as before.
+ *
+ * Cost: an O(queues) check first (the other queues' excess over their
+ * shares plus the free room cannot cover the ask: no plan at all); then the
+ * planner walks the victims index as preemption does, making units only for
+ * gangs of queues that may give. */
+#include "scheduler/internal.h"
+#include "scheduler/preempt.h"
+#include "util/intern.h"
+#include "util/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EPS 1e-9
+
+struct rctx {
+    struct tg_engine *e;
+    struct tg_fairshare *fs;
+    int rq;                             /* the reclaimer's queue */
+    uint32_t dom;                       /* its gang's dominant resource */
+    char why[256];                      /* the last victim refused for its queue's share */
+};
+
+/* 1 when a is b or one of b's ancestors. */
+static int above_or_same(const struct tg_fairshare *fs, int a, int b)
+{
+    for (int p = b; p >= 0; p = tg_fairshare_parent(fs, (uint32_t)p))
+        if (p == a)
+            return 1;
+    return 0;
+}
+
+/* The queue of a victim gang, or -1 when it cannot be one for rq. */
+static int victim_queue(const struct rctx *c, const struct tg_grec *g)
+{
+    int vq = g->queue ? tg_fairshare_find(c->fs, g->queue) : -1;
+    if (vq < 0 || above_or_same(c->fs, vq, c->rq) || above_or_same(c->fs, c->rq, vq))
+        return -1;
+    return vq;
+}
+
+/* What g's placed members hold, per resource. */
+static uint32_t held(const struct tg_grec *g, struct tg_rq *out)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->nmembers; i++)
+        n = tg__rq_add(out, n, g->members[i]->req, g->members[i]->nreq);
+    return n;
+}
+
+static int victim(void *ud, const struct tg_grec *g, double *over)
+{
+    struct rctx *c = ud;
+    int vq = victim_queue(c, g);
+    if (vq < 0 || tg_fairshare_allocated(c->fs, (uint32_t)vq, c->dom) <=
+                      tg_fairshare_share(c->fs, (uint32_t)vq, c->dom) + EPS)
+        return 0; /* its queue is not above its share in what the reclaimer needs */
+    struct tg_rq take[TG__MAXREQ];
+    uint32_t n = held(g, take);
+    if (!tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)vq, take, n, c->why, sizeof c->why))
+        return 0; /* even alone it would take its queue below its share */
+    *over = tg_fairshare_order_key(c->fs, (uint32_t)vq);
+    return 1;
+}
+
+/* The victims' totals per queue, each checked. */
+static int set_ok(void *ud, struct tg_grec *const *gs, uint32_t n, char *buf, size_t len)
+{
+    struct rctx *c = ud;
+    for (uint32_t i = 0; i < n; i++) {
+        int vq = victim_queue(c, gs[i]), first = 1;
+        for (uint32_t j = 0; j < i && first; j++)
+            first = victim_queue(c, gs[j]) != vq;
+        if (!first)
+            continue; /* counted with the first gang of its queue */
+        struct tg_rq take[TG__MAXREQ];
+        uint32_t nt = 0;
+        for (uint32_t j = i; j < n; j++)
+            if (victim_queue(c, gs[j]) == vq)
+                for (uint32_t k = 0; k < gs[j]->nmembers; k++)
+                    nt = tg__rq_add(take, nt, gs[j]->members[k]->req, gs[j]->members[k]->nreq);
+        if (!tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)vq, take, nt, buf, len))
+            return 0;
+    }
+    return 1;
+}
+
+/* The dominant resource of req (largest fraction of capacity); 1 when q is
+ * below its fair share in it with req added. */
+static int below_share(const struct tg_engine *e, uint32_t q, const struct tg_rq *req, uint32_t n,
+                       uint32_t *dom, double *ask)
+{
+    const struct tg_fairshare *fs = e->tenants.fs;
+    double best = -1;
+    *ask = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t cap = req[i].res < TG_RES_MAX ? e->tenants.cap[req[i].res] : 0;
+        if (cap <= 0 || req[i].res == TG_RES_PODS || req[i].res == TG_RES_EPHEMERAL)
+            continue;
+        double f = (double)req[i].val / (double)cap;
+        if (f > best) {
+            best = f;
+            *dom = req[i].res;
+            *ask = (double)req[i].val;
+        }
+    }
+    return best > 0 &&
+           tg_fairshare_allocated(fs, q, *dom) + *ask <= tg_fairshare_share(fs, q, *dom) + EPS;
+}
+
+/* Whether queues outside rq's line hold enough above their shares in dom
+ * for the ask: each victim queue keeps its share, so at most the sum of
+ * their excesses can be freed, besides the room free already (at most the
+ * capacity less the top-level queues' allocations). A necessary condition,
+ * O(queues): most tries of a balanced cluster stop here, unplanned. */
+static int enough_above(const struct rctx *c, double ask)
+{
+    double excess = 0, held = 0;
+    for (uint32_t q = 0; q < tg_fairshare_count(c->fs); q++) {
+        double a = tg_fairshare_allocated(c->fs, q, c->dom);
+        if (tg_fairshare_parent(c->fs, q) < 0)
+            held += a;
+        if ((int)q != c->rq && !above_or_same(c->fs, (int)q, c->rq) &&
+            !above_or_same(c->fs, c->rq, (int)q) && a > tg_fairshare_share(c->fs, q, c->dom) + EPS)
+            excess += a - tg_fairshare_share(c->fs, q, c->dom);
+    }
+    double room = (double)c->e->tenants.cap[c->dom] - held;
+    return excess > EPS && excess + (room > 0 ? room : 0) + EPS >= ask;
+}
+
+/* "reclaimed 16 nvidia.com/gpu from queue research (fair share 24,
+ * allocated 40) for queue team-a (fair share 24, allocated 8): <plan>". */
+static void describe(const struct rctx *c, struct tg_preemption *pl)
+{
+    struct tg_sb b = {0};
+    char x[48], y[48], z[48];
+    const char *rn = tg_res_name(c->dom);
+    for (uint32_t i = 0; i < pl->nvictims; i++) {
+        int vq = pl->victims[i].gang ? victim_queue(c, pl->victims[i].gang) : -1, first = 1;
+        for (uint32_t j = 0; j < i && first; j++)
+            first = !pl->victims[j].gang || victim_queue(c, pl->victims[j].gang) != vq;
+        if (vq < 0 || !first)
+            continue;
+        double took = 0;
+        for (uint32_t j = i; j < pl->nvictims; j++) {
+            const struct tg_grec *g = pl->victims[j].gang;
+            if (!g || victim_queue(c, g) != vq)
+                continue;
+            struct tg_rq t[TG__MAXREQ];
+            uint32_t n = held(g, t);
+            for (uint32_t k = 0; k < n; k++)
+                took += t[k].res == c->dom ? (double)t[k].val : 0;
+        }
+        tg_sb_printf(&b, "%s%s %s from queue %s (fair share %s, allocated %s)",
+                     b.len ? "; " : "reclaimed ", tg_fairshare_amount(c->dom, took, x, sizeof x),
+                     rn, tg_str(tg_fairshare_name(c->fs, (uint32_t)vq)),
+                     tg_fairshare_amount(c->dom, tg_fairshare_share(c->fs, (uint32_t)vq, c->dom), y,
+                                         sizeof y),
+                     tg_fairshare_amount(c->dom, tg_fairshare_allocated(c->fs, (uint32_t)vq, c->dom),
+                                         z, sizeof z));
+    }
+    uint32_t rq = (uint32_t)c->rq;
+    tg_sb_printf(&b, " for queue %s (fair share %s, allocated %s): %s", tg_str(tg_fairshare_name(c->fs, rq)),
+                 tg_fairshare_amount(c->dom, tg_fairshare_share(c->fs, rq, c->dom), x, sizeof x),
+                 tg_fairshare_amount(c->dom, tg_fairshare_allocated(c->fs, rq, c->dom), y, sizeof y),
+                 pl->reason);
+    if (!b.oom)
+        snprintf(pl->reason, sizeof pl->reason, "%s", tg_sb_str(&b));
+    tg_sb_free(&b);
+}
+
+int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_preempt_in *base,
+                     struct tg_preemption *out, char *why, size_t len)
+{
+    struct tg_fairshare *fs = e->tenants.fs;
+    why[0] = 0;
+    out->domain = TG_NONE;
+    int rq = fs && g->queue ? tg_fairshare_find(fs, g->queue) : -1;
+    if (rq < 0 || !tg_fairshare_usable(fs, (uint32_t)rq))
+        return 0;
+    struct tg_rq req[TG__MAXREQ];
+    uint32_t n = tg__tenants_request(e, g, req);
+    struct rctx c = {e, fs, rq, 0, ""};
+    double ask;
+    if (!below_share(e, (uint32_t)rq, req, n, &c.dom, &ask) || !enough_above(&c, ask))
+        return 0;
+    struct tg_reclaim_rule rule = {victim, set_ok, &c};
+    struct tg_preempt_in in = *base;
+    in.reclaim = &rule;
+    int rc = tg_preempt_plan(&e->sched, &e->gangs, &in, out);
+    if (rc || out->domain == TG_NONE || !out->nvictims) {
+        if (strstr(out->reason, "below its fair share"))
+            snprintf(why, len, "reclaim: %s", out->reason);
+        else if (c.why[0])
+            snprintf(why, len, "reclaim: %s", c.why);
+        tg_preemption_free(out);
+        out->domain = TG_NONE;
+        return rc;
+    }
+    describe(&c, out);
+    e->tenants.reclaims++;
+    uint64_t k = 0;
+    tg_imap_get(&e->tenants.reclaims_by, g->queue, &k);
+    if (tg_imap_put(&e->tenants.reclaims_by, g->queue, k + 1))
+        e->stats.nomem++;
+    return 0;
+}
