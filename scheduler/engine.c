@@ -1154,7 +1154,8 @@ static int preempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
     struct tg_pdbs pdbs = {e->pdbs, e->npdbs};
     struct tg_preempt_in in = {.gang = &d->view, .priority = g->priority,
                                .exclude = evicted_by(e, g->key), .pdbs = &pdbs,
-                               .now_ms = now, .evict_bare = p->evict_bare_pods};
+                               .now_ms = now, .evict_bare = p->evict_bare_pods,
+                               .queue = e->tenants.fs ? g->queue : 0};
     /* reclaim first (issue 19, scheduler/reclaim.c): a gang of a queue below
      * its fair share takes back room lent to queues above theirs */
     char why[512];

@@ -188,7 +188,8 @@ static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage
     un->prio = g ? g->priority : tg_gangs_usage_priority(x->gs, u);
     const struct tg_preempt_in *in = x->in;
     int ok = (in->reclaim ? g && in->reclaim->victim(in->reclaim->ud, g, &un->over)
-                          : un->prio < in->priority) &&
+                          : un->prio < in->priority &&
+                                (!in->queue || !g || g->queue == in->queue)) &&
              !(g && in->exclude && !strcmp(g->key, in->exclude));
     for (uint32_t i = 0; i < un->nrecs; i++) {
         const struct tg_usage *r = un->recs[i];

@@ -81,6 +81,9 @@ struct tg_preempt_in {
     int64_t now_ms;                     /* the clock, for ages */
     int evict_bare;                     /* policy preemption.evictBarePods */
     const struct tg_reclaim_rule *reclaim; /* NULL: preemption by priority */
+    uint32_t queue;                     /* the preemptor's tenant queue (interned): preemption
+                                           by priority takes only gangs of that queue (between
+                                           queues only reclaim takes room); 0: queues off */
 };
 
 struct tg_preemption {
