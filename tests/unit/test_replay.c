@@ -827,16 +827,13 @@ static void example_trace(void **state)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tg-replay-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tu_tmpdir_make(tmpdir, sizeof tmpdir, "tg-replay");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_tmpdir_remove(tmpdir);
 }
 
 int main(void)

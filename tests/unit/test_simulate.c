@@ -267,16 +267,13 @@ static void test_missing_label_output(void **state)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tg-sim-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tu_tmpdir_make(tmpdir, sizeof tmpdir, "tg-sim");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_tmpdir_remove(tmpdir);
 }
 
 int main(void)

@@ -108,3 +108,16 @@ void tu_pod(char **buf, const char *name, const char *group, const char *request
                 "    resources: {requests: {%s}}\n",
            extra_spec ? extra_spec : "", requests);
 }
+
+int tu_tmpdir_make(char *dir, size_t n, const char *prefix)
+{
+    snprintf(dir, n, "/tmp/%s-XXXXXX", prefix);
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+int tu_tmpdir_remove(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}

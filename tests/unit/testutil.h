@@ -29,5 +29,9 @@ void tu_node_labels(char **buf, const char *name, const char *labels, int gpus);
 /* A pending topogang pod in namespace ns with an optional group label. */
 void tu_pod(char **buf, const char *name, const char *group, const char *requests,
             const char *extra_spec);
+/* A fresh directory /tmp/<prefix>-XXXXXX written into dir[n] (a cmocka group
+ * setup's work): 0, or -1. tu_tmpdir_remove removes it and all in it. */
+int tu_tmpdir_make(char *dir, size_t n, const char *prefix);
+int tu_tmpdir_remove(const char *dir);
 
 #endif
