@@ -95,13 +95,22 @@ static void reservation_end(struct tg_engine *e, struct tg_grec *g)
     tg_queue_wake(&e->queue);
 }
 
-/* Hides (hide != 0) or shows the room held by nominations of gangs of lower
- * priority than prio: a gang that outranks them may take it. */
-static void lower_noms_hide(struct tg_engine *e, const struct tg_grec *self, int32_t prio, int hide)
+/* 1 when g may take the room n's nomination holds: g's priority is higher
+ * and, with tenant queues on, both are of one queue. Between queues
+ * priority decides nothing (issue 19): room a reclaim freed stays its
+ * reclaimer's, or the victims' higher-priority gangs would take it back at
+ * once and be reclaimed again (a loop that evicts the same gang). */
+static int outranks(const struct tg_engine *e, const struct tg_grec *g, const struct tg_grec *n)
+{
+    return n != g && n->priority < g->priority && (!e->tenants.fs || n->queue == g->queue);
+}
+
+/* Hides (hide != 0) or shows the room held by nominations g outranks. */
+static void lower_noms_hide(struct tg_engine *e, const struct tg_grec *self, int hide)
 {
     for (uint32_t i = 0; i < e->nnoms; i++) {
         struct tg_grec *n = e->noms[i];
-        if (n == self || n->priority >= prio || !n->q.nom)
+        if (!outranks(e, self, n) || !n->q.nom)
             continue;
         for (uint32_t k = 0; k < n->q.nom->npods; k++) {
             struct tg_usage *u = tg_cluster_usage(&e->sched.cluster, n->q.nom->pods[k]);
@@ -119,13 +128,13 @@ static int overlap(const struct tg_tree *t, uint32_t a, uint32_t b)
     return la <= lb ? tg_tree_ancestor(t, b, la) == a : tg_tree_ancestor(t, a, lb) == b;
 }
 
-/* g took domain d: nominations of lower priority there lose their room and
- * plan again. */
+/* g took domain d: nominations g outranks there lose their room and plan
+ * again. */
 static void lower_noms_displaced(struct tg_engine *e, const struct tg_grec *g, uint32_t d)
 {
     for (uint32_t i = 0; i < e->nnoms;) {
         struct tg_grec *n = e->noms[i];
-        if (n != g && n->priority < g->priority && n->q.nom &&
+        if (outranks(e, g, n) && n->q.nom &&
             overlap(&e->sched.cluster.tree, n->q.nom->domain, d)) {
             nomination_drop(e, n, 0); /* removes n from noms: do not advance */
             e->stats.nominations_dropped++;
@@ -679,14 +688,14 @@ static void note_evicted(struct tg_engine *e, const char *victim, const char *by
 
 /* ---- reservations -------------------------------------------------------------------------- */
 
-/* Blocks for g: domains reserved for other gangs of priority >= g's. */
+/* Blocks for g: domains reserved for other gangs g does not outrank. */
 static void set_blocks(struct tg_engine *e, const struct tg_grec *g)
 {
     struct tg_sched *s = &e->sched;
     s->nblocks = 0;
     for (uint32_t i = 0; i < e->queue.nresv && s->nblocks < TG_MAX_BLOCKS; i++) {
         const struct tg_reservation *r = &e->queue.resv[i];
-        if (r->owner == &g->q || g->priority > r->prio)
+        if (r->owner == &g->q || outranks(e, g, grec_of(r->owner)))
             continue;
         s->blocks[s->nblocks++] = (struct tg_block){r->domain, tg_intern(r->owner->key)};
     }
@@ -1101,7 +1110,7 @@ static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
             d->kind = TG_D_NOMINATED;
             snprintf(d->reason, sizeof d->reason, "waiting for %u preempted pod(s) to leave; %s",
                      g->q.nom->nvictims, d->result.reason);
-            lower_noms_hide(e, g, g->priority, 0);
+            lower_noms_hide(e, g, 0);
             phantoms_restore(e, g);
             e->sched.nblocks = 0;
             return tg_queue_done(&e->queue, &g->q, TG_QDONE_WAITING);
@@ -1221,7 +1230,7 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         return rc;
     phantoms_remove(e, g);
     set_blocks(e, g);
-    lower_noms_hide(e, g, g->priority, 1);
+    lower_noms_hide(e, g, 1);
     rc = place(e, g, d);
     if (d->kind == TG_D_NOMINATED) /* waiting for its victims: place put the model back */
         return rc;
@@ -1231,7 +1240,7 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         rc = preempt(e, g, d, now);
     if (!rc && d->kind == TG_D_NONE)
         rc = reserve(e, g, d);
-    lower_noms_hide(e, g, g->priority, 0);
+    lower_noms_hide(e, g, 0);
     e->sched.nblocks = 0;
     if (rc && g->q.state == TG_Q_INFLIGHT) {
         /* not a verdict (out of memory): tried again when its backoff ends,

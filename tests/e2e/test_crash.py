@@ -311,7 +311,8 @@ class Crash:
         self.violations += [f"round {self.rnd}: {v}" for v in new_v]
         for g, b in self.partial():
             self.violations.append(f"round {self.rnd}: gang {g.name} left with {b} of minMember "
-                                   f"{g.min} bound after its timeout ({TIMEOUT_S} s) passed")
+                                   f"{g.min} bound after its timeout ({TIMEOUT_S} s) passed"
+                                   f"{self.explain(g)}")
         self.check_rollbacks()
         for s in self.scheds:
             rep = s.sanitizer_report()
@@ -324,6 +325,21 @@ class Crash:
             st, _ = http_get(s.port, "/healthz")
             if st != 200:
                 self.violations.append(f"round {self.rnd}: {s.name} /healthz answered {st}")
+
+    def explain(self, g):
+        """What the watch saw of g's pods and what the PodGroup's status says:
+        the facts a violation needs to be understood from its log alone."""
+        with self.watch.lock:
+            pods = sorted((p["t_bound"] or 0, p["name"], p["node"], p["deleted"], u)
+                          for u, p in self.watch.pods.items() if p["gang"] == g.name)
+        def utc(t):
+            return time.strftime("%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}"
+        lines = [f"\n        {n} uid {u[:8]} node {nd or '-'}"
+                 f"{f' bound at {utc(tb)}Z' if tb else ''}{' deleted' if d else ''}"
+                 for tb, n, nd, d, u in pods]
+        st, doc = self.api.request("GET", f"/apis/topogang.io/v1alpha1/namespaces/{NS}/podgroups/{g.name}")
+        status = doc.get("status") if st == 200 and isinstance(doc, dict) else st
+        return "".join(lines) + f"\n        PodGroup status: {status}"
 
     def check_rollbacks(self):
         """Every group of deletions of one gang's bound pods (a rollback) has a
