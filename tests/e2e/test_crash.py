@@ -334,9 +334,18 @@ class Crash:
                           for u, p in self.watch.pods.items() if p["gang"] == g.name)
         def utc(t):
             return time.strftime("%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}"
-        lines = [f"\n        {n} uid {u[:8]} node {nd or '-'}"
-                 f"{f' bound at {utc(tb)}Z' if tb else ''}{' deleted' if d else ''}"
-                 for tb, n, nd, d, u in pods]
+        lines = []
+        for tb, n, nd, d, u in pods:
+            api = ""
+            if not d:  # what the API server holds now
+                st, obj = self.api.request("GET", f"/api/v1/namespaces/{NS}/pods/{n}")
+                md = obj.get("metadata", {}) if st == 200 and isinstance(obj, dict) else {}
+                api = (f"; API: HTTP {st}, uid {md.get('uid', '-')[:8]}, "
+                       f"node {obj.get('spec', {}).get('nodeName') if md else '-'}, "
+                       f"deletionTimestamp {md.get('deletionTimestamp', '-')}, "
+                       f"resourceVersion {md.get('resourceVersion', '-')}")
+            lines.append(f"\n        {n} uid {u[:8]} node {nd or '-'}"
+                         f"{f' bound at {utc(tb)}Z' if tb else ''}{' deleted' if d else ''}{api}")
         st, doc = self.api.request("GET", f"/apis/topogang.io/v1alpha1/namespaces/{NS}/podgroups/{g.name}")
         status = doc.get("status") if st == 200 and isinstance(doc, dict) else st
         return "".join(lines) + f"\n        PodGroup status: {status}"
