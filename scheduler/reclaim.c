@@ -60,10 +60,9 @@ static int victim_queue(const struct rctx *c, const struct tg_grec *g)
     return vq;
 }
 
-/* What g's placed members hold, per resource. */
-static uint32_t held(const struct tg_grec *g, struct tg_rq *out)
+/* What g's placed members hold, added per resource to out's n totals. */
+static uint32_t held_into(const struct tg_grec *g, struct tg_rq *out, uint32_t n)
 {
-    uint32_t n = 0;
     for (uint32_t i = 0; i < g->nmembers; i++)
         n = tg__rq_add(out, n, g->members[i]->req, g->members[i]->nreq);
     return n;
@@ -77,33 +76,72 @@ static int victim(void *ud, const struct tg_grec *g, double *over)
                       tg_fairshare_share(c->fs, (uint32_t)vq, c->dom) + EPS)
         return 0; /* its queue is not above its share in what the reclaimer needs */
     struct tg_rq take[TG__MAXREQ];
-    uint32_t n = held(g, take);
+    uint32_t n = held_into(g, take, 0);
     if (!tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)vq, take, n, c->why, sizeof c->why))
         return 0; /* even alone it would take its queue below its share */
     *over = tg_fairshare_order_key(c->fs, (uint32_t)vq);
     return 1;
 }
 
+/* What a victim set takes from one queue. */
+struct vqsum {
+    int vq;
+    uint32_t nt;
+    struct tg_rq take[TG__MAXREQ];
+};
+
+/* Sums the n gangs' held resources per victim queue into out (cap entries,
+ * in order of first appearance); gang(ud, i) is the i-th gang or NULL (a
+ * pod of no gang: not counted). One pass, O(victims x queues). */
+static uint32_t per_queue(const struct rctx *c, const struct tg_grec *(*gang)(const void *, uint32_t),
+                          const void *ud, uint32_t n, struct vqsum *out, uint32_t cap)
+{
+    uint32_t nq = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct tg_grec *g = gang(ud, i);
+        int vq = g ? victim_queue(c, g) : -1;
+        if (vq < 0)
+            continue;
+        uint32_t k = 0;
+        while (k < nq && out[k].vq != vq)
+            k++;
+        if (k == nq) {
+            if (nq == cap)
+                continue; /* cannot happen: cap >= min(queues, gangs) */
+            out[nq].vq = vq;
+            out[nq++].nt = 0;
+        }
+        out[k].nt = held_into(g, out[k].take, out[k].nt);
+    }
+    return nq;
+}
+
+static const struct tg_grec *gang_at(const void *ud, uint32_t i)
+{
+    return ((struct tg_grec *const *)ud)[i];
+}
+
+static const struct tg_grec *victim_at(const void *ud, uint32_t i)
+{
+    return ((const struct tg_victim *)ud)[i].gang;
+}
+
 /* The victims' totals per queue, each checked. */
 static int set_ok(void *ud, struct tg_grec *const *gs, uint32_t n, char *buf, size_t len)
 {
     struct rctx *c = ud;
-    for (uint32_t i = 0; i < n; i++) {
-        int vq = victim_queue(c, gs[i]), first = 1;
-        for (uint32_t j = 0; j < i && first; j++)
-            first = victim_queue(c, gs[j]) != vq;
-        if (!first)
-            continue; /* counted with the first gang of its queue */
-        struct tg_rq take[TG__MAXREQ];
-        uint32_t nt = 0;
-        for (uint32_t j = i; j < n; j++)
-            if (victim_queue(c, gs[j]) == vq)
-                for (uint32_t k = 0; k < gs[j]->nmembers; k++)
-                    nt = tg__rq_add(take, nt, gs[j]->members[k]->req, gs[j]->members[k]->nreq);
-        if (!tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)vq, take, nt, buf, len))
-            return 0;
+    uint32_t cap = tg_fairshare_count(c->fs) < n ? tg_fairshare_count(c->fs) : n;
+    struct vqsum *q = malloc((cap ? cap : 1) * sizeof *q);
+    if (!q) {
+        snprintf(buf, len, "out of memory checking a reclaim");
+        return 0;
     }
-    return 1;
+    uint32_t nq = per_queue(c, gang_at, gs, n, q, cap);
+    int ok = 1;
+    for (uint32_t i = 0; i < nq && ok; i++)
+        ok = tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)q[i].vq, q[i].take, q[i].nt, buf, len);
+    free(q);
+    return ok;
 }
 
 /* The dominant resource of req (largest fraction of capacity); 1 when q is
@@ -156,30 +194,21 @@ static void describe(const struct rctx *c, struct tg_preemption *pl)
     struct tg_sb b = {0};
     char x[48], y[48], z[48];
     const char *rn = tg_res_name(c->dom);
-    for (uint32_t i = 0; i < pl->nvictims; i++) {
-        int vq = pl->victims[i].gang ? victim_queue(c, pl->victims[i].gang) : -1, first = 1;
-        for (uint32_t j = 0; j < i && first; j++)
-            first = !pl->victims[j].gang || victim_queue(c, pl->victims[j].gang) != vq;
-        if (vq < 0 || !first)
-            continue;
+    uint32_t cap = tg_fairshare_count(c->fs) < pl->nvictims ? tg_fairshare_count(c->fs) : pl->nvictims;
+    struct vqsum *q = malloc((cap ? cap : 1) * sizeof *q);
+    uint32_t nq = q ? per_queue(c, victim_at, pl->victims, pl->nvictims, q, cap) : 0;
+    for (uint32_t i = 0; i < nq; i++) {
         double took = 0;
-        for (uint32_t j = i; j < pl->nvictims; j++) {
-            const struct tg_grec *g = pl->victims[j].gang;
-            if (!g || victim_queue(c, g) != vq)
-                continue;
-            struct tg_rq t[TG__MAXREQ];
-            uint32_t n = held(g, t);
-            for (uint32_t k = 0; k < n; k++)
-                took += t[k].res == c->dom ? (double)t[k].val : 0;
-        }
+        for (uint32_t k = 0; k < q[i].nt; k++)
+            took += q[i].take[k].res == c->dom ? (double)q[i].take[k].val : 0;
+        uint32_t vq = (uint32_t)q[i].vq;
         tg_sb_printf(&b, "%s%s %s from queue %s (fair share %s, allocated %s)",
                      b.len ? "; " : "reclaimed ", tg_fairshare_amount(c->dom, took, x, sizeof x),
-                     rn, tg_str(tg_fairshare_name(c->fs, (uint32_t)vq)),
-                     tg_fairshare_amount(c->dom, tg_fairshare_share(c->fs, (uint32_t)vq, c->dom), y,
-                                         sizeof y),
-                     tg_fairshare_amount(c->dom, tg_fairshare_allocated(c->fs, (uint32_t)vq, c->dom),
-                                         z, sizeof z));
+                     rn, tg_str(tg_fairshare_name(c->fs, vq)),
+                     tg_fairshare_amount(c->dom, tg_fairshare_share(c->fs, vq, c->dom), y, sizeof y),
+                     tg_fairshare_amount(c->dom, tg_fairshare_allocated(c->fs, vq, c->dom), z, sizeof z));
     }
+    free(q);
     uint32_t rq = (uint32_t)c->rq;
     tg_sb_printf(&b, " for queue %s (fair share %s, allocated %s): %s", tg_str(tg_fairshare_name(c->fs, rq)),
                  tg_fairshare_amount(c->dom, tg_fairshare_share(c->fs, rq, c->dom), x, sizeof x),
