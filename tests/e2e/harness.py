@@ -546,7 +546,8 @@ class PodWatch(threading.Thread):
             gpus += int(lim.get(GPU, "0"))
         return md["uid"], {"name": md["name"], "gang": md.get("labels", {}).get(GROUP_LABEL),
                            "gpus": gpus, "node": None, "deleted": False, "t_bound": None,
-                           "t_deleted": None}
+                           "t_deleted": None, "terminating": False, "grace": None,
+                           "sched_recorded": False}
 
     def _apply(self, etype, obj):
         uid, fresh = self._pod(obj)
@@ -565,11 +566,21 @@ class PodWatch(threading.Thread):
                 self.violations.append(
                     f"node {node} over-committed: {self.used[node]} GPUs of {self.alloc.get(node, 0)} "
                     f"in use once {p['name']} was bound")
+        md = obj.get("metadata", {})
+        if md.get("deletionTimestamp") and not p["terminating"] and not p["deleted"]:
+            # a DELETE of a bound pod is two writes in the API server: the
+            # deletionTimestamp (with the grace period), then, for grace 0, the
+            # removal; a client gone between them (a scheduler killed
+            # mid-rollback) leaves the pod Terminating until its kubelet ends it
+            p["terminating"], p["grace"] = True, md.get("deletionGracePeriodSeconds")
+            if uid not in self.by_test and p["node"]:
+                self.sched_deletes.append((now, p["gang"], p["name"], uid, p["node"]))
+                p["sched_recorded"] = True
         if etype == "DELETED" and not p["deleted"]:
             p["deleted"], p["t_deleted"] = True, now
             if p["node"]:
                 self.used[p["node"]] -= p["gpus"]
-            if uid not in self.by_test:
+            if uid not in self.by_test and not p["sched_recorded"]:
                 if p["node"]:
                     self.sched_deletes.append((now, p["gang"], p["name"], uid, p["node"]))
                 else:
@@ -629,15 +640,23 @@ class PodWatch(threading.Thread):
 
     # ---- questions (under the lock) ----
 
-    def bound_of(self, gang):
-        """Live bound pods of a gang."""
+    def bound_of(self, gang, terminating=True):
+        """Bound pods of a gang not deleted (terminating=False: nor Terminating)."""
         with self.lock:
             return sum(1 for p in self.pods.values()
-                       if p["gang"] == gang and p["node"] and not p["deleted"])
+                       if p["gang"] == gang and p["node"] and not p["deleted"]
+                       and (terminating or not p["terminating"]))
 
-    def live_of(self, gang):
+    def live_of(self, gang, terminating=True):
         with self.lock:
-            return [p["name"] for p in self.pods.values() if p["gang"] == gang and not p["deleted"]]
+            return [p["name"] for p in self.pods.values() if p["gang"] == gang and not p["deleted"]
+                    and (terminating or not p["terminating"])]
+
+    def ending(self):
+        """(uid, name) of the pods Terminating with grace 0: a kubelet ends them at once."""
+        with self.lock:
+            return [(u, p["name"]) for u, p in self.pods.items()
+                    if p["terminating"] and not p["deleted"] and p["grace"] == 0]
 
     def uids_of(self, gang):
         with self.lock:

@@ -12,7 +12,10 @@ once a random number of this round's pods are bound, a process is SIGKILLed:
   apiserver kube-apiserver (etcd stays), restarted after 0.5-3 s; the
             scheduler lives on.
 The test acts as the pods' controller: a member the scheduler deletes (a
-rollback) is recreated under a new name, so a rolled-back gang queues again.
+rollback) is recreated under a new name, so a rolled-back gang queues again;
+and as their kubelet: a pod left Terminating with grace 0 (the API server
+deletes a bound pod in two writes, deletionTimestamp then removal, and a
+scheduler killed between them leaves the first) is removed at once.
 In about half the rounds one new gang has a member named <gang>-poison whose
 Binding a ValidatingAdmissionPolicy refuses, so that gang is rolled back
 (perhaps several times, perhaps when the kill comes) until the test deletes
@@ -25,8 +28,9 @@ any break, so no event is missed):
   - no pod bound twice: a pod uid's spec.nodeName is set once and never
     changes, and no node ever holds more GPUs than it has (room handed out
     twice, e.g. by a restarted scheduler that missed a bind, shows here);
-  - no gang left partly bound (0 < bound < minMember) once its timeout passed:
-    every gang is complete or rolled back (nothing bound);
+  - no gang left partly bound (0 < bound < minMember, Terminating pods not
+    counted) once its timeout passed: every gang is complete or rolled back
+    (nothing bound);
   - every rollback (bound pods deleted by the scheduler) explained by a
     RolledBack Event on the gang's PodGroup;
   - no sanitizer report in the schedulers' logs; the daemon that was not
@@ -90,7 +94,7 @@ class Crash:
         self.rnd = 0
         self.checked_deletes = 0
         self.f = dict(kills=0, restarts=0, takeovers=0, apiserver=0, mid_gang=0, gangs=0, poisoned=0,
-                      rollbacks=0, rollback_pods=0, recreated=0, retired_unplaced=0,
+                      rollbacks=0, rollback_pods=0, recreated=0, retired_unplaced=0, ended=0,
                       max_partial=0)
         self.violations = []
         self.scheds = []
@@ -178,9 +182,16 @@ class Crash:
         return pods
 
     def reconcile(self):
-        """The controller's part: members the scheduler deleted come back under new names."""
+        """The kubelet's part: a pod Terminating with grace 0 (a DELETE whose
+        client died between the API server's two writes) is removed, as the
+        node's kubelet would at once (the fake nodes have none). The
+        controller's part (a Job's, podReplacementPolicy TerminatingOrFailed):
+        members deleted or Terminating come back under new names."""
+        for uid, name in self.watch.ending():
+            if self.api.delete_pod(NS, name, uid) == 200:
+                self.f["ended"] += 1
         for g in list(self.gangs.values()):
-            live = self.watch.live_of(g.name)
+            live = self.watch.live_of(g.name, terminating=False)
             if len(live) < g.size:
                 g.gen += 1
                 names = [f"{g.name}-r{g.gen}-{i}" for i in range(g.size - len(live))]
@@ -200,7 +211,7 @@ class Crash:
         """Deletes complete gangs of earlier rounds (and ones never placed for 2
         rounds) so that the next round finds room."""
         for g in list(self.gangs.values()):
-            bound = self.watch.bound_of(g.name)
+            bound = self.watch.bound_of(g.name, terminating=False)
             done = bound >= g.min and g.round < self.rnd
             stale = bound == 0 and g.round < self.rnd - 1
             if not (done or stale):
@@ -215,7 +226,7 @@ class Crash:
     def partial(self):
         out = []
         for g in self.gangs.values():
-            b = self.watch.bound_of(g.name)
+            b = self.watch.bound_of(g.name, terminating=False)
             if 0 < b < g.min:
                 out.append((g, b))
         return out
@@ -330,14 +341,15 @@ class Crash:
         """What the watch saw of g's pods and what the PodGroup's status says:
         the facts a violation needs to be understood from its log alone."""
         with self.watch.lock:
-            pods = sorted((p["t_bound"] or 0, p["name"], p["node"], p["deleted"], u)
+            pods = sorted((p["t_bound"] or 0, p["name"], p["node"],
+                           p["deleted"] and "deleted" or p["terminating"] and "terminating", u)
                           for u, p in self.watch.pods.items() if p["gang"] == g.name)
         def utc(t):
             return time.strftime("%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}"
         lines = []
         for tb, n, nd, d, u in pods:
             api = ""
-            if not d:  # what the API server holds now
+            if d != "deleted":  # what the API server holds now
                 st, obj = self.api.request("GET", f"/api/v1/namespaces/{NS}/pods/{n}")
                 md = obj.get("metadata", {}) if st == 200 and isinstance(obj, dict) else {}
                 api = (f"; API: HTTP {st}, uid {md.get('uid', '-')[:8]}, "
@@ -345,7 +357,7 @@ class Crash:
                        f"deletionTimestamp {md.get('deletionTimestamp', '-')}, "
                        f"resourceVersion {md.get('resourceVersion', '-')}")
             lines.append(f"\n        {n} uid {u[:8]} node {nd or '-'}"
-                         f"{f' bound at {utc(tb)}Z' if tb else ''}{' deleted' if d else ''}{api}")
+                         f"{f' bound at {utc(tb)}Z' if tb else ''}{f' {d}' if d else ''}{api}")
         st, doc = self.api.request("GET", f"/apis/topogang.io/v1alpha1/namespaces/{NS}/podgroups/{g.name}")
         status = doc.get("status") if st == 200 and isinstance(doc, dict) else st
         return "".join(lines) + f"\n        PodGroup status: {status}"
@@ -395,14 +407,14 @@ class Crash:
         end = time.time() + TIMEOUT_S + 40
         while time.time() < end:
             self.reconcile()
-            if all(self.watch.bound_of(g.name) >= g.min for g in self.gangs.values()):
+            if all(self.watch.bound_of(g.name, terminating=False) >= g.min for g in self.gangs.values()):
                 break
             if not self.partial() and time.time() - self.watch.last_event > 10:
                 break
             time.sleep(0.3)
         self.check()
         for g in self.gangs.values():
-            if self.watch.bound_of(g.name) >= g.min:
+            if self.watch.bound_of(g.name, terminating=False) >= g.min:
                 continue
             pg = self.api.podgroup(NS, g.name) or {}
             st = pg.get("status", {})
@@ -492,7 +504,8 @@ def main():
         f"(at most {f['max_partial']} gangs at once), gangs {f['gangs']} ({f['poisoned']} with a "
         f"member whose bind is refused), binds {w.binds}, "
         f"rollbacks {f['rollbacks']} ({f['rollback_pods']} bound pods deleted, "
-        f"{f['recreated']} recreated), gangs retired unplaced {f['retired_unplaced']}, "
+        f"{f['recreated']} recreated, {f['ended']} left Terminating by a killed client and "
+        f"ended as a kubelet would), gangs retired unplaced {f['retired_unplaced']}, "
         f"watch reconnects {w.reconnects}, violations {len(c.violations)}")
     failed = results.count(False)
     log(f"[==========] {len(results)} test(s) run.")
