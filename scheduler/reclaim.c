@@ -232,7 +232,18 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
     uint32_t n = tg__tenants_request(e, g, req);
     struct rctx c = {e, fs, rq, 0, ""};
     double ask;
-    if (!below_share(e, (uint32_t)rq, req, n, &c.dom, &ask) || !enough_above(&c, ask))
+    char x[48], y[48], z[48];
+    if (!below_share(e, (uint32_t)rq, req, n, &c.dom, &ask)) {
+        if (ask > 0) /* "no reclaim: queue research would pass its fair share: 8 + 8 > 8 nvidia.com/gpu" */
+            snprintf(why, len, "no reclaim: queue %s would pass its fair share: %s + %s > %s %s",
+                     tg_str(g->queue),
+                     tg_fairshare_amount(c.dom, tg_fairshare_allocated(fs, (uint32_t)rq, c.dom), x, sizeof x),
+                     tg_fairshare_amount(c.dom, ask, y, sizeof y),
+                     tg_fairshare_amount(c.dom, tg_fairshare_share(fs, (uint32_t)rq, c.dom), z, sizeof z),
+                     tg_res_name(c.dom));
+        return 0;
+    }
+    if (!enough_above(&c, ask))
         return 0;
     struct tg_reclaim_rule rule = {victim, set_ok, &c};
     struct tg_preempt_in in = *base;

@@ -213,6 +213,10 @@ static void test_not_at_or_above_share(void **state)
     assert_string_equal(tu_str(g, "status"), "Unschedulable");
     assert_int_equal(reclaims(res), 0);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "preempts")), 0);
+    const char *why = tu_str(g, "reason"); /* the wait says why, in numbers */
+    if (!why || !strstr(why, "no reclaim: queue team-a would pass its fair share: 8 + 8 > 12 "
+                             "nvidia.com/gpu"))
+        fail_msg("reason: %s", why ? why : "(none)");
     cJSON_Delete(res);
     free(y);
 }

@@ -261,7 +261,9 @@ static void demo_three_teams(void **state)
     const cJSON *c = tu_gang(res, "research/train-c");
     assert_non_null(c);
     assert_string_equal(tu_str(c, "status"), "Unschedulable"); /* over its quota: no reclaim */
-    assert_null(strstr(tu_str(c, "reason"), "reclaim"));
+    assert_non_null(strstr(tu_str(c, "reason"), "no reclaim: queue research would pass its fair "
+                                                "share: 8 + 8 > 8 nvidia.com/gpu"));
+    assert_null(strstr(tu_str(c, "reason"), "reclaimed"));
     assert_true(qnum(res, "research", "quota") == 8);
     assert_true(qnum(res, "research", "fairShare") == 8);
     assert_true(qnum(res, "research", "limit") == 16);
