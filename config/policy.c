@@ -6,7 +6,7 @@
  *   gang.{scheduleTimeoutSeconds,bindRetries,reserveAfterSeconds,memberLossGraceSeconds,
  *   onMemberLoss,onNoReplacement},
  *   api.{qps,burst,bindConcurrency}, numa.{defaultPolicy,policyLabel},
- *   preemption.{enabled,evictBarePods}, priority.allowPodGroupPriority,
+ *   preemption.{enabled,evictBarePods,reclaimMinRuntimeSeconds}, priority.allowPodGroupPriority,
  *   queues.{defaultQueue,usageHalfLifeSeconds}. */
 #include "config/policy.h"
 #include "model/objects.h"
@@ -67,6 +67,7 @@ static const struct opt opts[] = {
     {"numa.policyLabel", T_STR, F(numa_label), S(numa_label), 0, 0, NULL, NULL, "topogang.io/topology-policy"},
     {"preemption.enabled", T_BOOL, F(preemption), 0, 0, 0, NULL, NULL, "true"},
     {"preemption.evictBarePods", T_BOOL, F(evict_bare_pods), 0, 0, 0, NULL, NULL, "false"},
+    {"preemption.reclaimMinRuntimeSeconds", T_INT, F(reclaim_min_runtime_s), 0, 0, 31536000, NULL, NULL, "0"},
     {"priority.allowPodGroupPriority", T_BOOL, F(allow_pg_priority), 0, 0, 0, NULL, NULL, "false"},
     {"queues.defaultQueue", T_STR, F(default_queue), S(default_queue), 0, 0, NULL, NULL, "default"},
     {"queues.usageHalfLifeSeconds", T_INT, F(usage_half_life_s), 0, 0, 31536000, NULL, NULL, "0"},

@@ -48,6 +48,8 @@ struct tg_policy {
     int on_no_replacement;              /* enum tg_noroom_policy */
     int preemption;                     /* a gang may evict lower-priority gangs */
     int evict_bare_pods;                /* ... and pods with no controller */
+    int64_t reclaim_min_runtime_s;      /* a gang runs this long before a reclaim may take it
+                                           (KAI's reclaimMinRuntime); 0 off */
     int allow_pg_priority;              /* a PodGroup's numeric spec.priority counts (capped
                                            at the highest non-system PriorityClass); else
                                            only PriorityClasses give priority */

@@ -331,6 +331,8 @@ static int usage_meta(struct tg_cluster *c, struct tg_usage *u, const struct tg_
     u->has_priority = p->has_priority;
     u->grace_s = p->grace_s;
     u->created_ms = p->created_ms;
+    if (p->start_ms)
+        u->start_ms = p->start_ms;
     u->guaranteed = p->guaranteed;
     u->excl_cpus = p->excl_cpus;
     u->deleting = p->deleting;

@@ -49,6 +49,8 @@ struct tg_usage {
     int32_t priority;                   /* spec.priority as decoded */
     int32_t grace_s;                    /* terminationGracePeriodSeconds */
     int64_t created_ms;
+    int64_t start_ms;                   /* the pod's status.startTime, else when the engine
+                                           first saw it bound (its clock); 0 not yet */
     uint8_t assumed;                    /* kind == TG_USAGE_ASSUMED (kept for readers) */
     uint8_t kind;                       /* enum tg_usage_kind */
     uint8_t hidden;                     /* not counted now: a what-if (tg_cluster_usage_hide) */

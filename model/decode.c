@@ -1360,6 +1360,9 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
                : !strcmp(phase, "Failed")          ? TG_PHASE_FAILED
                                                    : TG_PHASE_UNKNOWN;
     p->started = p->phase != TG_PHASE_PENDING || cJSON_IsString(get(status, "startTime"));
+    const cJSON *st = get(status, "startTime");
+    if (cJSON_IsString(st) && tg_parse_time(st->valuestring, &p->start_ms))
+        p->start_ms = 0; /* unreadable: as unset (the time is a hint, never a reason to refuse) */
     if ((rc = pod_requests(&x, spec, p)) == TG_ENOMEM)
         goto fail;
     tg_pod_qos(spec, &p->guaranteed, &p->excl_cpus);

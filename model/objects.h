@@ -217,6 +217,8 @@ struct tg_pod {
     uint32_t owner_kind, owner_name;    /* interned kind and name of the controller owner
                                            reference (controller: true), 0 = none */
     int64_t created_ms;                 /* creationTimestamp, ms since epoch; 0 unknown */
+    int64_t start_ms;                   /* status.startTime (a kubelet started it), ms since
+                                           epoch; 0 unset */
     char *rv;                           /* metadata.resourceVersion, owned, may be NULL */
     struct tg_rq *req;                  /* effective requests, sorted, owned */
     struct tg_label *labels;            /* metadata.labels, sorted by key id, owned; keys

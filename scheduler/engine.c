@@ -478,6 +478,8 @@ int tg_engine_bound_set(struct tg_engine *e, const struct tg_pod *p)
     uint32_t slot = held ? u->slot : NONE;
     int rc = tg_cluster_pod_update(c, p);
     u = tg_cluster_usage(c, p->key);
+    if (u && u->kind == TG_USAGE_BOUND && !u->start_ms)
+        u->start_ms = tg_engine_now(e); /* no startTime (yet): running from now, as seen here */
     if (held && !(u && u->kind != TG_USAGE_NOMINATED))
         room_freed(e, slot); /* finished: its room is free */
     return rc;

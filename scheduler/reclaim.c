@@ -16,7 +16,9 @@
  *     level), the queue furthest above its fair share giving first, and is
  *     refused when it would take any victim queue below its fair share
  *     (tg_fairshare_may_reclaim on its per-queue totals). A pod at or above
- *     system-cluster-critical is never a victim of a gang below that.
+ *     system-cluster-critical is never a victim of a gang below that. With
+ *     preemption.reclaimMinRuntimeSeconds, a gang that has not run that long
+ *     since its last member started is no victim (KAI's reclaimMinRuntime).
  * When reclaim finds no set, preemption by priority is tried as before.
  *
  * Cost: an O(queues) check first (the other queues' excess over their
@@ -39,7 +41,9 @@ struct rctx {
     struct tg_fairshare *fs;
     int rq;                             /* the reclaimer's queue */
     uint32_t dom;                       /* its gang's dominant resource */
-    char why[256];                      /* the last victim refused for its queue's share */
+    int64_t now_ms, min_run_ms;         /* the clock; preemption.reclaimMinRuntimeSeconds */
+    char why[256];                      /* the last victim refused (its queue's share, its
+                                           runtime) */
 };
 
 /* 1 when a is b or one of b's ancestors. */
@@ -68,6 +72,24 @@ static uint32_t held_into(const struct tg_grec *g, struct tg_rq *out, uint32_t n
     return n;
 }
 
+/* 1 when g has run at least the policy's minimum since its last member
+ * started (status.startTime, else when first seen bound); else 0, why says. */
+static int ran_long_enough(struct rctx *c, const struct tg_grec *g)
+{
+    if (c->min_run_ms <= 0)
+        return 1;
+    int64_t last = 0;
+    for (uint32_t i = 0; i < g->nmembers; i++) {
+        int64_t s = g->members[i]->start_ms ? g->members[i]->start_ms : c->now_ms;
+        last = s > last ? s : last;
+    }
+    if (c->now_ms - last >= c->min_run_ms)
+        return 1;
+    snprintf(c->why, sizeof c->why, "gang %s has run %lld s < preemption.reclaimMinRuntimeSeconds %lld",
+             g->key, (long long)((c->now_ms - last) / 1000), (long long)(c->min_run_ms / 1000));
+    return 0;
+}
+
 static int victim(void *ud, const struct tg_grec *g, double *over)
 {
     struct rctx *c = ud;
@@ -75,6 +97,8 @@ static int victim(void *ud, const struct tg_grec *g, double *over)
     if (vq < 0 || tg_fairshare_allocated(c->fs, (uint32_t)vq, c->dom) <=
                       tg_fairshare_share(c->fs, (uint32_t)vq, c->dom) + EPS)
         return 0; /* its queue is not above its share in what the reclaimer needs */
+    if (!ran_long_enough(c, g))
+        return 0;
     struct tg_rq take[TG__MAXREQ];
     uint32_t n = held_into(g, take, 0);
     if (!tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)vq, take, n, c->why, sizeof c->why))
@@ -230,7 +254,7 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
         return 0;
     struct tg_rq req[TG__MAXREQ];
     uint32_t n = tg__tenants_request(e, g, req);
-    struct rctx c = {e, fs, rq, 0, ""};
+    struct rctx c = {e, fs, rq, 0, base->now_ms, e->sched.policy.reclaim_min_runtime_s * 1000, ""};
     double ask;
     char x[48], y[48], z[48];
     if (!below_share(e, (uint32_t)rq, req, n, &c.dom, &ask)) {

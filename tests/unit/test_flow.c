@@ -418,6 +418,77 @@ static void reclaimed_room_stays_with_reclaimer(void **state)
         tg_queue_obj_free(&qo[i]);
 }
 
+/* preemption.reclaimMinRuntimeSeconds (KAI's reclaimMinRuntime): a gang
+ * that has run less than that is no reclaim victim; the wait says so in
+ * numbers. Its runtime counts from status.startTime when the pod has one,
+ * else from when the engine first saw it bound. b1 (started an hour ago) may
+ * be reclaimed at once; b2 (no startTime, seen bound now) only 600 s later. */
+static void reclaim_min_runtime(void **state)
+{
+    (void)state;
+    for (int started = 0; started < 2; started++) {
+        struct world w;
+        world_init(&w, "preemption: {reclaimMinRuntimeSeconds: 600}\n");
+        now_ms = 1767225600000LL + 3600 * 1000; /* 2026-01-01T01:00:00Z */
+        node(&w, "a0", "ra", 8);
+        node(&w, "a1", "ra", 8);
+        const char *qs[] = {"team-a", "team-b"};
+        struct tg_queue_obj *qo[2];
+        for (int i = 0; i < 2; i++) {
+            cJSON *j = parse("{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\","
+                             "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"resources\":"
+                             "{\"nvidia.com/gpu\":{\"quota\":\"8\"}}}}", qs[i]);
+            assert_int_equal(tg_queue_obj_decode(j, NULL, &qo[i]), 0);
+            cJSON_Delete(j);
+        }
+        assert_int_equal(tg_engine_queues_set(&w.e, (const struct tg_queue_obj *const *)qo, 2), 0);
+        queued_podgroup(&w, "b1", 1, 100, "team-b");
+        queued_podgroup(&w, "b2", 1, 100, "team-b");
+        for (int i = 0; i < 2; i++) {
+            cJSON *j = parse("{\"metadata\":{\"name\":\"b%d-0\",\"namespace\":\"ml\",\"labels\":"
+                             "{\"topogang.io/pod-group\":\"b%d\"},\"ownerReferences\":[{\"kind\":"
+                             "\"Job\",\"name\":\"j\",\"controller\":true}]},\"spec\":{\"schedulerName\":"
+                             "\"topogang\",\"nodeName\":\"a%d\",\"containers\":[{\"resources\":"
+                             "{\"requests\":{\"nvidia.com/gpu\":8}}}]},\"status\":{\"phase\":\"%s\""
+                             "%s}}", i + 1, i + 1, i, started ? "Running" : "Pending",
+                             started ? ",\"startTime\":\"2026-01-01T00:00:00Z\"" : "");
+            struct tg_pod *p;
+            assert_int_equal(tg_pod_decode(j, TG_DECODE_SPEC, NULL, &p), 0);
+            cJSON_Delete(j);
+            w.pods[w.npods++] = p;
+            assert_int_equal(tg_engine_bound_set(&w.e, p), 0);
+        }
+        queued_podgroup(&w, "a", 1, 1, "team-a");
+        pending(&w, "a-0", "a", 8);
+        struct tg_decision d;
+        if (started) { /* an hour: past the minimum */
+            int k = next(&w, &d);
+            if (k != TG_D_PREEMPT)
+                fail_msg("kind %d: %s", k, d.reason);
+            assert_true(d.preemption.reclaim);
+            tg_decision_free(&d);
+        } else {
+            assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+            if (!strstr(d.reason, "has run 0 s < preemption.reclaimMinRuntimeSeconds 600"))
+                fail_msg("reason: %s", d.reason);
+            tg_decision_free(&d);
+            now_ms += 599 * 1000;
+            tg_engine_wake(&w.e);
+            assert_int_equal(next(&w, &d), TG_D_UNSCHEDULABLE);
+            assert_non_null(strstr(d.reason, "has run 599 s <"));
+            tg_decision_free(&d);
+            now_ms += 5000; /* past its backoff too */
+            tg_engine_wake(&w.e);
+            assert_int_equal(next(&w, &d), TG_D_PREEMPT);
+            assert_true(d.preemption.reclaim);
+            tg_decision_free(&d);
+        }
+        world_free(&w);
+        for (int i = 0; i < 2; i++)
+            tg_queue_obj_free(&qo[i]);
+    }
+}
+
 /* A big gang of the same priority as the small pods around it starves until
  * its reservation keeps rack rb (where it misses the least) for it: a small
  * pod that would fit best in rb goes to ra meanwhile, and when rb drains the
@@ -666,6 +737,7 @@ int main(void)
         cmocka_unit_test(nomination_holds_room),
         cmocka_unit_test(higher_priority_takes_nominated_room),
         cmocka_unit_test(reclaimed_room_stays_with_reclaimer),
+        cmocka_unit_test(reclaim_min_runtime),
         cmocka_unit_test(reservation_lets_the_head_in),
         cmocka_unit_test(starving_gang_tried_on_time),
         cmocka_unit_test(reserved_gang_not_held_by_backoff),

@@ -35,7 +35,8 @@ static void test_valid(void **state)
                     "gang: {scheduleTimeoutSeconds: 60, bindRetries: 1}\n"
                     "api: {qps: 50, burst: 100, bindConcurrency: 8}\n"
                     "numa: {defaultPolicy: single-numa-node}\n"
-                    "queues: {defaultQueue: research.shared, usageHalfLifeSeconds: 604800}\n";
+                    "queues: {defaultQueue: research.shared, usageHalfLifeSeconds: 604800}\n"
+                    "preemption: {reclaimMinRuntimeSeconds: 900}\n";
     struct tg_policy p;
     struct tg_sb err = {0};
     assert_int_equal(tg_policy_parse(y, strlen(y), "cfg", &p, &err), 0);
@@ -56,6 +57,7 @@ static void test_valid(void **state)
     assert_int_equal(q.api_qps, 50);
     assert_string_equal(q.default_queue, "research.shared");
     assert_int_equal(q.usage_half_life_s, 604800);
+    assert_int_equal(q.reclaim_min_runtime_s, 900);
     tg_sb_free(&dump);
     tg_sb_free(&err);
 }
@@ -141,6 +143,8 @@ static void test_errors(void **state)
     expect_error("queues: {defaultQueue: \"\"}\n", "queues.defaultQueue: \"\" is not a Queue name");
     expect_error("queues: {usageHalfLifeSeconds: -5}\n",
                  "cfg.yaml:1: queues.usageHalfLifeSeconds: must be a whole number from 0 to 31536000");
+    expect_error("preemption: {reclaimMinRuntimeSeconds: 10m}\n",
+                 "cfg.yaml:1: preemption.reclaimMinRuntimeSeconds: must be a whole number from 0 to 31536000");
 }
 
 int main(void)
