@@ -1572,6 +1572,11 @@ struct sgplan {
     struct tg_sgwhy why;                /* why the first gang domain tried failed */
     uint32_t why_dom, *why_lvl;
     uint32_t *placed;                   /* per sub-group: members placed already */
+    uint8_t *opt;                       /* per sub-group: at its minMember already, what it
+                                           has pending are extras: placed as room allows
+                                           (elastic growth), not needed for the rest */
+    uint32_t *sneed;                    /* need, with the optional sub-groups' rows zero: what
+                                           the arrangement must hold */
     uint32_t *fixed[2];                 /* per sub-group: the domain its placed members hold at
                                            its preferred [0] and required [1] level, NONE none
                                            (sg_fixed); NULL: nothing placed */
@@ -1708,8 +1713,10 @@ static int sg_plan(struct pc *x)
     p->lvl = tg_arena_calloc(x->a, n, sizeof *p->lvl);
     p->why_lvl = tg_arena_calloc(x->a, n, sizeof *p->why_lvl);
     p->placed = tg_arena_calloc(x->a, n, sizeof *p->placed);
+    p->opt = tg_arena_calloc(x->a, n, 1);
+    p->sneed = tg_arena_calloc(x->a, (size_t)n * ns, sizeof *p->sneed);
     if (!p->req || !p->pref || !p->need || !p->rest || !p->dom || !p->lvl || !p->why_lvl ||
-        !p->placed)
+        !p->placed || !p->opt || !p->sneed)
         return TG_ENOMEM;
     for (uint32_t s = 0; s < ns; s++)
         for (uint32_t m = 0; m < x->sets[s].nmem; m++) {
@@ -1733,6 +1740,9 @@ static int sg_plan(struct pc *x)
         if (!pend && (g->nbound || pg->max_member > 0))
             continue;
         char name[128];
+        p->opt[k] = g->nbound && p->placed[k] >= min;
+        if (!p->opt[k])
+            memcpy(&p->sneed[(size_t)k * ns], &p->need[(size_t)k * ns], ns * sizeof *p->sneed);
         if (pend + p->placed[k] < min)
             return sg_bad(x, 2, "sub-group %s of PodGroup %s has %u of its minMember %u pods",
                           tg_subgroup_name(pg, k, name, sizeof name), pg->key,
@@ -1756,18 +1766,21 @@ static int sg_order(struct pc *x, const uint32_t *lvl)
     if (!pos || !start || !bylvl || !tmp)
         return TG_ENOMEM;
     for (uint32_t k = 0; k < n; k++) {
-        bylvl[lvl[k]]++;
+        bylvl[lvl[k]] += !p->opt[k];
         maxl = lvl[k] > maxl ? lvl[k] : maxl;
     }
-    /* position of sub-group k: those at deeper levels, then lower index, first */
-    uint32_t at = 0;
+    /* position of sub-group k: those at deeper levels, then lower index,
+     * first; optional ones (extras) after all that must be placed */
+    uint32_t at = 0, nopt = 0;
+    for (uint32_t k = 0; k < n; k++)
+        nopt += p->opt[k];
     for (uint32_t l = maxl + 1; l-- > 0;) {
         uint32_t c = bylvl[l];
         bylvl[l] = at;
         at += c;
     }
-    for (uint32_t k = 0; k < n; k++)
-        pos[k] = bylvl[lvl[k]]++;
+    for (uint32_t k = 0, o = n - nopt; k < n; k++)
+        pos[k] = p->opt[k] ? o++ : bylvl[lvl[k]]++;
     for (uint32_t s = 0; s < x->nsets; s++) {
         struct set *st = &x->sets[s];
         memset(start, 0, (n + 2) * sizeof *start);
@@ -1804,11 +1817,19 @@ static int sg_fill(struct pc *x, uint32_t d, const uint32_t *lvl, int *ok)
             rc = fill(x, st, k < 0 ? d : p->dom[k], want, &placed);
             if (rc)
                 return rc;
+            if (placed < want && k >= 0 && p->opt[k]) {
+                st->next += want - placed; /* extras: as many as room allows */
+                continue;
+            }
             if (placed < want) {
                 rollback(x);
                 return 0;
             }
         }
+    }
+    if (!x->r->nplaced) { /* only extras, and no room for any */
+        rollback(x);
+        return 0;
     }
     *ok = 1;
     memcpy(p->lvl, lvl, p->nsg * sizeof *lvl);
@@ -1980,7 +2001,7 @@ static int sg_try_in(struct pc *x, uint32_t d, uint32_t slot, int *ok)
     int differ = memcmp(p->pref, p->req, p->nsg * sizeof *p->req) != 0;
     for (int pass = differ ? 0 : 1; pass < 2; pass++) {
         const uint32_t *lvl = pass ? p->req : p->pref;
-        struct tg_sgprob prob = {&x->s->cluster.tree, x->nsets, count, p->nsg, lvl, p->need,
+        struct tg_sgprob prob = {&x->s->cluster.tree, x->nsets, count, p->nsg, lvl, p->sneed,
                                  p->rest, 0, p->fixed[pass]};
         struct tg_sgwhy why;
         int found = tg_subgroup_solve(&prob, d, x->a, p->dom, &why);
@@ -1994,7 +2015,11 @@ static int sg_try_in(struct pc *x, uint32_t d, uint32_t slot, int *ok)
                 return rc;
             why.unfilled = 1; /* the counts held it; pod shapes competing for nodes did not */
         }
-        if (pass == 1 && p->why_dom == NONE) {
+        /* the first gang domain's; with members placed, the widest tried
+         * (candidates only hold them, tightest first: it is the answer) */
+        if (pass == 1 && (p->why_dom == NONE ||
+                          (p->fixed[1] && x->s->cluster.tree.dom[d].level <=
+                                              x->s->cluster.tree.dom[p->why_dom].level))) {
             p->why = why;
             p->why_dom = d;
             memcpy(p->why_lvl, lvl, p->nsg * sizeof *lvl);
@@ -2041,7 +2066,16 @@ static void sg_explain(struct pc *x)
     else if (p->why.gave_up)
         tg_sb_printf(&b, "sub-groups: the search for an arrangement in %s %s gave up after %u steps",
                      glname, gpath, TG_SUBGROUP_STEPS);
-    else if (p->why.rest || p->why.sg == NONE)
+    else if (p->why.fixed != NONE && p->why.sg != NONE) {
+        uint32_t k = p->why.sg, fl = t->dom[p->why.fixed].level, n = 0;
+        char fpath[256];
+        for (uint32_t s = 0; s < x->nsets; s++)
+            n += p->need[(size_t)k * x->nsets + s];
+        tg_tree_path(t, p->why.fixed, fpath, sizeof fpath);
+        tg_sb_printf(&b, "sub-group %s: its %s %s (where its members run) has room for %u of its "
+                         "%u pods", tg_subgroup_name(x->g->pg, k, name, sizeof name),
+                     fl ? pol->levels[fl - 1].name : "cluster", fpath, p->why.most, n);
+    } else if (p->why.rest || p->why.sg == NONE)
         tg_sb_printf(&b, "sub-groups: the members in no sub-group do not fit beside the sub-groups "
                          "in %s %s", glname, gpath);
     else {

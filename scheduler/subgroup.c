@@ -347,6 +347,7 @@ static int place_fixed(struct solver *v)
             v->why->placed = 0;
             v->why->ndom = 1;
             v->why->most = 0;
+            v->why->fixed = f;
             if (d != NONE) {
                 uint32_t s0 = 0;
                 for (uint32_t s = 1; s < p->nsets; s++)
@@ -364,7 +365,7 @@ static int place_fixed(struct solver *v)
 int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena *a, uint32_t *dom,
                       struct tg_sgwhy *why)
 {
-    *why = (struct tg_sgwhy){.sg = NONE};
+    *why = (struct tg_sgwhy){.sg = NONE, .fixed = NONE};
     struct tg_arena_mark mk = tg_arena_mark(a);
     struct solver v;
     int rc = solver_init(&v, p, gang, a, dom, why);

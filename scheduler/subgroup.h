@@ -65,6 +65,8 @@ struct tg_sgwhy {
     uint8_t gave_up;                    /* the step bound ran out */
     uint8_t rest;                       /* the members in no sub-group did not fit */
     uint8_t unfilled;                   /* set by the caller: found, but its fill failed */
+    uint32_t fixed;                     /* sg is fixed (tg_sgprob.fixed) to this domain, which
+                                           has room for `most` of its members; UINT32_MAX: not */
 };
 
 /* Whether the domains under gang domain `gang` host every sub-group of p.
