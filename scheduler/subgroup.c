@@ -255,19 +255,74 @@ static int fits_gang(const struct solver *v)
     return 1;
 }
 
-/* Identical sub-groups at one level: how many fit in each domain. Exact. */
-static int solve_alike(struct solver *v)
+/* How many sub-groups like k0 domain d holds by count. */
+static uint32_t alike_fit(const struct solver *v, uint32_t k0, uint32_t d)
 {
-    const struct tg_sgprob *p = v->p;
+    uint32_t fit = UINT32_MAX;
+    for (uint32_t s = 0; s < v->p->nsets; s++) {
+        uint32_t n = need_of(v->p, k0, s);
+        uint32_t room = v->p->count[s][d] - (d == v->gang ? v->used[s][d] : 0);
+        if (n && room / n < fit)
+            fit = room / n;
+    }
+    return fit;
+}
+
+struct alike_ord {
+    const struct solver *v;
+    const uint32_t *agg;                /* per domain: sub-groups its domains at lvl hold */
+    uint32_t top, lvl;                  /* the levels between: top..lvl-1 */
+};
+
+/* Domains at lvl grouped by their ancestors between the gang's level and
+ * lvl, the ancestor holding the most sub-groups first (fewest ancestors
+ * used: fewer boundaries for a ring over the sub-groups); within one, the
+ * tightest first (as make_list). */
+static int alike_cmp(const void *a, const void *b, void *ud)
+{
+    const struct alike_ord *o = ud;
+    const struct tg_tree *t = o->v->p->t;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    for (uint32_t l = o->top; l < o->lvl; l++) {
+        uint32_t ax = tg_tree_ancestor(t, x, l), ay = tg_tree_ancestor(t, y, l);
+        if (ax == ay)
+            continue;
+        if (o->agg[ax] != o->agg[ay])
+            return o->agg[ax] > o->agg[ay] ? -1 : 1;
+        return ax < ay ? -1 : 1;
+    }
+    return list_cmp(a, b, (void *)o->v);
+}
+
+/* v->list[lvl] reordered by alike_cmp (scratch from a); unchanged when no
+ * level lies between the gang's and lvl, or out of memory. */
+static void alike_order(struct solver *v, uint32_t k0, uint32_t lvl, struct tg_arena *a)
+{
+    const struct tg_tree *t = v->p->t;
+    uint32_t top = t->dom[v->gang].level + 1, n = v->nlist[lvl];
+    if (top >= lvl || n < 2)
+        return;
+    uint32_t *agg = tg_arena_calloc(a, t->ndom + 1, sizeof *agg);
+    if (!agg)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d = v->list[lvl][i], f = alike_fit(v, k0, d);
+        for (uint32_t u = t->dom[d].parent; f && t->dom[u].level >= top; u = t->dom[u].parent)
+            agg[u] += f;
+    }
+    struct alike_ord o = {v, agg, top, lvl};
+    qsort_r(v->list[lvl], n, sizeof *v->list[lvl], alike_cmp, &o);
+}
+
+/* Identical sub-groups at one level: how many fit in each domain. Exact
+ * whatever the order the domains are taken in (counts at the levels between
+ * hold what their domains hold), so they are taken grouped (alike_order). */
+static int solve_alike(struct solver *v, struct tg_arena *a)
+{
     uint32_t k0 = v->order[0], lvl = eff_level(v, k0), placed = 0;
+    alike_order(v, k0, lvl, a);
     for (uint32_t i = 0; i < v->nlist[lvl] && placed < v->n; i++) {
-        uint32_t d = v->list[lvl][i], fit = UINT32_MAX;
-        for (uint32_t s = 0; s < p->nsets; s++) {
-            uint32_t n = need_of(p, k0, s);
-            uint32_t room = p->count[s][d] - (d == v->gang ? v->used[s][d] : 0);
-            if (n && room / n < fit)
-                fit = room / n;
-        }
+        uint32_t d = v->list[lvl][i], fit = alike_fit(v, k0, d);
         for (; fit && placed < v->n; fit--) {
             v->dom[v->order[placed++]] = d;
             apply(v, v->order[placed - 1], d, +1);
@@ -380,8 +435,8 @@ int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena 
         rc = fits_gang(&v);
         why->rest = !rc;
         rc = 1;
-    } else if (all_alike(&v)) {
-        rc = solve_alike(&v);
+    } else if (all_alike(&v) && v.n == p->nsg) { /* none fixed: counts alone decide */
+        rc = solve_alike(&v, a);
     } else {
         rc = search(&v, 0);
         if (rc < 0) {

@@ -15,7 +15,8 @@
  *  - sub-groups: alike sub-groups take their domains in topology order,
  *    lowest-ranked first, and ranks inside each in topology order (a ring of
  *    four rack-sized sub-groups over two zones crosses zones once, not
- *    three times); property (seeded): for homogeneous sub-groups
+ *    three times), and dealt out grouped by the levels between (two
+ *    node-sized sub-groups in a zone share a rack); property (seeded): for homogeneous sub-groups
  *    (spec.subGroupSize) the crossings at every level equal the lower bound
  *    for the nodes chosen, every sub-group stays inside one domain of its
  *    level, and the nodes chosen are those of the same gang whose
@@ -559,6 +560,37 @@ static void test_subgroups_in_rank_order(void **st)
     free(y);
 }
 
+/* Alike sub-groups are dealt out grouped by the levels between the gang's
+ * and theirs: a gang held to zone z1 with two node-sized sub-groups, on four
+ * empty nodes of z1 listed rack by rack in turn (n1 ra, n2 rb, n3 ra, n4
+ * rb). Best fit alone, ties by the order seen, takes n1 and n2: two racks.
+ * Grouped, both go to one rack: no rack crossing. */
+static void test_subgroups_share_a_rack(void **st)
+{
+    (void)st;
+    char *y = NULL;
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i + 1);
+        tu_node(&y, name, "z1", i % 2 ? "rb" : "ra", 8, NULL);
+    }
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+               "spec:\n  minMember: 8\n  topology: {required: zone, preferred: zone}\n"
+               "  subGroupSize: 4\n  subGroupTopology: {required: node}\n");
+    int perm[8];
+    for (int i = 0; i < 8; i++)
+        perm[i] = i;
+    sg_ranked(&y, "g", 8, perm, 2, 0);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    const cJSON *rc = cJSON_GetObjectItemCaseSensitive(g, "rankCrossings");
+    assert_int_equal(json_int(rc, "rack"), 0);
+    assert_int_equal(json_int(rc, "node"), 1);
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* Domain of node i at level 1 zone, 2 rack (as bound() numbers them). */
 static int dom_at(const struct mnode *m, int i, int level)
 {
@@ -670,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_indexed_job),
         cmocka_unit_test(test_property),
         cmocka_unit_test(test_subgroups_in_rank_order),
+        cmocka_unit_test(test_subgroups_share_a_rack),
         cmocka_unit_test(test_subgroup_property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
