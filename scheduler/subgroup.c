@@ -271,27 +271,28 @@ static uint32_t alike_fit(const struct solver *v, uint32_t k0, uint32_t d)
 struct alike_ord {
     const struct solver *v;
     const uint32_t *agg;                /* per domain: sub-groups its domains at lvl hold */
-    uint32_t top, lvl;                  /* the levels between: top..lvl-1 */
+    const uint32_t *anc;                /* per entry: its ancestors at the levels between */
+    const uint32_t *dom;                /* per entry: the domain */
+    uint32_t span;                      /* levels between */
 };
 
 /* Domains at lvl grouped by their ancestors between the gang's level and
  * lvl, the ancestor holding the most sub-groups first (fewest ancestors
  * used: fewer boundaries for a ring over the sub-groups); within one, the
  * tightest first (as make_list). */
-static int alike_cmp(const void *a, const void *b, void *ud)
+static int alike_cmp(const void *pa, const void *pb, void *ud)
 {
     const struct alike_ord *o = ud;
-    const struct tg_tree *t = o->v->p->t;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    for (uint32_t l = o->top; l < o->lvl; l++) {
-        uint32_t ax = tg_tree_ancestor(t, x, l), ay = tg_tree_ancestor(t, y, l);
+    uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
+    for (uint32_t j = 0; j < o->span; j++) {
+        uint32_t ax = o->anc[(size_t)x * o->span + j], ay = o->anc[(size_t)y * o->span + j];
         if (ax == ay)
             continue;
         if (o->agg[ax] != o->agg[ay])
             return o->agg[ax] > o->agg[ay] ? -1 : 1;
         return ax < ay ? -1 : 1;
     }
-    return list_cmp(a, b, (void *)o->v);
+    return list_cmp(&o->dom[x], &o->dom[y], (void *)o->v);
 }
 
 /* v->list[lvl] reordered by alike_cmp (scratch from a); unchanged when no
@@ -299,19 +300,28 @@ static int alike_cmp(const void *a, const void *b, void *ud)
 static void alike_order(struct solver *v, uint32_t k0, uint32_t lvl, struct tg_arena *a)
 {
     const struct tg_tree *t = v->p->t;
-    uint32_t top = t->dom[v->gang].level + 1, n = v->nlist[lvl];
+    uint32_t top = t->dom[v->gang].level + 1, n = v->nlist[lvl], span = lvl - top;
     if (top >= lvl || n < 2)
         return;
     uint32_t *agg = tg_arena_calloc(a, t->ndom + 1, sizeof *agg);
-    if (!agg)
+    uint32_t *anc = tg_arena_alloc(a, (size_t)n * span * sizeof *anc);
+    uint32_t *idx = tg_arena_alloc(a, n * sizeof *idx), *dom = v->list[lvl];
+    uint32_t *out = tg_arena_alloc(a, n * sizeof *out);
+    if (!agg || !anc || !idx || !out)
         return;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t d = v->list[lvl][i], f = alike_fit(v, k0, d);
-        for (uint32_t u = t->dom[d].parent; f && t->dom[u].level >= top; u = t->dom[u].parent)
+        uint32_t f = alike_fit(v, k0, dom[i]);
+        idx[i] = i;
+        for (uint32_t u = t->dom[dom[i]].parent; t->dom[u].level >= top; u = t->dom[u].parent) {
+            anc[(size_t)i * span + (t->dom[u].level - top)] = u;
             agg[u] += f;
+        }
     }
-    struct alike_ord o = {v, agg, top, lvl};
-    qsort_r(v->list[lvl], n, sizeof *v->list[lvl], alike_cmp, &o);
+    struct alike_ord o = {v, agg, anc, dom, span};
+    qsort_r(idx, n, sizeof *idx, alike_cmp, &o);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = dom[idx[i]];
+    memcpy(dom, out, n * sizeof *out);
 }
 
 /* Identical sub-groups at one level: how many fit in each domain. Exact
