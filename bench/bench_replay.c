@@ -1,7 +1,7 @@
 /* Replay benchmark: `simulate --replay` on a synthetic trace, medians.
  *
  *   bench_replay [--nodes N] [--gangs G] [--load L] [--queues Q] [--runs R]
- *                [--write-yaml FILE]
+ *                [--ranks] [--sub-size N] [--write-yaml FILE]
  *
  * Cluster: N nodes (default 1,000) of 8 GPUs in 2 zones / 5 blocks per zone
  * / racks of 10 nodes / NVLink domains of 5 nodes / node. Trace: G gangs
@@ -16,6 +16,12 @@
  * q0..q<Q-1>) whose nvidia.com/gpu quotas are equal and add up to the
  * cluster's GPUs, and puts gang g in queue q<g mod Q> (label
  * topogang.io/queue on its pods).
+ *
+ * --ranks gives every gang's members topogang.io/rank (in reverse of their
+ * order), --sub-size N (ranks implied) also slices each gang of a multiple
+ * of N pods into sub-groups of N, each required in one NVLink domain: what
+ * rank order and sub-groups cost in wait and gain in crossings (the
+ * summary's "rank order" line, scheduler/rank.h).
  *
  * Each run reads the YAML text (generated in memory once) into a fresh
  * model and replays it to the end; prints the median and range of the load,
@@ -87,6 +93,10 @@ static const char *prio_of(uint32_t g)
 }
 
 static uint32_t nqueues;
+static int ranked;                      /* --ranks: gang members carry topogang.io/rank */
+static uint32_t sub_size;               /* --sub-size N: gangs of a multiple of N pods get
+                                           subGroupSize N, each sub-group required in one
+                                           NVLink domain */
 
 static void gang_yaml(struct tg_sb *b, uint32_t g, uint32_t size, double t)
 {
@@ -98,18 +108,25 @@ static void gang_yaml(struct tg_sb *b, uint32_t g, uint32_t size, double t)
     const char *prio = prio_of(g);
     uint32_t run = runs[rnd(8)], gpus = size > 1 ? 8 : 1 + rnd(4);
     stamp(t, ts, sizeof ts);
+    char subs[96] = "";
+    if (sub_size && size % sub_size == 0)
+        snprintf(subs, sizeof subs, ", subGroupSize: %u, subGroupTopology: {required: nvlink-domain}",
+                 sub_size);
     if (size > 1)
         tg_sb_printf(b, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
                         "metadata: {name: g%05u, namespace: ml, creationTimestamp: \"%s\"}\n"
                         "spec: {minMember: %u, priorityClassName: %s, scheduleTimeoutSeconds: 3600, "
-                        "topology: {required: %s, preferred: nvlink-domain}}\n",
-                     g, ts, size, prio, size > 10 ? "block" : "rack");
+                        "topology: {required: %s, preferred: nvlink-domain}%s}\n",
+                     g, ts, size, prio, size > 10 ? "block" : "rack", subs);
     for (uint32_t i = 0; i < size; i++) {
         tg_sb_printf(b, "---\nkind: Pod\nmetadata:\n  name: g%05u-%u\n  namespace: ml\n"
                         "  creationTimestamp: \"%s\"\n", g, i, ts);
+        char rank[48] = "";
+        if (ranked || sub_size) /* in reverse of the pods' order: the layout has work to do */
+            snprintf(rank, sizeof rank, ", topogang.io/rank: \"%u\"", size - 1 - i);
         if (size > 1)
-            tg_sb_printf(b, "  labels: {topogang.io/pod-group: g%05u%s%s}\n", g,
-                         nqueues ? ", " : "", qlabel);
+            tg_sb_printf(b, "  labels: {topogang.io/pod-group: g%05u%s%s%s}\n", g,
+                         nqueues ? ", " : "", qlabel, rank);
         else if (nqueues)
             tg_sb_printf(b, "  labels: {%s}\n", qlabel);
         tg_sb_printf(b, "  annotations: {simulate.topogang.io/duration: \"%u\"}\n"
@@ -190,6 +207,14 @@ static int one(const char *yaml, size_t n, const struct tg_policy *pol, struct r
                (unsigned long long)s->attempts, (unsigned long long)s->events, s->preemptions,
                s->victim_pods, s->reservations, s->timed_out, s->wait_p50, s->wait_p90,
                s->wait_p99);
+        if (s->rank.pairs) {
+            const char *names[TG_MAX_LEVELS + 1];
+            uint32_t counts[TG_MAX_LEVELS + 1], nl = tg_rank_by_level(pol, &s->rank, names, counts);
+            printf("rank order: %u consecutive-rank pairs; crossing", s->rank.pairs);
+            for (uint32_t l = 0; l < nl; l++)
+                printf("%s %s %u", l ? "," : "", names[l], counts[l]);
+            printf("\n");
+        }
     }
     *out = (struct run){t1 - t0, t2 - t1, t2 - t0, cpu_ms() - c0};
     tg_replay_free(&r);
@@ -219,13 +244,17 @@ int main(int argc, char **argv)
             load = atof(argv[++i]);
         else if (!strcmp(argv[i], "--queues") && i + 1 < argc)
             nqueues = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ranks"))
+            ranked = 1;
+        else if (!strcmp(argv[i], "--sub-size") && i + 1 < argc)
+            sub_size = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--write-yaml") && i + 1 < argc)
             write = argv[++i];
         else {
             fprintf(stderr, "usage: bench_replay [--nodes N] [--gangs G] [--load L] [--queues Q] "
-                            "[--runs R] [--write-yaml FILE]\n");
+                            "[--runs R] [--ranks] [--sub-size N] [--write-yaml FILE]\n");
             return 2;
         }
     }

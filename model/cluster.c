@@ -324,6 +324,7 @@ static int usage_meta(struct tg_cluster *c, struct tg_usage *u, const struct tg_
     u->sched = p->sched;
     u->derived = p->derived;
     u->queue = p->queue;
+    u->rank = p->rank;
     u->prio_class = p->prio_class;
     u->owner_kind = p->owner_kind;
     u->owner_name = p->owner_name;

@@ -66,6 +66,8 @@ struct tg_usage {
     uint32_t sched;                     /* interned spec.schedulerName */
     uint32_t derived;                   /* the gang its owner forms (tg_pod.derived), 0 none */
     uint32_t queue;                     /* the queue the pod names (tg_pod.queue), 0 none */
+    uint64_t rank;                      /* the pod's rank key (tg_pod.rank), 0 none: a placed
+                                           member's sub-group under spec.subGroupSize */
     struct tg_rq req[];
 };
 

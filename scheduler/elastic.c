@@ -2,6 +2,7 @@
  * first; see elastic.h. No config key: a PodGroup's spec.maxMember (or the
  * workload's elastic policy) drives it. */
 #include "scheduler/elastic.h"
+#include "scheduler/subgroup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,75 @@ static int rank_first(const void *pa, const void *pb)
     return strcmp(a->key, b->key);
 }
 
+/* Sub-group of pending pod p, -1 none (or not one to count). */
+static int64_t sub_of_pod(const struct tg_podgroup *pg, const struct tg_pod *p)
+{
+    char why[8];
+    int64_t k = tg_subgroup_of(pg, p, why, sizeof why);
+    return k >= 0 && k < TG_MAX_SUBGROUPS ? k : -1;
+}
+
+/* The cap for a gang with sub-groups: v->pods (rank order) reordered so
+ * that the first `room` keep every sub-group they start whole. First the
+ * sub-groups below their minMember, by lowest pending rank, each taking the
+ * members it lacks when room holds them all (else none: it waits whole);
+ * then the lowest ranks left of the sub-groups that are whole and of no
+ * sub-group. Returns how many are kept, or UINT32_MAX when out of memory
+ * (the plain cap applies). */
+static uint32_t cap_subgroups(const struct tg_grec *g, struct tg_gang *v, uint32_t room)
+{
+    const struct tg_podgroup *pg = g->pg;
+    uint32_t nsg = pg->sub_size > 0 ? TG_MAX_SUBGROUPS : pg->nsubs, kept = 0;
+    uint32_t *have = calloc(nsg + 1, sizeof *have), *pend = calloc(nsg + 1, sizeof *pend);
+    uint8_t *state = calloc(nsg + 1, 1); /* 0 unseen, 1 whole, 2 left out */
+    int64_t *of = malloc((v->npods + 1) * sizeof *of);
+    struct tg_pod **out = malloc((v->npods + 1) * sizeof *out);
+    uint8_t *take = calloc(v->npods + 1, 1);
+    if (!have || !pend || !state || !of || !out || !take) {
+        kept = UINT32_MAX;
+        goto done;
+    }
+    for (uint32_t i = 0; i < g->nmembers; i++) {
+        int64_t k = tg_subgroup_of_usage(pg, g->members[i]);
+        if (k >= 0 && k < nsg)
+            have[k]++;
+    }
+    for (uint32_t i = 0; i < v->npods; i++)
+        if ((of[i] = sub_of_pod(pg, v->pods[i])) >= nsg)
+            of[i] = -1;
+    for (uint32_t i = 0; i < v->npods; i++)
+        pend[of[i] < 0 ? nsg : of[i]]++;
+    /* have[k] becomes what sub-group k lacks; in order of its lowest rank */
+    for (uint32_t i = 0; i < v->npods; i++) {
+        int64_t k = of[i];
+        if (k < 0 || state[k])
+            continue;
+        uint32_t min = tg_subgroup_min(pg, (uint32_t)k);
+        have[k] = have[k] < min ? min - have[k] : 0;
+        state[k] = have[k] && (have[k] > pend[k] || have[k] > room - kept) ? 2 : 1;
+        kept += state[k] == 1 ? have[k] : 0;
+    }
+    for (uint32_t i = 0; i < v->npods; i++)
+        if (of[i] >= 0 && state[of[i]] == 1 && have[of[i]]) {
+            take[i] = 1;
+            have[of[i]]--;
+        }
+    for (uint32_t i = 0; i < v->npods && kept < room; i++)
+        if (!take[i] && (of[i] < 0 || state[of[i]] == 1)) {
+            take[i] = 1;
+            kept++;
+        }
+    uint32_t n = 0;
+    for (int pass = 1; pass >= 0; pass--)
+        for (uint32_t i = 0; i < v->npods; i++)
+            if (take[i] == pass)
+                out[n++] = v->pods[i];
+    memcpy(v->pods, out, v->npods * sizeof *out);
+done:
+    free(have), free(pend), free(state), free(of), free(out), free(take);
+    return kept;
+}
+
 uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v)
 {
     uint32_t max = tg_elastic_max(g);
@@ -36,8 +106,10 @@ uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v)
     if (v->npods <= room)
         return 0;
     qsort(v->pods, v->npods, sizeof *v->pods, rank_first);
-    uint32_t left = v->npods - room;
-    v->npods = room;
+    uint32_t keep = tg_podgroup_has_subs(g->pg) ? cap_subgroups(g, v, room) : UINT32_MAX;
+    keep = keep < room ? keep : room;
+    uint32_t left = v->npods - keep;
+    v->npods = keep;
     return left;
 }
 

@@ -32,8 +32,11 @@ uint32_t tg_elastic_max(const struct tg_grec *g);
 int tg_elastic_growing(const struct tg_grec *g);
 /* Cuts the placement view v of g to the desired size (v->npods at most
  * desired - placed), keeping the lowest ranks (model/workload.h), unranked
- * members after them, ties by name; v->pods is reordered then. Returns how
- * many pending members it left out. */
+ * members after them, ties by name; v->pods is reordered then. With
+ * sub-groups, a sub-group is never started below its own minMember: those
+ * lacking members take what they lack first (lowest-ranked sub-group
+ * first) or wait whole, then the lowest ranks of whole sub-groups fill the
+ * rest. Returns how many pending members it left out. */
 uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v);
 /* The reason of a growing gang that did not grow now, into buf:
  * "elastic: 6 placed (minMember 4, desired 8); 2 wait for room: <why>", or

@@ -1571,6 +1571,15 @@ struct sgplan {
     uint32_t *dom, *lvl;                /* per sub-group: where it went, at which level */
     struct tg_sgwhy why;                /* why the first gang domain tried failed */
     uint32_t why_dom, *why_lvl;
+    uint32_t *placed;                   /* per sub-group: members placed already */
+    uint8_t *opt;                       /* per sub-group: at its minMember already, what it
+                                           has pending are extras: placed as room allows
+                                           (elastic growth), not needed for the rest */
+    uint32_t *sneed;                    /* need, with the optional sub-groups' rows zero: what
+                                           the arrangement must hold */
+    uint32_t *fixed[2];                 /* per sub-group: the domain its placed members hold at
+                                           its preferred [0] and required [1] level, NONE none
+                                           (sg_fixed); NULL: nothing placed */
 };
 
 static int sg_bad(struct pc *x, int bad, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1626,6 +1635,46 @@ static int sg_levels(struct pc *x)
     return 0;
 }
 
+/* A gang with members placed (a running gang's replacements, an elastic
+ * gang's growth): each sub-group holding placed members takes the rest of
+ * its members in the domain of its required level they hold (loss.h's rule,
+ * per sub-group); the others are searched as usual. */
+static int sg_fixed(struct pc *x)
+{
+    const struct tg_gang *g = x->g;
+    struct sgplan *p = x->sg;
+    const struct tg_tree *t = &x->s->cluster.tree;
+    if (!g->members || !g->nbound)
+        return 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (!(p->fixed[pass] = tg_arena_alloc(x->a, (p->nsg + 1) * sizeof **p->fixed)))
+            return TG_ENOMEM;
+        memset(p->fixed[pass], 0xff, (p->nsg + 1) * sizeof **p->fixed);
+    }
+    /* the tightest domain at a level holding all its placed members: at the
+     * preferred level they may be apart (placed at the required one) */
+    for (uint32_t i = 0; i < g->nbound; i++) {
+        const struct tg_usage *u = g->members[i];
+        int64_t k = tg_subgroup_of_usage(g->pg, u);
+        if (k < 0 || k >= (int64_t)p->nsg || u->slot >= t->nslots || t->leaf[u->slot] == NONE)
+            continue;
+        for (int pass = 0; pass < 2; pass++) {
+            uint32_t *f = &p->fixed[pass][k];
+            uint32_t d = tg_tree_ancestor(t, t->leaf[u->slot], pass ? p->req[k] : p->pref[k]);
+            if (*f != NONE) { /* apart at that level: their common domain */
+                while (t->dom[d].level > t->dom[*f].level)
+                    d = t->dom[d].parent;
+                while (*f != d) {
+                    *f = t->dom[*f].parent;
+                    d = t->dom[d].parent;
+                }
+            }
+            *f = d;
+        }
+    }
+    return 0;
+}
+
 static int sg_plan(struct pc *x)
 {
     const struct tg_gang *g = x->g;
@@ -1649,10 +1698,12 @@ static int sg_plan(struct pc *x)
         p->of[i] = (int32_t)k;
         most = k > most ? k : most;
     }
-    if (g->nbound)
-        return sg_bad(x, 2, "PodGroup %s has sub-groups and %u members bound already: placing the "
-                      "rest beside their sub-groups is not supported yet", pg->key, g->nbound);
     p->nsg = pg->sub_size > 0 ? (uint32_t)(most + 1) : pg->nsubs;
+    for (uint32_t i = 0; g->members && i < g->nbound; i++) {
+        int64_t k = tg_subgroup_of_usage(pg, g->members[i]);
+        if (pg->sub_size > 0 && k >= (int64_t)p->nsg)
+            p->nsg = (uint32_t)k + 1;
+    }
     uint32_t n = p->nsg + 1, ns = x->nsets;
     p->req = tg_arena_calloc(x->a, n, sizeof *p->req);
     p->pref = tg_arena_calloc(x->a, n, sizeof *p->pref);
@@ -1661,7 +1712,11 @@ static int sg_plan(struct pc *x)
     p->dom = tg_arena_calloc(x->a, n, sizeof *p->dom);
     p->lvl = tg_arena_calloc(x->a, n, sizeof *p->lvl);
     p->why_lvl = tg_arena_calloc(x->a, n, sizeof *p->why_lvl);
-    if (!p->req || !p->pref || !p->need || !p->rest || !p->dom || !p->lvl || !p->why_lvl)
+    p->placed = tg_arena_calloc(x->a, n, sizeof *p->placed);
+    p->opt = tg_arena_calloc(x->a, n, 1);
+    p->sneed = tg_arena_calloc(x->a, (size_t)n * ns, sizeof *p->sneed);
+    if (!p->req || !p->pref || !p->need || !p->rest || !p->dom || !p->lvl || !p->why_lvl ||
+        !p->placed || !p->opt || !p->sneed)
         return TG_ENOMEM;
     for (uint32_t s = 0; s < ns; s++)
         for (uint32_t m = 0; m < x->sets[s].nmem; m++) {
@@ -1671,17 +1726,30 @@ static int sg_plan(struct pc *x)
             else
                 p->need[(size_t)k * ns + s]++;
         }
-    for (uint32_t k = 0; k < p->nsg; k++) {
-        uint32_t have = 0;
-        for (uint32_t s = 0; s < ns; s++)
-            have += p->need[(size_t)k * ns + s];
-        int32_t min = pg->sub_size > 0 ? pg->sub_size : pg->subs[k].min_member;
-        char name[128];
-        if (have < (uint32_t)min)
-            return sg_bad(x, 2, "sub-group %s of PodGroup %s has %u of its minMember %d pods",
-                          tg_subgroup_name(pg, k, name, sizeof name), pg->key, have, min);
+    for (uint32_t i = 0; g->members && i < g->nbound; i++) {
+        int64_t k = tg_subgroup_of_usage(pg, g->members[i]);
+        if (k >= 0 && k < (int64_t)p->nsg)
+            p->placed[k]++;
     }
-    return sg_levels(x);
+    for (uint32_t k = 0; k < p->nsg; k++) {
+        uint32_t pend = 0, min = tg_subgroup_min(pg, k);
+        for (uint32_t s = 0; s < ns; s++)
+            pend += p->need[(size_t)k * ns + s];
+        /* a sub-group with nothing to place waits for nothing once the gang
+         * runs or is elastic (its members beyond maxMember wait whole) */
+        if (!pend && (g->nbound || pg->max_member > 0))
+            continue;
+        char name[128];
+        p->opt[k] = g->nbound && p->placed[k] >= min;
+        if (!p->opt[k])
+            memcpy(&p->sneed[(size_t)k * ns], &p->need[(size_t)k * ns], ns * sizeof *p->sneed);
+        if (pend + p->placed[k] < min)
+            return sg_bad(x, 2, "sub-group %s of PodGroup %s has %u of its minMember %u pods",
+                          tg_subgroup_name(pg, k, name, sizeof name), pg->key,
+                          pend + p->placed[k], min);
+    }
+    int rc = sg_levels(x);
+    return rc || p->bad ? rc : sg_fixed(x);
 }
 
 /* Members of each set in the order sub-groups are filled: deepest level
@@ -1698,18 +1766,21 @@ static int sg_order(struct pc *x, const uint32_t *lvl)
     if (!pos || !start || !bylvl || !tmp)
         return TG_ENOMEM;
     for (uint32_t k = 0; k < n; k++) {
-        bylvl[lvl[k]]++;
+        bylvl[lvl[k]] += !p->opt[k];
         maxl = lvl[k] > maxl ? lvl[k] : maxl;
     }
-    /* position of sub-group k: those at deeper levels, then lower index, first */
-    uint32_t at = 0;
+    /* position of sub-group k: those at deeper levels, then lower index,
+     * first; optional ones (extras) after all that must be placed */
+    uint32_t at = 0, nopt = 0;
+    for (uint32_t k = 0; k < n; k++)
+        nopt += p->opt[k];
     for (uint32_t l = maxl + 1; l-- > 0;) {
         uint32_t c = bylvl[l];
         bylvl[l] = at;
         at += c;
     }
-    for (uint32_t k = 0; k < n; k++)
-        pos[k] = bylvl[lvl[k]]++;
+    for (uint32_t k = 0, o = n - nopt; k < n; k++)
+        pos[k] = p->opt[k] ? o++ : bylvl[lvl[k]]++;
     for (uint32_t s = 0; s < x->nsets; s++) {
         struct set *st = &x->sets[s];
         memset(start, 0, (n + 2) * sizeof *start);
@@ -1746,14 +1817,173 @@ static int sg_fill(struct pc *x, uint32_t d, const uint32_t *lvl, int *ok)
             rc = fill(x, st, k < 0 ? d : p->dom[k], want, &placed);
             if (rc)
                 return rc;
+            if (placed < want && k >= 0 && p->opt[k]) {
+                st->next += want - placed; /* extras: as many as room allows */
+                continue;
+            }
             if (placed < want) {
                 rollback(x);
                 return 0;
             }
         }
     }
+    if (!x->r->nplaced) { /* only extras, and no room for any */
+        rollback(x);
+        return 0;
+    }
     *ok = 1;
     memcpy(p->lvl, lvl, p->nsg * sizeof *lvl);
+    return 0;
+}
+
+/* ---- rank order across sub-groups (scheduler/rank.h) ----------------------
+ * Sub-groups alike (the same members per pod set, the same level) are
+ * interchangeable in an arrangement: their domains are dealt out in topology
+ * order, lowest-ranked sub-group first (sg_rank_domains, before the fill);
+ * then each pod set's members of alike sub-groups take those sub-groups'
+ * slots in topology order, sub-group by sub-group, rank by rank within one
+ * (sg_rank_layout, after it): each sub-group's run of slots stays inside its
+ * own domain, and for a gang whose sub-groups hold consecutive ranks
+ * (spec.subGroupSize, a JobSet's jobs) the whole gang is laid out as rank
+ * order lays out a gang without sub-groups. Members in no sub-group are laid
+ * out among themselves. Neither step changes what is placed where by count:
+ * feasibility is the arrangement's. */
+struct sgrank {
+    const struct sgplan *p;
+    const uint32_t *lvl;
+    uint32_t nsets;
+    const uint64_t *lo;                 /* per sub-group: its lowest rank key, UINT64_MAX none */
+};
+
+static int sg_alike_cmp(const struct sgrank *r, uint32_t a, uint32_t b)
+{
+    if (r->lvl[a] != r->lvl[b])
+        return r->lvl[a] < r->lvl[b] ? -1 : 1;
+    for (uint32_t s = 0; s < r->nsets; s++) {
+        uint32_t na = r->p->need[(size_t)a * r->nsets + s], nb = r->p->need[(size_t)b * r->nsets + s];
+        if (na != nb)
+            return na < nb ? -1 : 1;
+    }
+    return 0;
+}
+
+static int sg_rank_cmp(const void *pa, const void *pb, void *ud)
+{
+    const struct sgrank *r = ud;
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    int c = sg_alike_cmp(r, a, b);
+    if (c)
+        return c;
+    if (r->lo[a] != r->lo[b])
+        return r->lo[a] < r->lo[b] ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+static int dom_topo_cmp(const void *pa, const void *pb, void *t)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    int c = tg_rank_domain_cmp(t, a, b);
+    return c ? c : (a > b) - (a < b);
+}
+
+/* The sub-groups in rank order within runs of alike ones into *order
+ * (p->nsg of them), NULL when no member has a rank. */
+static int sg_rank_order(struct pc *x, const uint32_t *lvl, uint32_t **order)
+{
+    struct sgplan *p = x->sg;
+    *order = NULL;
+    uint64_t *lo = tg_arena_alloc(x->a, (p->nsg + 1) * sizeof *lo);
+    uint32_t *ord = tg_arena_alloc(x->a, (p->nsg + 1) * sizeof *ord);
+    if (!lo || !ord)
+        return TG_ENOMEM;
+    memset(lo, 0xff, (p->nsg + 1) * sizeof *lo);
+    int any = 0;
+    for (uint32_t i = 0; i < x->g->npods; i++) {
+        uint64_t r = x->g->pods[i]->rank;
+        if (p->of[i] >= 0 && r && r - 1 < lo[p->of[i]])
+            lo[p->of[i]] = r - 1;
+        any |= r != 0;
+    }
+    if (!any)
+        return 0;
+    for (uint32_t k = 0; k < p->nsg; k++)
+        ord[k] = k;
+    struct sgrank r = {p, lvl, x->nsets, lo};
+    qsort_r(ord, p->nsg, sizeof *ord, sg_rank_cmp, &r);
+    *order = ord;
+    return 0;
+}
+
+/* Before the fill: alike sub-groups' domains dealt out in topology order,
+ * lowest-ranked sub-group first. */
+static int sg_rank_domains(struct pc *x, const uint32_t *lvl)
+{
+    struct sgplan *p = x->sg;
+    const struct tg_tree *t = &x->s->cluster.tree;
+    uint32_t *ord, *doms = tg_arena_alloc(x->a, (p->nsg + 1) * sizeof *doms);
+    if (p->fixed[0])
+        return 0; /* members placed: each sub-group stays where they are */
+    int rc = sg_rank_order(x, lvl, &ord);
+    if (rc || !ord)
+        return rc;
+    if (!doms)
+        return TG_ENOMEM;
+    struct sgrank r = {p, lvl, x->nsets, NULL};
+    for (uint32_t i = 0, j; i < p->nsg; i = j) {
+        for (j = i + 1; j < p->nsg && !sg_alike_cmp(&r, ord[i], ord[j]); j++)
+            ;
+        for (uint32_t k = i; k < j; k++)
+            doms[k - i] = p->dom[ord[k]];
+        qsort_r(doms, j - i, sizeof *doms, dom_topo_cmp, (void *)t);
+        for (uint32_t k = i; k < j; k++)
+            p->dom[ord[k]] = doms[k - i];
+    }
+    return 0;
+}
+
+/* After the fill: each set's members of alike sub-groups onto their slots
+ * in topology order, sub-group by sub-group in rank order; members in no
+ * sub-group among themselves. st->mem holds each sub-group's members
+ * together, in rank order (sg_order keeps make_sets' order). */
+static int sg_rank_layout(struct pc *x)
+{
+    struct sgplan *p = x->sg;
+    uint32_t *ord, n = p->nsg;
+    int rc = sg_rank_order(x, p->lvl, &ord);
+    if (rc || !ord)
+        return rc;
+    uint32_t *at = tg_arena_alloc(x->a, (n + 1) * sizeof *at);
+    uint32_t *cnt = tg_arena_alloc(x->a, (n + 1) * sizeof *cnt);
+    uint32_t *who = tg_arena_alloc(x->a, (x->g->npods + 1) * sizeof *who);
+    if (!at || !cnt || !who)
+        return TG_ENOMEM;
+    struct sgrank r = {p, p->lvl, x->nsets, NULL};
+    for (uint32_t s = 0; s < x->nsets; s++) {
+        const struct set *st = &x->sets[s];
+        uint32_t nrest = 0;
+        memset(cnt, 0, (n + 1) * sizeof *cnt);
+        for (uint32_t i = 0; i < st->nmem; i++) {
+            int32_t k = p->of[st->mem[i]];
+            if (k < 0) {
+                who[nrest++] = st->mem[i];
+                continue;
+            }
+            if (!cnt[k]++)
+                at[k] = i;
+        }
+        if ((rc = tg_rank_layout(&x->s->cluster, x->g->pods, who, nrest, x->r->slot, x->a)))
+            return rc;
+        for (uint32_t i = 0, j; i < n; i = j) {
+            uint32_t m = 0;
+            for (j = i; j < n && (j == i || (!p->fixed[0] && !sg_alike_cmp(&r, ord[i], ord[j])));
+                 j++)
+                for (uint32_t q = 0; q < cnt[ord[j]]; q++)
+                    who[m++] = st->mem[at[ord[j]] + q];
+            rc = tg_rank_layout_as(&x->s->cluster, x->g->pods, who, m, x->r->slot, x->a);
+            if (rc)
+                return rc;
+        }
+    }
     return 0;
 }
 
@@ -1771,19 +2001,25 @@ static int sg_try_in(struct pc *x, uint32_t d, uint32_t slot, int *ok)
     int differ = memcmp(p->pref, p->req, p->nsg * sizeof *p->req) != 0;
     for (int pass = differ ? 0 : 1; pass < 2; pass++) {
         const uint32_t *lvl = pass ? p->req : p->pref;
-        struct tg_sgprob prob = {&x->s->cluster.tree, x->nsets, count, p->nsg, lvl, p->need,
-                                 p->rest, 0};
+        struct tg_sgprob prob = {&x->s->cluster.tree, x->nsets, count, p->nsg, lvl, p->sneed,
+                                 p->rest, 0, p->fixed[pass]};
         struct tg_sgwhy why;
         int found = tg_subgroup_solve(&prob, d, x->a, p->dom, &why);
         if (found < 0)
             return found;
         if (found) {
-            int rc = sg_fill(x, d, lvl, ok);
+            int rc = sg_rank_domains(x, lvl);
+            if (!rc)
+                rc = sg_fill(x, d, lvl, ok);
             if (rc || *ok)
                 return rc;
             why.unfilled = 1; /* the counts held it; pod shapes competing for nodes did not */
         }
-        if (pass == 1 && p->why_dom == NONE) {
+        /* the first gang domain's; with members placed, the widest tried
+         * (candidates only hold them, tightest first: it is the answer) */
+        if (pass == 1 && (p->why_dom == NONE ||
+                          (p->fixed[1] && x->s->cluster.tree.dom[d].level <=
+                                              x->s->cluster.tree.dom[p->why_dom].level))) {
             p->why = why;
             p->why_dom = d;
             memcpy(p->why_lvl, lvl, p->nsg * sizeof *lvl);
@@ -1830,7 +2066,16 @@ static void sg_explain(struct pc *x)
     else if (p->why.gave_up)
         tg_sb_printf(&b, "sub-groups: the search for an arrangement in %s %s gave up after %u steps",
                      glname, gpath, TG_SUBGROUP_STEPS);
-    else if (p->why.rest || p->why.sg == NONE)
+    else if (p->why.fixed != NONE && p->why.sg != NONE) {
+        uint32_t k = p->why.sg, fl = t->dom[p->why.fixed].level, n = 0;
+        char fpath[256];
+        for (uint32_t s = 0; s < x->nsets; s++)
+            n += p->need[(size_t)k * x->nsets + s];
+        tg_tree_path(t, p->why.fixed, fpath, sizeof fpath);
+        tg_sb_printf(&b, "sub-group %s: its %s %s (where its members run) has room for %u of its "
+                         "%u pods", tg_subgroup_name(x->g->pg, k, name, sizeof name),
+                     fl ? pol->levels[fl - 1].name : "cluster", fpath, p->why.most, n);
+    } else if (p->why.rest || p->why.sg == NONE)
         tg_sb_printf(&b, "sub-groups: the members in no sub-group do not fit beside the sub-groups "
                          "in %s %s", glname, gpath);
     else {
@@ -1906,7 +2151,7 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
             rc = try_in(&x, slot == NONE ? cands[i].d : t->leaf[slot], slot, must, &ok);
             if (rc)
                 goto fail;
-            if (ok && !x.sg && (rc = rank_sets(&x)))
+            if (ok && (rc = x.sg ? sg_rank_layout(&x) : rank_sets(&x)))
                 goto fail;
             if (ok) {
                 r->status = TG_GANG_SCHEDULED;

@@ -20,6 +20,7 @@
  * 4. The cheapest (domain, set) wins. */
 #include "scheduler/preempt.h"
 #include "scheduler/elastic.h"
+#include "scheduler/subgroup.h"
 #include "model/quantity.h"
 #include "util/arena.h"
 #include "util/err.h"
@@ -35,6 +36,12 @@
 enum { MAX_DOMAINS = 32, EXACT_MAX_UNITS = 12, EXACT_BUDGET = 1000, EXACT_DOMAINS = 2,
        MAX_SKIPS = 3 };
 
+/* One sub-group of an elastic gang whose members are units (split_members). */
+struct subtally {
+    uint32_t spare;                     /* members above the sub-group's own minMember */
+    uint32_t n;                         /* scratch: its members in the set being weighed */
+};
+
 struct unit {
     uint64_t id;                        /* the gang or pod pointer: the map key */
     struct tg_grec *gang;
@@ -48,6 +55,9 @@ struct unit {
     struct unit *whole;                 /* extra: its gang as one unit (never a candidate),
                                            what a set evicting more than spare of them costs */
     uint32_t spare;                     /* extra: members its gang may lose one by one */
+    struct subtally *sub;               /* extra: its sub-group (subgroup.h), NULL none */
+    uint32_t subspare;                  /* extra: members its sub-group may lose (above the
+                                           sub-group's own minMember), UINT32_MAX: no sub-group */
     int32_t prio;
     int64_t ext, age_s;
     double over;                        /* reclaim: its queue above its share (evicted first) */
@@ -159,13 +169,34 @@ static int add_unit(struct plan *x, struct unit *un)
 static int split_members(struct plan *x, struct unit *whole)
 {
     struct tg_grec *g = whole->gang;
+    int32_t *sub = NULL;
+    struct subtally *tal = NULL;
+    uint32_t nt = 0;
+    if (tg_podgroup_has_subs(g->pg)) { /* a sub-group never goes below its own minMember */
+        sub = tg_arena_alloc(&x->a, (g->nmembers + 1) * sizeof *sub);
+        nt = g->pg->sub_size > 0 ? TG_MAX_SUBGROUPS : g->pg->nsubs;
+        tal = tg_arena_calloc(&x->a, nt + 1, sizeof *tal);
+        if (!sub || !tal)
+            return TG_ENOMEM;
+        for (uint32_t i = 0; i < g->nmembers; i++)
+            if ((sub[i] = (int32_t)tg_subgroup_of_usage(g->pg, g->members[i])) >= (int32_t)nt)
+                sub[i] = -1;
+            else if (sub[i] >= 0)
+                tal[sub[i]].n++;
+        for (uint32_t k = 0; k < nt; k++) {
+            uint32_t min = tg_subgroup_min(g->pg, k);
+            tal[k].spare = tal[k].n > min ? tal[k].n - min : 0;
+        }
+    }
     for (uint32_t i = 0; i < g->nmembers; i++) {
+        struct subtally *k = sub && sub[i] >= 0 ? &tal[sub[i]] : NULL;
         struct unit *xu = tg_arena_calloc(&x->a, 1, sizeof *xu);
         if (!xu)
             return TG_ENOMEM;
         *xu = (struct unit){.id = (uint64_t)(uintptr_t)g->members[i], .gang = g,
                             .pod = g->members[i], .nrecs = 1, .npods = 1, .extra = 1,
                             .whole = whole, .spare = tg_elastic_spare(g), .prio = whole->prio,
+                            .sub = k, .subspare = k ? k->spare : UINT32_MAX,
                             .eligible = 1};
         xu->recs = &xu->pod;
         if (weigh(x, xu, xu->pod) || add_unit(x, xu))
@@ -345,13 +376,18 @@ static struct unit *evicts(struct unit *const *set, uint32_t n, uint32_t i)
     if (!u->extra)
         return u;
     uint32_t k = 0, first = i;
+    int over = 0; /* a sub-group of its gang would go below its own minMember */
+    for (uint32_t j = 0; j < n; j++)
+        if (set[j]->extra && set[j]->gang == u->gang && set[j]->sub)
+            set[j]->sub->n = 0;
     for (uint32_t j = 0; j < n; j++)
         if (set[j]->extra && set[j]->gang == u->gang) {
             k++;
+            over |= set[j]->sub && ++set[j]->sub->n > set[j]->sub->spare;
             if (j < first)
                 first = j;
         }
-    if (k <= u->spare)
+    if (k <= u->spare && !over)
         return u;
     return first == i ? u->whole : NULL;
 }
@@ -392,6 +428,8 @@ static int keep_first(const void *pa, const void *pb)
         return va ? -1 : 1;
     if (a->extra != b->extra) /* elastic extras are evicted first */
         return a->extra ? 1 : -1;
+    if (a->extra && a->subspare != b->subspare) /* those a sub-group can spare before */
+        return a->subspare < b->subspare ? -1 : 1;
     if (a->over != b->over) /* reclaim: the queue furthest above its share gives first */
         return a->over < b->over ? -1 : 1;
     if (a->prio != b->prio)

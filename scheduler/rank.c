@@ -99,37 +99,37 @@ static int slot_cmp(const void *a, const void *b, void *t)
     return topo_cmp(t, *(const uint32_t *)a, *(const uint32_t *)b);
 }
 
-int tg_rank_layout(struct tg_cluster *c, struct tg_pod *const *pods, const uint32_t *mem,
-                   uint32_t n, uint32_t *slot, struct tg_arena *a)
+int tg_rank_domain_cmp(const struct tg_tree *t, uint32_t a, uint32_t b)
+{
+    if (a == b)
+        return 0;
+    while (t->dom[a].level > t->dom[b].level)
+        a = t->dom[a].parent;
+    while (t->dom[b].level > t->dom[a].level)
+        b = t->dom[b].parent;
+    if (a == b)
+        return 0; /* one holds the other */
+    while (t->dom[a].parent != t->dom[b].parent) {
+        a = t->dom[a].parent;
+        b = t->dom[b].parent;
+    }
+    return a < b ? -1 : 1;
+}
+
+/* who[0..k-1] take want[0..k-1] (their own slots, to be sorted in topology
+ * order) in that order; see tg_rank_layout_as. */
+static int assign(struct tg_cluster *c, struct tg_pod *const *pods, uint32_t *who, uint32_t *want,
+                  uint32_t k, uint32_t *slot, struct tg_arena *a)
 {
     const struct tg_tree *t = &c->tree;
-    uint32_t k = 0, sorted = 1;
-    /* the ranked placed members are a prefix of mem in rank order; their slots */
-    for (uint32_t i = 0; i < n && pods[mem[i]]->rank; i++) {
-        uint32_t s = slot[mem[i]];
-        if (s == NONE || s >= t->nslots || t->leaf[s] == NONE)
-            continue;
-        k++;
-    }
-    if (k < 2)
-        return 0;
-    uint32_t *want = tg_arena_alloc(a, k * sizeof *want);
-    uint32_t *who = tg_arena_alloc(a, k * sizeof *who);
-    struct tg_usage **rec = tg_arena_alloc(a, k * sizeof *rec);
-    if (!want || !who || !rec)
-        return TG_ENOMEM;
-    k = 0;
-    for (uint32_t i = 0; i < n && pods[mem[i]]->rank; i++) {
-        uint32_t s = slot[mem[i]];
-        if (s == NONE || s >= t->nslots || t->leaf[s] == NONE)
-            continue;
-        if (k && topo_cmp(t, want[k - 1], s) > 0)
-            sorted = 0;
-        who[k] = mem[i];
-        want[k++] = s;
-    }
+    int sorted = 1;
+    for (uint32_t i = 1; i < k && sorted; i++)
+        sorted = topo_cmp(t, want[i - 1], want[i]) <= 0;
     if (sorted)
         return 0;
+    struct tg_usage **rec = tg_arena_alloc(a, k * sizeof *rec);
+    if (!rec)
+        return TG_ENOMEM;
     qsort_r(want, k, sizeof *want, slot_cmp, (void *)t);
     /* those not already where they belong: find every record first, so
      * that nothing moves unless all of them can */
@@ -153,6 +153,51 @@ int tg_rank_layout(struct tg_cluster *c, struct tg_pod *const *pods, const uint3
     for (uint32_t i = 0; i < nmove; i++)
         tg_cluster_usage_hide(c, rec[i], 0);
     return 0;
+}
+
+/* The members of mem[0..n-1] placed on a node of the tree (and, with
+ * ranked, carrying a rank: a prefix of a rank-sorted mem), in mem's order,
+ * onto their slots in topology order. */
+static int layout(struct tg_cluster *c, struct tg_pod *const *pods, const uint32_t *mem,
+                  uint32_t n, uint32_t *slot, struct tg_arena *a, int ranked)
+{
+    const struct tg_tree *t = &c->tree;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n && (!ranked || pods[mem[i]]->rank); i++) {
+        uint32_t s = slot[mem[i]];
+        k += s != NONE && s < t->nslots && t->leaf[s] != NONE;
+    }
+    if (k < 2)
+        return 0;
+    struct tg_arena_mark mk = tg_arena_mark(a);
+    uint32_t *want = tg_arena_alloc(a, k * sizeof *want);
+    uint32_t *who = tg_arena_alloc(a, k * sizeof *who);
+    int rc = TG_ENOMEM;
+    if (want && who) {
+        k = 0;
+        for (uint32_t i = 0; i < n && (!ranked || pods[mem[i]]->rank); i++) {
+            uint32_t s = slot[mem[i]];
+            if (s == NONE || s >= t->nslots || t->leaf[s] == NONE)
+                continue;
+            who[k] = mem[i];
+            want[k++] = s;
+        }
+        rc = assign(c, pods, who, want, k, slot, a);
+    }
+    tg_arena_release(a, mk);
+    return rc;
+}
+
+int tg_rank_layout(struct tg_cluster *c, struct tg_pod *const *pods, const uint32_t *mem,
+                   uint32_t n, uint32_t *slot, struct tg_arena *a)
+{
+    return layout(c, pods, mem, n, slot, a, 1);
+}
+
+int tg_rank_layout_as(struct tg_cluster *c, struct tg_pod *const *pods, const uint32_t *who,
+                      uint32_t n, uint32_t *slot, struct tg_arena *a)
+{
+    return layout(c, pods, who, n, slot, a, 0);
 }
 
 /* 1 when nodes a and b (a != b) are in two domains of tree level l, or in

@@ -38,6 +38,19 @@ int tg_rank_sort(struct tg_pod *const *pods, uint32_t *mem, uint32_t n, struct t
 int tg_rank_layout(struct tg_cluster *c, struct tg_pod *const *pods, const uint32_t *mem,
                    uint32_t n, uint32_t *slot, struct tg_arena *a);
 
+/* The same for members in a given order: who[0..n-1] (indices into pods,
+ * those placed on a node of the tree) take their own slots in topology
+ * order, who[0] the first. For members of several sub-groups
+ * (scheduler/place.c): who lists each sub-group's members together, so that
+ * each run of slots stays inside its sub-group's domain when those domains
+ * hold equal shares. Returns 0, or TG_ENOMEM with nothing changed. */
+int tg_rank_layout_as(struct tg_cluster *c, struct tg_pod *const *pods, const uint32_t *who,
+                      uint32_t n, uint32_t *slot, struct tg_arena *a);
+
+/* Topology order of two tree domains: <0 when a comes first, >0 when b
+ * does, 0 when they are one or one holds the other. */
+int tg_rank_domain_cmp(const struct tg_tree *t, uint32_t a, uint32_t b);
+
 /* Consecutive-rank pairs of a placement and the boundaries they cross. */
 struct tg_rank_report {
     uint32_t pairs;                     /* pairs of members consecutive in rank order */

@@ -19,7 +19,9 @@ struct solver {
     const struct tg_sgprob *p;
     uint32_t gang;
     uint32_t **used;                    /* per set: per domain, members assigned inside it */
-    uint32_t *order;                    /* sub-groups, deepest level first, then largest */
+    uint32_t *order;                    /* sub-groups searched (not fixed), deepest level
+                                           first, then largest */
+    uint32_t n;                         /* how many: order's length */
     uint32_t **list;                    /* per tree level: its domains under gang, best fit first */
     uint32_t *nlist;
     uint32_t *pick;                     /* per position in order: index chosen in its list */
@@ -208,7 +210,7 @@ static int interchangeable(const struct solver *v, uint32_t d, uint32_t e)
 /* Depth-first over positions of v->order: 1 found, 0 none, -1 budget spent. */
 static int search(struct solver *v, uint32_t pos)
 {
-    if (pos == v->p->nsg)
+    if (pos == v->n)
         return 1;
     const struct tg_sgprob *p = v->p;
     for (uint32_t s = 0; s < p->nsets; s++)
@@ -253,37 +255,102 @@ static int fits_gang(const struct solver *v)
     return 1;
 }
 
-/* Identical sub-groups at one level: how many fit in each domain. Exact. */
-static int solve_alike(struct solver *v)
+/* How many sub-groups like k0 domain d holds by count. */
+static uint32_t alike_fit(const struct solver *v, uint32_t k0, uint32_t d)
 {
-    const struct tg_sgprob *p = v->p;
-    uint32_t k0 = v->order[0], lvl = eff_level(v, k0), placed = 0;
-    for (uint32_t i = 0; i < v->nlist[lvl] && placed < p->nsg; i++) {
-        uint32_t d = v->list[lvl][i], fit = UINT32_MAX;
-        for (uint32_t s = 0; s < p->nsets; s++) {
-            uint32_t n = need_of(p, k0, s);
-            uint32_t room = p->count[s][d] - (d == v->gang ? v->used[s][d] : 0);
-            if (n && room / n < fit)
-                fit = room / n;
+    uint32_t fit = UINT32_MAX;
+    for (uint32_t s = 0; s < v->p->nsets; s++) {
+        uint32_t n = need_of(v->p, k0, s);
+        uint32_t room = v->p->count[s][d] - (d == v->gang ? v->used[s][d] : 0);
+        if (n && room / n < fit)
+            fit = room / n;
+    }
+    return fit;
+}
+
+struct alike_ord {
+    const struct solver *v;
+    const uint32_t *agg;                /* per domain: sub-groups its domains at lvl hold */
+    const uint32_t *anc;                /* per entry: its ancestors at the levels between */
+    const uint32_t *dom;                /* per entry: the domain */
+    uint32_t span;                      /* levels between */
+};
+
+/* Domains at lvl grouped by their ancestors between the gang's level and
+ * lvl, the ancestor holding the most sub-groups first (fewest ancestors
+ * used: fewer boundaries for a ring over the sub-groups); within one, the
+ * tightest first (as make_list). */
+static int alike_cmp(const void *pa, const void *pb, void *ud)
+{
+    const struct alike_ord *o = ud;
+    uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
+    for (uint32_t j = 0; j < o->span; j++) {
+        uint32_t ax = o->anc[(size_t)x * o->span + j], ay = o->anc[(size_t)y * o->span + j];
+        if (ax == ay)
+            continue;
+        if (o->agg[ax] != o->agg[ay])
+            return o->agg[ax] > o->agg[ay] ? -1 : 1;
+        return ax < ay ? -1 : 1;
+    }
+    return list_cmp(&o->dom[x], &o->dom[y], (void *)o->v);
+}
+
+/* v->list[lvl] reordered by alike_cmp (scratch from a); unchanged when no
+ * level lies between the gang's and lvl, or out of memory. */
+static void alike_order(struct solver *v, uint32_t k0, uint32_t lvl, struct tg_arena *a)
+{
+    const struct tg_tree *t = v->p->t;
+    uint32_t top = t->dom[v->gang].level + 1, n = v->nlist[lvl], span = lvl - top;
+    if (top >= lvl || n < 2)
+        return;
+    uint32_t *agg = tg_arena_calloc(a, t->ndom + 1, sizeof *agg);
+    uint32_t *anc = tg_arena_alloc(a, (size_t)n * span * sizeof *anc);
+    uint32_t *idx = tg_arena_alloc(a, n * sizeof *idx), *dom = v->list[lvl];
+    uint32_t *out = tg_arena_alloc(a, n * sizeof *out);
+    if (!agg || !anc || !idx || !out)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t f = alike_fit(v, k0, dom[i]);
+        idx[i] = i;
+        for (uint32_t u = t->dom[dom[i]].parent; t->dom[u].level >= top; u = t->dom[u].parent) {
+            anc[(size_t)i * span + (t->dom[u].level - top)] = u;
+            agg[u] += f;
         }
-        for (; fit && placed < p->nsg; fit--) {
+    }
+    struct alike_ord o = {v, agg, anc, dom, span};
+    qsort_r(idx, n, sizeof *idx, alike_cmp, &o);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = dom[idx[i]];
+    memcpy(dom, out, n * sizeof *out);
+}
+
+/* Identical sub-groups at one level: how many fit in each domain. Exact
+ * whatever the order the domains are taken in (counts at the levels between
+ * hold what their domains hold), so they are taken grouped (alike_order). */
+static int solve_alike(struct solver *v, struct tg_arena *a)
+{
+    uint32_t k0 = v->order[0], lvl = eff_level(v, k0), placed = 0;
+    alike_order(v, k0, lvl, a);
+    for (uint32_t i = 0; i < v->nlist[lvl] && placed < v->n; i++) {
+        uint32_t d = v->list[lvl][i], fit = alike_fit(v, k0, d);
+        for (; fit && placed < v->n; fit--) {
             v->dom[v->order[placed++]] = d;
             apply(v, v->order[placed - 1], d, +1);
         }
     }
-    if (placed == p->nsg && fits_gang(v))
+    if (placed == v->n && fits_gang(v))
         return 1;
-    v->why->sg = v->order[placed < p->nsg ? placed : p->nsg - 1];
+    v->why->sg = v->order[placed < v->n ? placed : v->n - 1];
     v->why->placed = placed;
     v->why->most = most_room(v, v->why->sg);
     v->why->ndom = v->nlist[lvl];
-    v->why->rest = placed == p->nsg;
+    v->why->rest = placed == v->n;
     return 0;
 }
 
 static int all_alike(const struct solver *v)
 {
-    for (uint32_t i = 1; i < v->p->nsg; i++)
+    for (uint32_t i = 1; i < v->n; i++)
         if (!same_need(v, v->order[0], v->order[i]))
             return 0;
     return 1;
@@ -309,9 +376,10 @@ static int solver_init(struct solver *v, const struct tg_sgprob *p, uint32_t gan
         v->used[s][gang] = p->rest ? p->rest[s] : 0;
     }
     for (uint32_t k = 0; k < p->nsg; k++)
-        v->order[k] = k;
-    qsort_r(v->order, p->nsg, sizeof *v->order, order_cmp, v);
-    for (uint32_t i = p->nsg; i-- > 0;)
+        if (!p->fixed || p->fixed[k] == NONE)
+            v->order[v->n++] = k;
+    qsort_r(v->order, v->n, sizeof *v->order, order_cmp, v);
+    for (uint32_t i = v->n; i-- > 0;)
         for (uint32_t s = 0; s < p->nsets; s++)
             v->remain[(size_t)i * p->nsets + s] =
                 v->remain[(size_t)(i + 1) * p->nsets + s] + need_of(p, v->order[i], s);
@@ -324,10 +392,45 @@ static int solver_init(struct solver *v, const struct tg_sgprob *p, uint32_t gan
     return 0;
 }
 
+/* The fixed sub-groups into their domains: 1 when each is inside the gang
+ * domain (or holds it) and has room there, else 0 (why: which). */
+static int place_fixed(struct solver *v)
+{
+    const struct tg_sgprob *p = v->p;
+    const struct tg_tree *t = p->t;
+    uint32_t gl = t->dom[v->gang].level;
+    for (uint32_t k = 0; p->fixed && k < p->nsg; k++) {
+        uint32_t f = p->fixed[k];
+        if (f == NONE)
+            continue;
+        uint32_t fl = t->dom[f].level;
+        uint32_t d = fl > gl ? f : v->gang;
+        if (fl > gl ? tg_tree_ancestor(t, f, gl) != v->gang : tg_tree_ancestor(t, v->gang, fl) != f)
+            d = NONE; /* the gang domain and the sub-group's are apart */
+        if (d == NONE || !fits(v, k, d)) {
+            v->why->sg = k;
+            v->why->placed = 0;
+            v->why->ndom = 1;
+            v->why->most = 0;
+            v->why->fixed = f;
+            if (d != NONE) {
+                uint32_t s0 = 0;
+                for (uint32_t s = 1; s < p->nsets; s++)
+                    s0 = need_of(p, k, s) > need_of(p, k, s0) ? s : s0;
+                v->why->most = p->count[s0][d] - v->used[s0][d];
+            }
+            return 0;
+        }
+        apply(v, k, d, +1);
+        v->dom[k] = d;
+    }
+    return 1;
+}
+
 int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena *a, uint32_t *dom,
                       struct tg_sgwhy *why)
 {
-    *why = (struct tg_sgwhy){.sg = NONE};
+    *why = (struct tg_sgwhy){.sg = NONE, .fixed = NONE};
     struct tg_arena_mark mk = tg_arena_mark(a);
     struct solver v;
     int rc = solver_init(&v, p, gang, a, dom, why);
@@ -336,10 +439,14 @@ int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena 
     if (!fits_gang(&v)) {
         why->rest = 1;
         rc = 0;
-    } else if (!p->nsg) {
+    } else if (!place_fixed(&v)) {
+        rc = 0;
+    } else if (!v.n) {
+        rc = fits_gang(&v);
+        why->rest = !rc;
         rc = 1;
-    } else if (all_alike(&v)) {
-        rc = solve_alike(&v);
+    } else if (all_alike(&v) && v.n == p->nsg) { /* none fixed: counts alone decide */
+        rc = solve_alike(&v, a);
     } else {
         rc = search(&v, 0);
         if (rc < 0) {
@@ -352,21 +459,35 @@ out:
     return rc;
 }
 
-int64_t tg_pod_rank(const struct tg_pod *p)
+/* The rank key as a plain index, -1 none (see tg_pod_rank). */
+static int64_t plain_rank(uint64_t rank)
 {
     /* the rank decoded with the pod (model/workload.c): a plain index when
      * it came from topogang.io/rank, an LWS worker index or a completion
      * index; a JobSet's (job, index) pair or a Kubeflow replica type has no
      * single position a slice size could cut */
-    if (!p->rank || (p->rank - 1) >> 32)
+    if (!rank || (rank - 1) >> 32)
         return -1;
-    return (int64_t)(p->rank - 1);
+    return (int64_t)(rank - 1);
 }
+
+int64_t tg_pod_rank(const struct tg_pod *p)
+{
+    return plain_rank(p->rank);
+}
+
+/* What names a member's sub-group, from a pending pod or a placed record. */
+struct member {
+    const struct tg_label *labels;
+    uint32_t nlabels;
+    uint32_t owner_kind, owner_name;
+    uint64_t rank;
+};
 
 /* A derived gang's sub-group (gang.c made pg->subs from the workload): the
  * pod's controller Job by name (a JobSet), or its LWS group index; -1 when it
  * is in none of them (a replicated job without a level has no sub-groups). */
-static int64_t derived_sub(const struct tg_podgroup *pg, const struct tg_pod *p)
+static int64_t derived_sub(const struct tg_podgroup *pg, const struct member *p)
 {
     uint32_t v = 0;
     if (pg->sub_by == TG_SUB_BY_JOB) {
@@ -386,18 +507,13 @@ static int64_t derived_sub(const struct tg_podgroup *pg, const struct tg_pod *p)
     return -1;
 }
 
-int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, char *reason,
-                       size_t n)
+/* Sub-group of member p: k, -1 none, -2 no rank under subGroupSize, -3 a
+ * label naming no sub-group (*label: its value). */
+static int64_t sub_of(const struct tg_podgroup *pg, const struct member *p, uint32_t *label)
 {
     if (pg->sub_size > 0) {
-        int64_t r = tg_pod_rank(p);
-        if (r >= 0)
-            return r / pg->sub_size;
-        snprintf(reason, n,
-                 "Pod %s: PodGroup %s sets spec.subGroupSize, but the pod has no rank (label "
-                 TG_LABEL_RANK " or " TG_LABEL_JOB_INDEX ", a whole number)",
-                 p->key, pg->key);
-        return -2;
+        int64_t r = plain_rank(p->rank);
+        return r >= 0 ? r / pg->sub_size : -2;
     }
     if (pg->sub_by != TG_SUB_BY_LABEL) /* a derived gang's: a Job's or a group's members */
         return derived_sub(pg, p);
@@ -408,10 +524,43 @@ int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, cha
     for (uint32_t k = 0; k < pg->nsubs; k++)
         if (pg->subs[k].name == v)
             return k;
-    snprintf(reason, n,
-             "Pod %s: metadata.labels[%s]: \"%s\" is no sub-group of PodGroup %s "
-             "(spec.subGroups)", p->key, key, tg_str(v), pg->key);
-    return -2;
+    *label = v;
+    return -3;
+}
+
+int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, char *reason,
+                       size_t n)
+{
+    struct member m = {p->labels, p->nlabels, p->owner_kind, p->owner_name, p->rank};
+    uint32_t v = 0;
+    int64_t k = sub_of(pg, &m, &v);
+    if (k == -2)
+        snprintf(reason, n,
+                 "Pod %s: PodGroup %s sets spec.subGroupSize, but the pod has no rank (label "
+                 TG_LABEL_RANK " or " TG_LABEL_JOB_INDEX ", a whole number)",
+                 p->key, pg->key);
+    if (k == -3)
+        snprintf(reason, n,
+                 "Pod %s: metadata.labels[%s]: \"%s\" is no sub-group of PodGroup %s "
+                 "(spec.subGroups)", p->key,
+                 pg->api == TG_PG_KAI ? TG_LABEL_KAI_SUB_GROUP : TG_LABEL_SUB_GROUP, tg_str(v),
+                 pg->key);
+    return k < -1 ? -2 : k;
+}
+
+int64_t tg_subgroup_of_usage(const struct tg_podgroup *pg, const struct tg_usage *u)
+{
+    struct member m = {u->labels, u->nlabels, u->owner_kind, u->owner_name, u->rank};
+    uint32_t v = 0;
+    int64_t k = sub_of(pg, &m, &v);
+    return k < 0 || k >= TG_MAX_SUBGROUPS ? -1 : k;
+}
+
+uint32_t tg_subgroup_min(const struct tg_podgroup *pg, uint32_t k)
+{
+    if (pg->sub_size > 0)
+        return (uint32_t)pg->sub_size;
+    return k < pg->nsubs && pg->subs[k].min_member > 0 ? (uint32_t)pg->subs[k].min_member : 1;
 }
 
 const char *tg_subgroup_name(const struct tg_podgroup *pg, uint32_t k, char *buf, size_t n)

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/cluster.h"
 #include "model/objects.h"
 #include "model/tree.h"
 #include "util/arena.h"
@@ -48,6 +49,11 @@ struct tg_sgprob {
     const uint32_t *need;               /* nsg x nsets: members of each set to place */
     const uint32_t *rest;               /* per set: members in no sub-group; NULL: none */
     uint64_t budget;                    /* steps; 0: TG_SUBGROUP_STEPS */
+    const uint32_t *fixed;              /* per sub-group: the domain its placed members hold
+                                           (a running gang's replacements, an elastic gang's
+                                           growth), UINT32_MAX none; NULL: none fixed. A fixed
+                                           sub-group's members go there (the gang domain when
+                                           that is inside it); not searched */
 };
 
 /* Why no arrangement was found in a gang domain. */
@@ -59,11 +65,15 @@ struct tg_sgwhy {
     uint8_t gave_up;                    /* the step bound ran out */
     uint8_t rest;                       /* the members in no sub-group did not fit */
     uint8_t unfilled;                   /* set by the caller: found, but its fill failed */
+    uint32_t fixed;                     /* sg is fixed (tg_sgprob.fixed) to this domain, which
+                                           has room for `most` of its members; UINT32_MAX: not */
 };
 
 /* Whether the domains under gang domain `gang` host every sub-group of p.
  * Returns 1 with dom[k] the domain of sub-group k (at p->level[k]; `gang`
- * itself when that level is not below it), 0 when none (*why says which
+ * itself when that level is not below it; a fixed one's domain, when it is
+ * inside `gang`), 0 when none (also when a fixed domain and `gang` are
+ * apart) (*why says which
  * sub-group was left without room), or TG_ENOMEM. Scratch from a; nothing
  * else changes. */
 int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena *a, uint32_t *dom,
@@ -82,6 +92,12 @@ int64_t tg_pod_rank(const struct tg_pod *p);
  * the pod and the field). */
 int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, char *reason,
                        size_t n);
+/* The same for a placed member's record (its labels, controller and rank
+ * were copied from the pod): 0..TG_MAX_SUBGROUPS-1, or -1 when it is in
+ * none (or names one pg does not list). */
+int64_t tg_subgroup_of_usage(const struct tg_podgroup *pg, const struct tg_usage *u);
+/* The minMember of sub-group k of pg (spec.subGroupSize under a slice size). */
+uint32_t tg_subgroup_min(const struct tg_podgroup *pg, uint32_t k);
 /* The name of sub-group k of pg ("tp-3", or "3" under subGroupSize). */
 const char *tg_subgroup_name(const struct tg_podgroup *pg, uint32_t k, char *buf, size_t n);
 /* 1 when pg declares sub-groups. */

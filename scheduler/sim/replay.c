@@ -423,6 +423,13 @@ static int place(struct tg_replay *r, struct tg__rgang *g, const struct tg_decis
         if (run_add(r, g, run, rp))
             return TG_ENOMEM;
     }
+    struct tg_rank_report rep; /* rank order: what the placement's ring crosses */
+    if (!tg_rank_report(c, d->view.pods, d->result.slot, d->view.npods, &rep, NULL) && rep.pairs) {
+        r->sum.rank.pairs += rep.pairs;
+        r->sum.rank.nlevels = rep.nlevels;
+        for (uint32_t l = 0; l <= rep.nlevels; l++)
+            r->sum.rank.cross[l] += rep.cross[l];
+    }
     g->invalid = g->overdue = 0;
     gang_state(r, g, TG__RG_RUNNING);
     g->binding += run->npods - first;

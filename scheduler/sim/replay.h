@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "config/policy.h"
+#include "scheduler/rank.h"
 #include "scheduler/sim/load.h"
 #include "util/strbuf.h"
 
@@ -52,6 +53,9 @@ struct tg_replay_summary {
     double work_lost;                   /* main extended resource x seconds, victims' */
     double wait_p50, wait_p90, wait_p99; /* first start - arrival, started gangs; -1: none */
     double run_ms;                      /* wall time of tg_replay_run */
+    struct tg_rank_report rank;         /* summed over every placement: consecutive-rank pairs
+                                           of the members it placed, and the levels they cross
+                                           (scheduler/rank.h); pairs 0: no ranks */
 };
 
 /* A replay of data (kept by reference, read only, until freed) under a

@@ -368,6 +368,38 @@ static void waits_json(const struct tg_replay *r, struct tg_sb *o, double *scrat
     tg_sb_puts(o, "}}");
 }
 
+/* Rank order (scheduler/rank.h), only when members carried ranks:
+ * "rankCrossings":{"pairs":N,"<level>":n,...,"node":n}. */
+static void rank_json(const struct tg_replay *r, struct tg_sb *o)
+{
+    const char *names[TG_MAX_LEVELS + 1];
+    uint32_t counts[TG_MAX_LEVELS + 1];
+    if (!r->sum.rank.pairs)
+        return;
+    uint32_t n = tg_rank_by_level(&r->policy, &r->sum.rank, names, counts);
+    tg_sb_printf(o, ",\"rankCrossings\":{\"pairs\":%u", r->sum.rank.pairs);
+    for (uint32_t i = 0; i < n; i++) {
+        tg_sb_putc(o, ',');
+        tg_sb_json_str(o, names[i]);
+        tg_sb_printf(o, ":%u", counts[i]);
+    }
+    tg_sb_putc(o, '}');
+}
+
+/* "rank order: 120 consecutive-rank pairs placed; crossing zone 0, block 2, ..." */
+static void rank_line(const struct tg_replay *r, struct tg_sb *o)
+{
+    const char *names[TG_MAX_LEVELS + 1];
+    uint32_t counts[TG_MAX_LEVELS + 1];
+    if (!r->sum.rank.pairs)
+        return;
+    uint32_t n = tg_rank_by_level(&r->policy, &r->sum.rank, names, counts);
+    tg_sb_printf(o, "rank order: %u consecutive-rank pairs placed; crossing", r->sum.rank.pairs);
+    for (uint32_t i = 0; i < n; i++)
+        tg_sb_printf(o, "%s %s %u", i ? "," : "", names[i], counts[i]);
+    tg_sb_putc(o, '\n');
+}
+
 static void frag_json(const struct tg_replay *r, struct tg_sb *o)
 {
     tg_sb_puts(o, ",\"fragmentation\":{\"resource\":");
@@ -487,6 +519,7 @@ static void summary_json(const struct tg_replay *r, struct tg_sb *o)
     tg_sb_json_str(o, tg_res_name(r->main_res));
     tg_sb_printf(o, "},\"reservations\":%u", s->reservations);
     frag_json(r, o);
+    rank_json(r, o);
     queues_json(r, o);
     tg_sb_printf(o, ",\"attempts\":%llu,\"events\":%llu,\"replayMs\":%.1f}",
                  (unsigned long long)s->attempts, (unsigned long long)s->events, s->run_ms);
@@ -651,6 +684,7 @@ static void summary_text(const struct tg_replay *r, struct tg_sb *o)
     tg_sb_putc(o, '\n');
     waits_line(r, o, scratch);
     tg_sb_printf(o, "timed out: %u gang(s); reservations: %u\n", s->timed_out, s->reservations);
+    rank_line(r, o);
     tg_sb_printf(o, "preemptions: %u, evicting %u gang(s) (%u pods); work lost %.0f %s-seconds "
                     "(%.1f %s-hours)\n",
                  s->preemptions, s->victim_gangs, s->victim_pods, s->work_lost,

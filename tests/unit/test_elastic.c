@@ -14,7 +14,11 @@
  *   - growth is woken when room frees (an engine on a test clock) and never
  *     preempts for its extras;
  *   - `simulate --replay`: a preempted extra leaves its gang's run, which
- *     goes on (no rerun of the whole gang). */
+ *     goes on (no rerun of the whole gang);
+ *   - with sub-groups: the cap never starts a sub-group below its own
+ *     minMember (it waits whole), preemption takes extras only from
+ *     sub-groups above their own minMember, and growth puts each sub-group's
+ *     new members inside the domain its running members hold. */
 #include "testutil.h"
 #include "config/policy.h"
 #include "scheduler/elastic.h"
@@ -678,6 +682,138 @@ static void replay_extra_leaves_its_run(void **state)
     free(y);
 }
 
+/* ---- sub-groups ------------------------------------------------------------------ */
+
+/* A pod of el in sub-group sg: running on node (created at `created`), or
+ * pending (node NULL). */
+static void sg_member(char **y, const char *name, const char *sg, const char *node,
+                      const char *created)
+{
+    tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
+              "  creationTimestamp: '%s'\n  labels: {topogang.io/pod-group: el, topogang.io/sub-group: %s}\n"
+              "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: el, uid: u-%s, controller: true}]\n"
+              "spec:\n%s%s%s  schedulerName: topogang\n  containers:\n  - name: c\n"
+              "    resources: {requests: {nvidia.com/gpu: 8}}\n%s",
+           name, created ? created : "2026-01-01T00:00:00Z", sg, name, node ? "  nodeName: " : "",
+           node ? node : "", node ? "\n" : "", node ? "status: {phase: Running}\n" : "");
+}
+
+/* minMember 8, maxMember 9, sub-groups of 4 consecutive ranks (each in one
+ * rack), twelve pods, room for all: ranks 0-7 placed (two whole
+ * sub-groups); rank 8 alone would start sub-group 2 below its minMember, so
+ * it waits whole. Before, the cap kept ranks 0-8 and the gang waited:
+ * "sub-group 2 ... has 1 of its minMember 4 pods". */
+static void cap_keeps_subgroups_whole(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 4);
+    rack(&y, "r1", 4);
+    rack(&y, "r2", 4);
+    group(&y, "el", 8, 9, 10, "subGroupSize: 4, subGroupTopology: {required: rack}");
+    for (int r = 11; r >= 0; r--)
+        tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: el-%d\n  namespace: ml\n"
+                   "  labels: {topogang.io/pod-group: el, topogang.io/rank: \"%d\"}\n"
+                   "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                   "    resources: {requests: {nvidia.com/gpu: 8}}\n", r, r);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/el");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(placed(g), 8);
+    char rk[2][8] = {"", ""};
+    for (int r = 0; r < 12; r++) {
+        char pod[16];
+        snprintf(pod, sizeof pod, "ml/el-%d", r);
+        const char *n = tu_node_of(res, pod);
+        if (r >= 8) {
+            assert_null(n);
+            continue;
+        }
+        assert_non_null(n);
+        if (!rk[r / 4][0])
+            snprintf(rk[r / 4], sizeof rk[0], "%.2s", n);
+        assert_memory_equal(rk[r / 4], n, 2); /* each sub-group in one rack */
+    }
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* el (minMember 3; sub-groups a: minMember 2, b: minMember 1) runs a0, a1
+ * (the youngest) and b0, b1 in r0, b2 in r1 beside a gang of priority 1000.
+ * A gang of priority 100 needing two nodes of a rack takes b0 and b1 (b can
+ * spare two), never a0 and a1 (a would go below its minMember), nor el
+ * whole. Before, the youngest extras went: a0 and a1. */
+static void extras_respect_subgroup_min(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 4);
+    rack(&y, "r1", 2);
+    group(&y, "el", 3, 0, 20, "subGroups: [{name: a, minMember: 2}, {name: b, minMember: 1}]");
+    group(&y, "vip", 1, 0, 1000, NULL);
+    group(&y, "hi", 2, 0, 100, "topology: {required: rack}");
+    sg_member(&y, "el-a0", "a", "r0-n0", "2026-01-01T02:00:00Z");
+    sg_member(&y, "el-a1", "a", "r0-n1", "2026-01-01T02:00:00Z");
+    sg_member(&y, "el-b0", "b", "r0-n2", "2026-01-01T00:00:00Z");
+    sg_member(&y, "el-b1", "b", "r0-n3", "2026-01-01T00:00:00Z");
+    sg_member(&y, "el-b2", "b", "r1-n0", "2026-01-01T00:00:00Z");
+    bound(&y, "vip-0", "vip", "r1-n1", "2026-01-01T00:00:00Z");
+    hi_takes(&y, 2, "-:ml/el-b0|-:ml/el-b1");
+}
+
+/* el (minMember 4, maxMember 6; sub-groups a and b of minMember 2, each in
+ * one rack) runs a0, a1 in r0 and b0, b1 in r1; a2 and b2 are pending. Each
+ * grows into its own sub-group's rack (r0-n2, r1-n2), not the empty r2.
+ * Before, a gang with sub-groups and members bound was refused. */
+static void growth_inside_subgroup_domains(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 3);
+    rack(&y, "r1", 3);
+    rack(&y, "r2", 3);
+    group(&y, "el", 4, 6, 10, "subGroups: [{name: a, minMember: 2, topology: {required: rack}}, "
+                              "{name: b, minMember: 2, topology: {required: rack}}]");
+    sg_member(&y, "el-a0", "a", "r0-n0", NULL);
+    sg_member(&y, "el-a1", "a", "r0-n1", NULL);
+    sg_member(&y, "el-b0", "b", "r1-n0", NULL);
+    sg_member(&y, "el-b1", "b", "r1-n1", NULL);
+    sg_member(&y, "el-a2", "a", NULL, NULL);
+    sg_member(&y, "el-b2", "b", NULL, NULL);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/el");
+    assert_non_null(g);
+    const char *a2 = tu_node_of(res, "ml/el-a2"), *b2 = tu_node_of(res, "ml/el-b2");
+    if (!a2 || !b2)
+        fail_msg("not grown: %s", tu_str(g, "reason"));
+    assert_string_equal(a2, "r0-n2");
+    assert_string_equal(b2, "r1-n2");
+    cJSON_Delete(res);
+    free(y);
+
+    /* r0 full (another gang on r0-n2): a2 waits (it may not leave r0), b2
+     * grows all the same (extras: each sub-group as room allows) */
+    y = NULL;
+    rack(&y, "r0", 3);
+    rack(&y, "r1", 3);
+    rack(&y, "r2", 3);
+    group(&y, "el", 4, 6, 10, "subGroups: [{name: a, minMember: 2, topology: {required: rack}}, "
+                              "{name: b, minMember: 2, topology: {required: rack}}]");
+    group(&y, "o", 1, 0, 10, NULL);
+    bound(&y, "o-0", "o", "r0-n2", "2026-01-01T00:00:00Z");
+    sg_member(&y, "el-a0", "a", "r0-n0", NULL);
+    sg_member(&y, "el-a1", "a", "r0-n1", NULL);
+    sg_member(&y, "el-b0", "b", "r1-n0", NULL);
+    sg_member(&y, "el-b1", "b", "r1-n1", NULL);
+    sg_member(&y, "el-a2", "a", NULL, NULL);
+    sg_member(&y, "el-b2", "b", NULL, NULL);
+    res = tu_simulate(POLICY, y);
+    assert_null(tu_node_of(res, "ml/el-a2"));
+    assert_string_equal(tu_node_of(res, "ml/el-b2"), "r1-n2");
+    cJSON_Delete(res);
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -694,6 +830,9 @@ int main(void)
         cmocka_unit_test(property_extras_first),
         cmocka_unit_test(growth_woken_by_room),
         cmocka_unit_test(replay_extra_leaves_its_run),
+        cmocka_unit_test(cap_keeps_subgroups_whole),
+        cmocka_unit_test(extras_respect_subgroup_min),
+        cmocka_unit_test(growth_inside_subgroup_domains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -293,6 +293,77 @@ static void replacement_never_on_failing_node(void **state)
     free(y);
 }
 
+/* A pod of gang g in sub-group sg (8 GPUs), bound to node (NULL: pending). */
+static void sg_pod(char **buf, const char *name, const char *sg, const char *node)
+{
+    tu_cat(buf, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
+                "  labels: {topogang.io/pod-group: g, topogang.io/sub-group: %s}\n"
+                "spec:\n  schedulerName: topogang\n%s%s%s  containers:\n  - name: c\n"
+                "    resources: {requests: {nvidia.com/gpu: 8}}\n",
+           name, sg, node ? "  nodeName: " : "", node ? node : "", node ? "\n" : "");
+}
+
+/* Gang g: minMember 4, block required, sub-groups tp0 and tp1 of two pods,
+ * each required in one NVLink domain: m0 (tp0) bound on n0, m2 and m3 (tp1)
+ * on n2 and n3, m1 (tp0) recreated, pending. */
+static void gang_sub_short(char **buf, const char *n0, const char *n2, const char *n3)
+{
+    tu_cat(buf, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+                "metadata: {name: g, namespace: ml}\nspec:\n  minMember: 4\n"
+                "  topology: {required: block}\n  subGroups:\n"
+                "  - {name: tp0, minMember: 2, topology: {required: nvlink-domain}}\n"
+                "  - {name: tp1, minMember: 2, topology: {required: nvlink-domain}}\n");
+    sg_pod(buf, "m0", "tp0", n0);
+    sg_pod(buf, "m1", "tp0", NULL);
+    sg_pod(buf, "m2", "tp1", n2);
+    sg_pod(buf, "m3", "tp1", n3);
+}
+
+/* Issue 20: a running gang's sub-group that lost a member gets its
+ * replacement inside the sub-group's own NVLink domain (not the domain most
+ * members hold, not another with more room); with no room there it waits,
+ * the reason naming the sub-group and its domain. Before, a sub-grouped gang
+ * with members bound was refused ("not supported yet"). */
+static void replacement_in_its_subgroup(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    gpu_node(&y, "a1", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a2", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a3", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "a4", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "a6", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "b1", "r2", "c3", NULL, NULL);
+    gang_sub_short(&y, "a1", "a3", "a4");
+    cJSON *res = tu_simulate(NULL, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_string_equal(tu_node_of(res, "ml/m1"), "a2");
+    cJSON_Delete(res);
+    free(y);
+
+    /* c1's other node is tainted NoExecute: c2 and r2 have room, but tp0
+     * must stay in c1: it waits, and says where */
+    y = NULL;
+    gpu_node(&y, "a1", "r1", "c1", NULL, NULL);
+    gpu_node(&y, "a2", "r1", "c1", "taints: [{key: gpu-broken, effect: NoExecute}]", NULL);
+    gpu_node(&y, "a3", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "a4", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "a6", "r1", "c2", NULL, NULL);
+    gpu_node(&y, "b1", "r2", "c3", NULL, NULL);
+    gang_sub_short(&y, "a1", "a3", "a4");
+    res = tu_simulate(NULL, y);
+    g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    assert_null(tu_node_of(res, "ml/m1"));
+    const char *why = tu_str(g, "reason");
+    if (!strstr(why, "sub-group tp0: its nvlink-domain z1/b1/r1/c1 (where its members run) has "
+                     "room for 0 of its 1 pods"))
+        fail_msg("reason: %s", why);
+    cJSON_Delete(res);
+    free(y);
+}
+
 static void no_replacement_policy(void **state)
 {
     (void)state;
@@ -329,6 +400,7 @@ int main(void)
         cmocka_unit_test(policy_keys), cmocka_unit_test(records_decoded),
         cmocka_unit_test(pod_started), cmocka_unit_test(replacement_tightest_domain),
         cmocka_unit_test(replacement_never_on_failing_node), cmocka_unit_test(no_replacement_policy),
+        cmocka_unit_test(replacement_in_its_subgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,16 @@
  *    bound for the nodes chosen (its domains there, less one), packed or
  *    spread (spread deals members out round-robin: the layout regroups them), and rank
  *    order never changes whether or where a gang fits: the same gang without
- *    ranks is placed on the same nodes, heterogeneous gangs included. */
+ *    ranks is placed on the same nodes, heterogeneous gangs included;
+ *  - sub-groups: alike sub-groups take their domains in topology order,
+ *    lowest-ranked first, and ranks inside each in topology order (a ring of
+ *    four rack-sized sub-groups over two zones crosses zones once, not
+ *    three times), and dealt out grouped by the levels between (two
+ *    node-sized sub-groups in a zone share a rack); property (seeded): for homogeneous sub-groups
+ *    (spec.subGroupSize) the crossings at every level equal the lower bound
+ *    for the nodes chosen, every sub-group stays inside one domain of its
+ *    level, and the nodes chosen are those of the same gang whose
+ *    sub-groups are given by label without ranks. */
 #include "testutil.h"
 #include "model/objects.h"
 #include "model/workload.h"
@@ -481,6 +490,207 @@ static void test_property(void **st)
     assert_true(homogeneous >= 25);
 }
 
+/* ---- sub-groups ------------------------------------------------------------ */
+
+/* Ranked pods of gang g with 2 GPUs each, ranks perm[0..n-1]; with label_size,
+ * no rank but the label topogang.io/sub-group: "s<rank / label_size>". */
+static void sg_ranked(char **y, const char *g, int n, const int *perm, int gpus, int label_size)
+{
+    for (int i = 0; i < n; i++) {
+        char name[16], l[96];
+        snprintf(name, sizeof name, "p%02d", i);
+        if (label_size)
+            snprintf(l, sizeof l, "topogang.io/sub-group: s%d", perm[i] / label_size);
+        else
+            snprintf(l, sizeof l, "topogang.io/rank: \"%d\"", perm[i]);
+        pod_ranked(y, name, g, gpus, l);
+    }
+}
+
+/* Four rack-sized sub-groups (subGroupSize 8 x 2 GPUs, required rack) on two
+ * zones of two racks of two 8-GPU nodes, the nodes listed zone by zone in
+ * turn: the solver's domains, best fit with ties by the order racks were
+ * seen (ra, rc, rb, rd), would put ranks 0-7 in z1, 8-15 in z2, 16-23 in z1
+ * again. Laid out by rank: z1's racks take ranks 0-15, then z2's, one zone
+ * crossing, and within each sub-group four consecutive ranks per node. */
+static void test_subgroups_in_rank_order(void **st)
+{
+    (void)st;
+    char *y = NULL;
+    static const char *const zr[4][2] = {{"z1", "ra"}, {"z2", "rc"}, {"z1", "rb"}, {"z2", "rd"}};
+    for (int i = 0; i < 8; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i + 1);
+        tu_node(&y, name, zr[i % 4][0], zr[i % 4][1], 8, NULL);
+    }
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+               "spec:\n  minMember: 32\n  subGroupSize: 8\n  subGroupTopology: {required: rack}\n");
+    int perm[32];
+    for (int i = 0; i < 32; i++)
+        perm[i] = (i * 13 + 5) % 32; /* shuffled: 13 is prime to 32 */
+    sg_ranked(&y, "g", 32, perm, 2, 0);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    const cJSON *rc = cJSON_GetObjectItemCaseSensitive(g, "rankCrossings");
+    assert_int_equal(json_int(rc, "pairs"), 31);
+    assert_int_equal(json_int(rc, "zone"), 1);
+    assert_int_equal(json_int(rc, "rack"), 3);
+    assert_int_equal(json_int(rc, "node"), 7);
+    /* ranks 0-15 in z1 (ra then rb), 16-31 in z2; each sub-group in one rack */
+    const cJSON *p;
+    const char *rack_of[4] = {0};
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(g, "pods")) {
+        int r = perm[atoi(tu_str(p, "pod") + 4)], n = atoi(tu_str(p, "node") + 1) - 1;
+        assert_string_equal(zr[n % 4][0], r < 16 ? "z1" : "z2");
+        if (!rack_of[r / 8])
+            rack_of[r / 8] = zr[n % 4][1];
+        assert_string_equal(rack_of[r / 8], zr[n % 4][1]);
+        char want[2] = {(char)('0' + r / 8), 0};
+        assert_string_equal(tu_str(p, "subGroup"), want);
+    }
+    /* the sub-groups report the racks they hold */
+    const cJSON *sg = cJSON_GetObjectItemCaseSensitive(g, "subGroups");
+    assert_int_equal(cJSON_GetArraySize(sg), 4);
+    for (int k = 0; k < 4; k++) {
+        const char *d = tu_str(cJSON_GetArrayItem(sg, k), "domain");
+        assert_non_null(strstr(d, rack_of[k]));
+    }
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Alike sub-groups are dealt out grouped by the levels between the gang's
+ * and theirs: a gang held to zone z1 with two node-sized sub-groups, on four
+ * empty nodes of z1 listed rack by rack in turn (n1 ra, n2 rb, n3 ra, n4
+ * rb). Best fit alone, ties by the order seen, takes n1 and n2: two racks.
+ * Grouped, both go to one rack: no rack crossing. */
+static void test_subgroups_share_a_rack(void **st)
+{
+    (void)st;
+    char *y = NULL;
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i + 1);
+        tu_node(&y, name, "z1", i % 2 ? "rb" : "ra", 8, NULL);
+    }
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+               "spec:\n  minMember: 8\n  topology: {required: zone, preferred: zone}\n"
+               "  subGroupSize: 4\n  subGroupTopology: {required: node}\n");
+    int perm[8];
+    for (int i = 0; i < 8; i++)
+        perm[i] = i;
+    sg_ranked(&y, "g", 8, perm, 2, 0);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    const cJSON *rc = cJSON_GetObjectItemCaseSensitive(g, "rankCrossings");
+    assert_int_equal(json_int(rc, "rack"), 0);
+    assert_int_equal(json_int(rc, "node"), 1);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Domain of node i at level 1 zone, 2 rack (as bound() numbers them). */
+static int dom_at(const struct mnode *m, int i, int level)
+{
+    return level == 1 ? (m[i].has_zone ? m[i].zone : 1000 + i)
+                      : (m[i].has_rack ? (m[i].has_zone ? m[i].zone : 9) * 100 + m[i].rack : 1000 + i);
+}
+
+static cJSON *run_sg(const struct mnode *m, int nn, int np, int size, const int *perm, int gpus,
+                     const char *sglevel, const char *required, int by_label, int *nodes)
+{
+    char *y = NULL;
+    cluster_yaml(&y, m, nn);
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+               "spec:\n  minMember: %d\n", np);
+    if (required)
+        tu_cat(&y, "  topology: {required: %s}\n", required);
+    if (by_label) {
+        tu_cat(&y, "  subGroups:\n");
+        for (int k = 0; k < np / size; k++)
+            tu_cat(&y, "  - {name: s%d, minMember: %d, topology: {required: %s}}\n", k, size, sglevel);
+    } else {
+        tu_cat(&y, "  subGroupSize: %d\n  subGroupTopology: {required: %s}\n", size, sglevel);
+    }
+    sg_ranked(&y, "g", np, perm, gpus, by_label ? size : 0);
+    cJSON *res = tu_simulate(POLICY, y);
+    for (int i = 0; i < np; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "ml/p%02d", i);
+        nodes[i] = node_idx(m, nn, tu_node_of(res, name));
+    }
+    free(y);
+    return res;
+}
+
+static void test_subgroup_property(void **st)
+{
+    (void)st;
+    static const char *const req[] = {NULL, "zone"};
+    static const char *const lv[] = {NULL, "zone", "rack", "node"};
+    int checked = 0;
+    for (int round = 0; round < 150; round++) {
+        struct mnode m[MAXN];
+        int nn = 3 + rnd(MAXN - 2);
+        for (int i = 0; i < nn; i++) {
+            snprintf(m[i].name, sizeof m[i].name, "n%02d", i);
+            m[i].zone = rnd(2);
+            m[i].rack = rnd(3);
+            m[i].has_zone = rnd(8) != 0;
+            m[i].has_rack = rnd(6) != 0;
+            m[i].free = rnd(9);
+        }
+        int size = 2 + rnd(4), nsg = 1 + rnd(MAXP / size), np = size * nsg, gpus = 1 + round % 2;
+        int sglevel = 1 + rnd(2), perm[MAXP];
+        for (int i = 0; i < np; i++)
+            perm[i] = i;
+        for (int i = np - 1; i > 0; i--) {
+            int j = rnd(i + 1), t = perm[i];
+            perm[i] = perm[j], perm[j] = t;
+        }
+        const char *required = sglevel == 2 ? req[rnd(2)] : NULL;
+        int with[MAXP], without[MAXP];
+        cJSON *a = run_sg(m, nn, np, size, perm, gpus, lv[sglevel], required, 0, with);
+        cJSON *b = run_sg(m, nn, np, size, perm, gpus, lv[sglevel], required, 1, without);
+        const cJSON *ga = tu_gang(a, "ml/g"), *gb = tu_gang(b, "ml/g");
+        /* feasibility and the nodes chosen: as the same sub-groups without ranks */
+        assert_string_equal(tu_str(ga, "status"), tu_str(gb, "status"));
+        if (strcmp(tu_str(ga, "status"), "Scheduled")) {
+            cJSON_Delete(a), cJSON_Delete(b);
+            continue;
+        }
+        int sa[MAXP], sb[MAXP], used[MAXN] = {0}, load[MAXN] = {0};
+        for (int i = 0; i < np; i++) {
+            sa[i] = with[i], sb[i] = without[i];
+            assert_true(with[i] >= 0);
+            used[with[i]] = 1;
+            load[with[i]] += gpus;
+        }
+        qsort(sa, np, sizeof *sa, int_cmp);
+        qsort(sb, np, sizeof *sb, int_cmp);
+        assert_memory_equal(sa, sb, np * sizeof *sa);
+        for (int i = 0; i < nn; i++)
+            assert_true(load[i] <= m[i].free);
+        /* every sub-group inside one domain of its level */
+        for (int i = 0; i < np; i++)
+            for (int j = 0; j < np; j++)
+                if (perm[i] / size == perm[j] / size)
+                    assert_int_equal(dom_at(m, with[i], sglevel), dom_at(m, with[j], sglevel));
+        const cJSON *rc = cJSON_GetObjectItemCaseSensitive(ga, "rankCrossings");
+        assert_int_equal(json_int(rc, "pairs"), np - 1);
+        for (int l = 1; l <= 3; l++)
+            if (json_int(rc, lv[l]) != bound(m, used, nn, l))
+                fail_msg("round %d: %d sub-groups of %d at %s: %s crossings %d, lower bound %d",
+                         round, nsg, size, lv[sglevel], lv[l], json_int(rc, lv[l]),
+                         bound(m, used, nn, l));
+        checked++;
+        cJSON_Delete(a), cJSON_Delete(b);
+    }
+    assert_true(checked >= 30);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +701,9 @@ int main(void)
         cmocka_unit_test(test_no_rank),
         cmocka_unit_test(test_indexed_job),
         cmocka_unit_test(test_property),
+        cmocka_unit_test(test_subgroups_in_rank_order),
+        cmocka_unit_test(test_subgroups_share_a_rack),
+        cmocka_unit_test(test_subgroup_property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

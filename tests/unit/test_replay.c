@@ -293,6 +293,47 @@ static const cJSON *summary(const cJSON *res)
     return cJSON_GetObjectItemCaseSensitive(res, "summary");
 }
 
+/* ---- rank order ------------------------------------------------------------------------ */
+
+/* The summary sums what each placement's consecutive ranks cross
+ * (scheduler/rank.h): an 8-pod gang of 4 GPUs a pod, ranks in reverse of
+ * the pods' order, on four nodes listed rack by rack in turn: 7 pairs, the
+ * rack crossed once, nodes three times; a trace without ranks has no
+ * rankCrossings. */
+static void rank_crossings_summed(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    node(&y, "n0", "r0");
+    node(&y, "n1", "r1");
+    node(&y, "n2", "r0");
+    node(&y, "n3", "r1");
+    pgroup(&y, "g", 8, NULL, NULL);
+    for (int i = 0; i < 8; i++)
+        tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: g-%d\n  namespace: ml\n"
+                   "  creationTimestamp: \"%s\"\n  labels: {topogang.io/pod-group: g, "
+                   "topogang.io/rank: \"%d\"}\n  annotations: {simulate.topogang.io/duration: \"1h\"}\n"
+                   "spec:\n  schedulerName: topogang\n"
+                   "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: 4}}}]\n",
+               i, at(0), 7 - i);
+    cJSON *res = replay(y);
+    const cJSON *rc = cJSON_GetObjectItemCaseSensitive(summary(res), "rankCrossings");
+    assert_non_null(rc);
+    assert_int_equal(num(rc, "pairs"), 7);
+    assert_int_equal(num(rc, "rack"), 1);
+    assert_int_equal(num(rc, "node"), 3);
+    cJSON_Delete(res);
+    free(y);
+
+    y = NULL;
+    node(&y, "n0", "r0");
+    rpod(&y, "a", NULL, 0, "1h", 8, NULL, -1);
+    res = replay(y);
+    assert_null(cJSON_GetObjectItemCaseSensitive(summary(res), "rankCrossings"));
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* ---- labels ---------------------------------------------------------------------------- */
 
 /* Nodes lacking a level's label: a gang requiring the level never uses them,
@@ -851,6 +892,7 @@ int main(void)
         cmocka_unit_test(plot_is_one_svg),
         cmocka_unit_test(bad_durations),
         cmocka_unit_test(example_trace),
+        cmocka_unit_test(rank_crossings_summed),
         cmocka_unit_test(no_domain_named_after_a_missing_label),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
