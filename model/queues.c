@@ -539,3 +539,18 @@ struct tg_queue_pick tg_queue_resolve(const struct tg_podgroup *pg, const struct
     }
     return k;
 }
+
+int tg_queue_obj_same_spec(const struct tg_queue_obj *a, const struct tg_queue_obj *b)
+{
+    if (a->name != b->name || a->parent != b->parent || a->api != b->api ||
+        a->priority != b->priority || a->nres != b->nres || a->created_ms != b->created_ms ||
+        strcmp(a->problem ? a->problem : "", b->problem ? b->problem : ""))
+        return 0;
+    for (uint32_t i = 0; i < a->nres; i++) {
+        const struct tg_queue_res *x = &a->res[i], *y = &b->res[i];
+        if (x->name != y->name || x->quota != y->quota || x->limit != y->limit ||
+            x->weight != y->weight || x->guarantee != y->guarantee)
+            return 0;
+    }
+    return 1;
+}

@@ -380,6 +380,74 @@ static void queue_limit_holds_when_nodes_come_later(void **state)
     free(yn);
 }
 
+/* The leader writes each Queue's status every second and the update comes
+ * back: a set that differs only in status and metadata builds no new
+ * division (the counter e->tenants.builds stays, the tree is the same
+ * object); a spec change does. A status-only update that comes before the
+ * Nodes does not lose the rebuild a newly offered resource needs (the
+ * reason the first skip was reverted, e0b2c63: the limit held only through
+ * the rebuild each status write made). */
+static void queue_status_update_builds_nothing(void **state)
+{
+    (void)state;
+    const char *res = "status.example.com/gpu";
+    char *y = NULL, *yn = NULL;
+    const char *spec[] = {"quota: \"4\", limit: \"8\"", "quota: \"4\", limit: \"8\"",
+                          "quota: \"4\", limit: \"12\""};
+    for (int i = 0; i < 3; i++)
+        tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-%c, "
+                   "uid: u1, resourceVersion: \"%d\"}\nspec: {resources: {%s: {%s}}}\n%s",
+               'a' + i, i + 1, res, spec[i],
+               i == 1 ? "status: {allocated: {cpu: \"1\"}, waitingGangs: 2, runningGangs: 1}\n" : "");
+    struct tg_simdata d;
+    load(&d, y);
+    assert_int_equal(d.nqueues, 3);
+    for (uint32_t i = 0; i < 3; i++) /* one queue, as three versions of it */
+        d.queues[i]->name = tg_intern("team-s");
+    const struct tg_queue_obj *v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] = d.queues[i];
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    struct tg_engine *e = NULL;
+    struct tg_clock clk = {test_clock, NULL};
+    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
+    assert_int_equal(tg_engine_queues_set(e, &v[0], 1), 0);
+    assert_int_equal(e->tenants.builds, 1);
+    const struct tg_fairshare *fs = tg_engine_fairshare(e);
+    assert_int_equal(tg_engine_queues_set(e, &v[1], 1), 0); /* its status written */
+    assert_int_equal(e->tenants.builds, 1);
+    assert_ptr_equal(tg_engine_fairshare(e), fs);
+    /* the Node offering the resource comes after: built again, the limit holds */
+    tu_cat(&yn, "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n"
+                "  labels: {kubernetes.io/hostname: n1}\n"
+                "status:\n  allocatable: {cpu: \"64\", memory: 512Gi, %s: \"16\", pods: \"110\"}\n", res);
+    struct tg_simdata dn;
+    load(&dn, yn);
+    int id = tg_res_lookup(res, strlen(res));
+    assert_true(id >= 0);
+    assert_int_equal(tg_engine_node_set(e, tg_node_clone(dn.nodes[0])), 0);
+    assert_int_equal(e->tenants.builds, 2);
+    assert_int_equal(tg_engine_queues_set(e, &v[1], 1), 0);
+    assert_int_equal(tg_engine_queues_set(e, &v[0], 1), 0);
+    assert_int_equal(e->tenants.builds, 2);
+    fs = tg_engine_fairshare(e);
+    char why[256] = "";
+    struct tg_rq ask = {(uint32_t)id, 12};
+    assert_int_equal(tg_fairshare_admit(fs, 0, &ask, 1, why, sizeof why), 0);
+    if (!strstr(why, "queue team-s at its limit: 0/8 status.example.com/gpu"))
+        fail_msg("the refusal: %s", why);
+    /* a new limit: a new division */
+    assert_int_equal(tg_engine_queues_set(e, &v[2], 1), 0);
+    assert_int_equal(e->tenants.builds, 3);
+    assert_int_equal(tg_fairshare_admit(tg_engine_fairshare(e), 0, &ask, 1, why, sizeof why), 1);
+    tg_engine_delete(e);
+    tg_simdata_free(&d);
+    tg_simdata_free(&dn);
+    free(y);
+    free(yn);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +456,7 @@ int main(void)
         cmocka_unit_test(accessors_read_what_the_engine_holds),
         cmocka_unit_test(queue_gangs_counted),
         cmocka_unit_test(queue_limit_holds_when_nodes_come_later),
+        cmocka_unit_test(queue_status_update_builds_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

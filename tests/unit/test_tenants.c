@@ -118,6 +118,42 @@ static void test_limit_and_missing(void **state)
     free(y);
 }
 
+/* An elastic gang (minMember 2, maxMember 4, four 2-GPU pods: 8 GPUs) of
+ * team-a, whose limit is 4 GPUs, on 16 free GPUs: what is admitted at once
+ * is what the limit allows (two members, 4 GPUs), not all four members
+ * (8 > 4 refused the whole gang for ever); the other two wait, with the
+ * limit in numbers. */
+static void test_limit_counts_admitted_part(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    node(&y, "n1");
+    node(&y, "n2");
+    queue(&y, "team-a", "", "4", "4");
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: el\n"
+               "  namespace: ml\n  labels: {topogang.io/queue: team-a}\n"
+               "spec: {minMember: 2, maxMember: 4}\n");
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "el-%d", i);
+        tu_pod(&y, name, "el", "nvidia.com/gpu: 2", NULL);
+    }
+    cJSON *res = tu_simulate(NULL, y);
+    const cJSON *g = tu_gang(res, "ml/el");
+    assert_non_null(g);
+    int placed = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(g, "pods")) placed += tu_str(p, "node") != NULL;
+    assert_int_equal(placed, 2);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    if (!strstr(reason_of(res, "ml/el"), "queue team-a at its limit: 4/4 nvidia.com/gpu"))
+        fail_msg("el's reason: %s", reason_of(res, "ml/el"));
+    const cJSON *a = queue_of(res, "team-a");
+    assert_true(gpus(a, "allocated") == 4);
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* The same input without Queues: queues are off, both gangs placed, no
  * "queues" in the output. */
 static void test_no_queues_no_change(void **state)
@@ -225,6 +261,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limit_and_missing),
+        cmocka_unit_test(test_limit_counts_admitted_part),
         cmocka_unit_test(test_no_queues_no_change),
         cmocka_unit_test(test_order_between_queues),
         cmocka_unit_test(test_namespace_default_and_parents),
