@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/quantity.h"
 #include "util/err.h"
 #include "util/hmap.h"
 #include "util/intern.h"
@@ -617,16 +616,6 @@ int tg_fairshare_update(struct tg_fairshare *fs)
 
 /* ---- admission, order, reclaim ---- */
 
-/* An amount as a person reads it: cpu in cores or millicores, memory as a
- * quantity, other resources as a number (GPUs may be fractional). */
-static const char *amount(uint32_t res, double v, char *buf, size_t n)
-{
-    if (res == TG_RES_CPU || res == TG_RES_MEMORY)
-        return tg_quantity_format((int64_t)llround(v), tg_res_is_milli(res), buf, n);
-    snprintf(buf, n, "%g", v);
-    return buf;
-}
-
 int tg_fairshare_admit(const struct tg_fairshare *fs, uint32_t q, const struct tg_rq *req,
                        uint32_t n, char *buf, size_t len)
 {
@@ -645,9 +634,9 @@ int tg_fairshare_admit(const struct tg_fairshare *fs, uint32_t q, const struct t
                 continue;
             char x[48], y[48], z[48];
             snprintf(buf, len, "queue %s at its limit: %s/%s %s, the gang asks %s",
-                     tg_str(a->name), amount(req[i].res, a->alloc[c], x, sizeof x),
-                     amount(req[i].res, a->limit[c], y, sizeof y), tg_res_name(req[i].res),
-                     amount(req[i].res, (double)req[i].val, z, sizeof z));
+                     tg_str(a->name), tg_fairshare_amount(req[i].res, a->alloc[c], x, sizeof x),
+                     tg_fairshare_amount(req[i].res, a->limit[c], y, sizeof y), tg_res_name(req[i].res),
+                     tg_fairshare_amount(req[i].res, (double)req[i].val, z, sizeof z));
             return 0;
         }
     }
@@ -715,16 +704,21 @@ int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint3
                 continue;
             char x[48], y[48], z[48];
             snprintf(buf, len, "queue %s would go below its fair share: %s - %s < %s %s",
-                     tg_str(a->name), amount(take[i].res, a->alloc[c], x, sizeof x),
-                     amount(take[i].res, (double)take[i].val, y, sizeof y),
-                     amount(take[i].res, a->fair[c], z, sizeof z), tg_res_name(take[i].res));
+                     tg_str(a->name), tg_fairshare_amount(take[i].res, a->alloc[c], x, sizeof x),
+                     tg_fairshare_amount(take[i].res, (double)take[i].val, y, sizeof y),
+                     tg_fairshare_amount(take[i].res, a->fair[c], z, sizeof z), tg_res_name(take[i].res));
             return 0;
         }
     }
     return 1;
 }
 
-const char *tg_fairshare_amount(uint32_t res, double v, char *buf, size_t n)
+int tg_fairshare_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t res)
 {
-    return amount(res, v, buf, n);
+    int c = col_of(fs, res);
+    if (c < 0 || !fs->named[c] || res == TG_RES_PODS || res == TG_RES_EPHEMERAL ||
+        res == TG_RES_UNOFFERED)
+        return 0;
+    const struct fsq *a = &fs->q[q];
+    return a->quota[c] > 0 || a->limit[c] >= 0 || a->fair[c] > 0 || a->alloc[c] > 0;
 }
