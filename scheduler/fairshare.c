@@ -713,10 +713,16 @@ int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint3
     return 1;
 }
 
+int tg_fairshare_divides(const struct tg_fairshare *fs, uint32_t res)
+{
+    int c = col_of(fs, res);
+    return c >= 0 && fs->named[c];
+}
+
 int tg_fairshare_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t res)
 {
     int c = col_of(fs, res);
-    if (c < 0 || !fs->named[c] || res == TG_RES_PODS || res == TG_RES_EPHEMERAL ||
+    if (!tg_fairshare_divides(fs, res) || res == TG_RES_PODS || res == TG_RES_EPHEMERAL ||
         res == TG_RES_UNOFFERED)
         return 0;
     const struct fsq *a = &fs->q[q];

@@ -149,6 +149,9 @@ int tg_fairshare_cmp(const struct tg_fairshare *fs, uint32_t a, uint32_t b);
 int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint32_t victim,
                              const struct tg_rq *take, uint32_t n, char *buf, size_t len);
 
+/* 1 when some Queue divides resource res: gives a quota, limit or weight of
+ * it (and a Node offered it when the tree was built). */
+int tg_fairshare_divides(const struct tg_fairshare *fs, uint32_t res);
 /* 1 when resource res of queue q is worth showing (the Queue status,
  * /metrics, `simulate`'s queue table and JSON): some Queue divides it (gives
  * a quota, limit or weight of it) and q has a quota, limit, fair share or
