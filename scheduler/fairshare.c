@@ -96,6 +96,11 @@ static int column(struct tg_fairshare *fs, uint32_t res)
     return (int)fs->nres++;
 }
 
+static int col_of(const struct tg_fairshare *fs, uint32_t res)
+{
+    return res < TG_RES_MAX ? fs->dense[res] : -1;
+}
+
 static void load_queue(struct tg_fairshare *fs, struct fsq *q, const struct tg_queue_obj *o)
 {
     q->name = o->name;
@@ -249,6 +254,20 @@ static void path_add(struct tg_fairshare *fs, uint32_t q, size_t own_off, size_t
         ((double *)((char *)&fs->q[p] + agg_off))[c] += v;
 }
 
+void tg_fairshare_carry_usage(struct tg_fairshare *fs, const struct tg_fairshare *prev)
+{
+    fs->last_tick_ms = prev->last_tick_ms;
+    for (uint32_t i = 0; i < prev->n; i++) {
+        int k = tg_fairshare_find(fs, prev->q[i].name);
+        for (uint32_t r = 0; k >= 0 && r < prev->nres; r++) {
+            int c = col_of(fs, prev->res[r]);
+            if (c >= 0)
+                fs->q[k].usage[c] = prev->q[i].usage[r];
+        }
+    }
+    fs->dirty = 1;
+}
+
 /* Capacity, demand, allocation and usage of prev's queues of the same name. */
 static void carry_over(struct tg_fairshare *fs, const struct tg_fairshare *prev)
 {
@@ -257,7 +276,6 @@ static void carry_over(struct tg_fairshare *fs, const struct tg_fairshare *prev)
         if (c >= 0)
             fs->cap[c] = prev->cap[r];
     }
-    fs->last_tick_ms = prev->last_tick_ms;
     for (uint32_t i = 0; i < prev->n; i++) {
         const struct fsq *o = &prev->q[i];
         int k = tg_fairshare_find(fs, o->name);
@@ -271,9 +289,9 @@ static void carry_over(struct tg_fairshare *fs, const struct tg_fairshare *prev)
                      (uint32_t)c, o->own_demand[r]);
             path_add(fs, (uint32_t)k, offsetof(struct fsq, own_alloc), offsetof(struct fsq, alloc),
                      (uint32_t)c, o->own_alloc[r]);
-            fs->q[k].usage[c] = o->usage[r];
         }
     }
+    tg_fairshare_carry_usage(fs, prev);
 }
 
 int tg_fairshare_build(const struct tg_queue_obj *const *qs, uint32_t n,
@@ -347,11 +365,6 @@ int tg_fairshare_find(const struct tg_fairshare *fs, uint32_t name)
 const char *tg_fairshare_problem(const struct tg_fairshare *fs, uint32_t q)
 {
     return fs->q[q].problem.len ? tg_sb_str(&fs->q[q].problem) : NULL;
-}
-
-static int col_of(const struct tg_fairshare *fs, uint32_t res)
-{
-    return res < TG_RES_MAX ? fs->dense[res] : -1;
 }
 
 #define ACCESSOR(fn, arr, dflt)                                                   \

@@ -70,6 +70,11 @@ struct tg_fairshare_opts {
 int tg_fairshare_build(const struct tg_queue_obj *const *qs, uint32_t n,
                        const struct tg_fairshare_opts *opts, const struct tg_fairshare *prev,
                        struct tg_fairshare **out);
+/* Time fairness across a rebuild: the decayed usage of prev's queues of
+ * the same name (in the resources fs has columns for) and prev's clock go
+ * to fs, whose demand and allocation the caller counts itself. Marks the
+ * shares dirty. */
+void tg_fairshare_carry_usage(struct tg_fairshare *fs, const struct tg_fairshare *prev);
 /* Frees *fs and sets it NULL; NULL is fine. */
 void tg_fairshare_free(struct tg_fairshare **fs);
 

@@ -330,10 +330,12 @@ int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *q
     held_free(t->held, t->nheld); /* qs may be t->held: read above, freed last */
     t->held = held;
     t->nheld = n;
-    tg_fairshare_free(&t->fs);
+    struct tg_fairshare *old = t->fs;
     t->fs = fs;
     if (fs) { /* every column before the allocations are counted again */
         apply_capacity(t);
+        if (old) /* time fairness: what each queue used goes on counting */
+            tg_fairshare_carry_usage(fs, old);
     } else { /* queues off: no order between queues */
         uint32_t gp = 0;
         const struct tg_hslot *gs;
@@ -341,6 +343,7 @@ int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *q
             ((struct tg_grec *)(uintptr_t)gs->val)->q.rank = 0;
         tg_queue_reorder(&e->queue);
     }
+    tg_fairshare_free(&old);
     t->nrank = 0; /* every rank recomputed by the next order */
     uint32_t pos = 0;
     const struct tg_hslot *s;

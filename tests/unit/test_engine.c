@@ -448,6 +448,62 @@ static void queue_status_update_builds_nothing(void **state)
     free(yn);
 }
 
+/* Time fairness survives a change of the Queues: team-a's 8 GPUs held for
+ * 10 minutes (queues.usageHalfLifeSeconds 3600) are decayed usage; a spec
+ * change (team-b's quota) builds a new division, which keeps that usage
+ * (before: every new division started from none, so each Queue change, and
+ * each status write that came back as one, wiped time fairness out). */
+static void queue_change_keeps_usage(void **state)
+{
+    (void)state;
+    char *y = NULL, *y2 = NULL;
+    tu_node(&y, "n0", "", "r0", 8, NULL);
+    const char *qa = "---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+                     "spec: {resources: {nvidia.com/gpu: {quota: \"4\"}}}\n";
+    tu_cat(&y, "%s---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+               "spec: {resources: {nvidia.com/gpu: {quota: \"4\"}}}\n", qa);
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: run, "
+               "namespace: ml, labels: {topogang.io/queue: team-a}}\nspec: {minMember: 1}\n");
+    tu_pod(&y, "run-0", "run", "nvidia.com/gpu: 8", "  nodeName: n0\n");
+    tu_cat(&y2, "%s---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+                "spec: {resources: {nvidia.com/gpu: {quota: \"2\"}}}\n", qa);
+    struct tg_simdata d, d2;
+    load(&d, y);
+    load(&d2, y2);
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    pol.usage_half_life_s = 3600;
+    struct tg_engine *e = NULL;
+    struct tg_clock clk = {test_clock, NULL};
+    clock_ms = 1000000;
+    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
+    assert_int_equal(tg_engine_node_set(e, tg_node_clone(d.nodes[0])), 0);
+    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d.queues, d.nqueues), 0);
+    tg_engine_podgroup_set(e, d.pgs[0]);
+    assert_int_equal(tg_engine_bound_set(e, d.pods[0].pod), 0);
+    struct tg_decision dc;
+    assert_int_equal(tg_engine_next(e, &dc), 0); /* the usage clock starts */
+    tg_decision_free(&dc);
+    clock_ms += 600000;
+    assert_int_equal(tg_engine_next(e, &dc), 0); /* 10 minutes of 8 GPUs */
+    tg_decision_free(&dc);
+    uint32_t gpu = (uint32_t)tg_res_lookup("nvidia.com/gpu", 14);
+    const struct tg_fairshare *fs = tg_engine_fairshare(e);
+    int a = tg_fairshare_find(fs, tg_intern("team-a"));
+    double used = tg_fairshare_usage(fs, (uint32_t)a, gpu);
+    assert_true(used > 8 * 500); /* about 8 x 600 s, a little decayed */
+    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d2.queues, d2.nqueues), 0);
+    fs = tg_engine_fairshare(e);
+    a = tg_fairshare_find(fs, tg_intern("team-a"));
+    assert_true(tg_fairshare_usage(fs, (uint32_t)a, gpu) == used);
+    assert_true(tg_fairshare_allocated(fs, (uint32_t)a, gpu) == 8); /* counted once */
+    tg_engine_delete(e);
+    tg_simdata_free(&d);
+    tg_simdata_free(&d2);
+    free(y);
+    free(y2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +513,7 @@ int main(void)
         cmocka_unit_test(queue_gangs_counted),
         cmocka_unit_test(queue_limit_holds_when_nodes_come_later),
         cmocka_unit_test(queue_status_update_builds_nothing),
+        cmocka_unit_test(queue_change_keeps_usage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
