@@ -3,7 +3,6 @@
  * util/yamljson.c). Every problem is reported with the object and the field;
  * a decoder never trusts a type or a count. See objects.h. */
 #include "model/objects.h"
-#include "model/decoding.h"
 #include "model/qos.h"
 #include "model/quantity.h"
 #include "model/queues.h"
@@ -97,11 +96,17 @@ static void warn(struct dec *x, const cJSON *at, const char *field, const char *
     va_end(ap);
 }
 
+/* Child of obj by key when obj is a map, else NULL. */
+static const cJSON *get(const cJSON *obj, const char *key)
+{
+    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+}
+
 /* Optional typed children: absent or null gives NULL; a wrong type is an error. */
 static const cJSON *want(struct dec *x, const cJSON *obj, const char *key, const char *field,
                          int (*is)(const cJSON *), const char *tname)
 {
-    const cJSON *j = tg__get(obj, key);
+    const cJSON *j = get(obj, key);
     if (!j || cJSON_IsNull(j))
         return NULL;
     if (!is(j)) {
@@ -236,7 +241,7 @@ static int decode_meta(struct dec *x, const cJSON *obj, const char *kind, int na
     m->annotations = want_map(x, md, "annotations", "metadata.annotations");
     const char *ts = want_str(x, md, "creationTimestamp", "metadata.creationTimestamp");
     if (ts && tg_parse_time(ts, &m->created_ms))
-        warn(x, tg__get(md, "creationTimestamp"), "metadata.creationTimestamp",
+        warn(x, get(md, "creationTimestamp"), "metadata.creationTimestamp",
              "is not an RFC 3339 time: \"%s\" (ignored)", ts);
     m->deleting = want_str(x, md, "deletionTimestamp", "metadata.deletionTimestamp") != NULL;
     return x->bad ? -1 : 0;
@@ -678,11 +683,11 @@ static int decode_tolerations(struct dec *x, const cJSON *spec, struct tg_podspe
                 continue;
             }
         } else {
-            err(x, tg__get(t, "operator"), path, "unknown operator \"%s\" (Equal or Exists)", op);
+            err(x, get(t, "operator"), path, "unknown operator \"%s\" (Equal or Exists)", op);
             continue;
         }
         if (parse_effect(eff, &tol.effect)) {
-            err(x, tg__get(t, "effect"), path, "unknown effect \"%s\"", eff);
+            err(x, get(t, "effect"), path, "unknown effect \"%s\"", eff);
             continue;
         }
         ps->tols[ps->ntol++] = tol;
@@ -710,7 +715,7 @@ static int decode_selreq(struct dec *x, const cJSON *e, const char *path, int is
         if (!strcmp(op, ops[i]))
             o = i;
     if (o < 0) {
-        err(x, tg__get(e, "operator"), path,
+        err(x, get(e, "operator"), path,
             "unknown operator \"%s\" (In, NotIn, Exists, DoesNotExist, Gt, Lt)", op);
         return -1;
     }
@@ -949,7 +954,7 @@ static int decode_podterms(struct dec *x, const cJSON *o, const char *k, const c
                 return -1;
             }
             t->weight = (int32_t)w;
-            term = tg__get(it, "podAffinityTerm");
+            term = get(it, "podAffinityTerm");
             snprintf(path + strlen(path), sizeof path - strlen(path), ".podAffinityTerm");
         }
         int rc = decode_podterm(x, term, path, p, t);
@@ -981,7 +986,7 @@ static int decode_ports(struct dec *x, const cJSON *cs, const char *field, int h
         char path[128];
         snprintf(path, sizeof path, "%s[%d].ports", field, ci++);
         if (sidecars_only) {
-            const cJSON *rp = tg__get(ct, "restartPolicy");
+            const cJSON *rp = get(ct, "restartPolicy");
             if (!cJSON_IsString(rp) || strcmp(rp->valuestring, "Always"))
                 continue;
         }
@@ -1004,7 +1009,7 @@ static int decode_ports(struct dec *x, const cJSON *cs, const char *field, int h
             else if (proto && !strcmp(proto, "SCTP"))
                 pr = TG_PROTO_SCTP;
             else if (proto && *proto && strcmp(proto, "TCP")) {
-                err(x, tg__get(pt, "protocol"), path, "unknown protocol \"%s\" (TCP, UDP, SCTP)", proto);
+                err(x, get(pt, "protocol"), path, "unknown protocol \"%s\" (TCP, UDP, SCTP)", proto);
                 return -1;
             }
             uint32_t ipid = ip && *ip && strcmp(ip, "0.0.0.0") && strcmp(ip, "::") ? tg_intern(ip) : 0;
@@ -1026,16 +1031,16 @@ static int decode_ports(struct dec *x, const cJSON *cs, const char *field, int h
  * pods have none, and their decoding stays as it was). */
 static int may_have_cons(const cJSON *spec)
 {
-    const cJSON *aff = tg__get(spec, "affinity");
-    if (tg__get(aff, "podAffinity") || tg__get(aff, "podAntiAffinity") || cJSON_IsTrue(tg__get(spec, "hostNetwork")))
+    const cJSON *aff = get(spec, "affinity");
+    if (get(aff, "podAffinity") || get(aff, "podAntiAffinity") || cJSON_IsTrue(get(spec, "hostNetwork")))
         return 1;
     static const char *const lists[2] = {"containers", "initContainers"};
     for (int i = 0; i < 2; i++) {
-        const cJSON *l = tg__get(spec, lists[i]), *ct;
+        const cJSON *l = get(spec, lists[i]), *ct;
         if (!cJSON_IsArray(l))
             continue;
         cJSON_ArrayForEach(ct, l)
-            if (tg__get(ct, "ports"))
+            if (get(ct, "ports"))
                 return 1;
     }
     return 0;
@@ -1175,7 +1180,7 @@ static int decode_claims(struct dec *x, const cJSON *obj, const cJSON *spec, str
         return 0;
     if (!(ps->claims = calloc((size_t)n, sizeof *ps->claims)))
         return TG_ENOMEM;
-    const cJSON *st = want_list(x, tg__get(obj, "status"), "resourceClaimStatuses",
+    const cJSON *st = want_list(x, get(obj, "status"), "resourceClaimStatuses",
                                 "status.resourceClaimStatuses");
     i = 0;
     cJSON_ArrayForEach(v, rcl)
@@ -1196,7 +1201,7 @@ static int decode_claims(struct dec *x, const cJSON *obj, const cJSON *spec, str
         const cJSON *s;
         cJSON_ArrayForEach(s, st)
         {
-            const cJSON *sn = tg__get(s, "name"), *sc = tg__get(s, "resourceClaimName");
+            const cJSON *sn = get(s, "name"), *sc = get(s, "resourceClaimName");
             if (tn && cJSON_IsString(sn) && !strcmp(sn->valuestring, name) && cJSON_IsString(sc) &&
                 *sc->valuestring)
                 r->claim = tg_intern(sc->valuestring);
@@ -1244,9 +1249,9 @@ static void podspec_free(struct tg_podspec *ps)
 
 static uint32_t group_label(const cJSON *labels)
 {
-    const cJSON *g = tg__get(labels, TG_LABEL_POD_GROUP);
+    const cJSON *g = get(labels, TG_LABEL_POD_GROUP);
     if (!cJSON_IsString(g))
-        g = tg__get(labels, TG_LABEL_POD_GROUP_XK8S);
+        g = get(labels, TG_LABEL_POD_GROUP_XK8S);
     return cJSON_IsString(g) && *g->valuestring ? tg_intern(g->valuestring) : 0;
 }
 
@@ -1272,7 +1277,7 @@ static void drop_churning_labels(struct tg_pod *p)
 /* The controller owner reference (controller: true), if any. */
 static int decode_owner(struct dec *x, const cJSON *obj, struct tg_pod *p)
 {
-    const cJSON *md = tg__get(obj, "metadata");
+    const cJSON *md = get(obj, "metadata");
     const cJSON *refs = want_list(x, md, "ownerReferences", "metadata.ownerReferences");
     const cJSON *r;
     int i = 0;
@@ -1284,9 +1289,9 @@ static int decode_owner(struct dec *x, const cJSON *obj, struct tg_pod *p)
             warn(x, r, path, "must be a map (ignored)");
             continue;
         }
-        if (!cJSON_IsTrue(tg__get(r, "controller")))
+        if (!cJSON_IsTrue(get(r, "controller")))
             continue;
-        const cJSON *kind = tg__get(r, "kind"), *name = tg__get(r, "name");
+        const cJSON *kind = get(r, "kind"), *name = get(r, "name");
         if (!cJSON_IsString(kind) || !cJSON_IsString(name) || !*kind->valuestring ||
             !*name->valuestring) {
             warn(x, r, path, "a controller reference needs kind and name (ignored)");
@@ -1354,7 +1359,7 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
                : !strcmp(phase, "Succeeded")       ? TG_PHASE_SUCCEEDED
                : !strcmp(phase, "Failed")          ? TG_PHASE_FAILED
                                                    : TG_PHASE_UNKNOWN;
-    p->started = p->phase != TG_PHASE_PENDING || cJSON_IsString(tg__get(status, "startTime"));
+    p->started = p->phase != TG_PHASE_PENDING || cJSON_IsString(get(status, "startTime"));
     if ((rc = pod_requests(&x, spec, p)) == TG_ENOMEM)
         goto fail;
     tg_pod_qos(spec, &p->guaranteed, &p->excl_cpus);
@@ -1798,13 +1803,13 @@ const char *const tg_pg_loss_reason[TG_PGLOSS_N] = {"", "WaitingForReplacements"
  * is taken as absent: the status is ours, not the user's input. */
 static void podgroup_life(const cJSON *obj, struct tg_podgroup *g)
 {
-    const cJSON *c, *conds = tg__get(tg__get(obj, "status"), "conditions");
+    const cJSON *c, *conds = get(get(obj, "status"), "conditions");
     if (!cJSON_IsArray(conds))
         return;
     cJSON_ArrayForEach(c, conds)
     {
-        const cJSON *t = tg__get(c, "type"), *st = tg__get(c, "status"), *r = tg__get(c, "reason");
-        const cJSON *when = tg__get(c, "lastTransitionTime");
+        const cJSON *t = get(c, "type"), *st = get(c, "status"), *r = get(c, "reason");
+        const cJSON *when = get(c, "lastTransitionTime");
         if (!cJSON_IsString(t) || !cJSON_IsString(st) || strcmp(st->valuestring, "True"))
             continue;
         if (!strcmp(t->valuestring, "Complete")) {
@@ -1881,7 +1886,7 @@ static int decode_subgroups(struct dec *x, const cJSON *spec, struct tg_podgroup
         s->name = name && *name ? tg_intern(name) : 0;
         for (uint32_t k = 0; s->name && k + 1 < g->nsubs; k++)
             if (g->subs[k].name == s->name)
-                err(x, tg__get(it, "name"), f, "\"%s\" is listed twice", name);
+                err(x, get(it, "name"), f, "\"%s\" is listed twice", name);
         int64_t v = 1;
         snprintf(f, sizeof f, "%s.minMember", path);
         want_int(x, it, "minMember", f, 1, 1000000, &v);
@@ -1917,7 +1922,7 @@ int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup *
     g->min_member = (int32_t)v;
     v = 0;
     if (want_int(&x, spec, "maxMember", "spec.maxMember", 1, 1000000, &v) && v < g->min_member)
-        err(&x, tg__get(spec, "maxMember"), "spec.maxMember",
+        err(&x, get(spec, "maxMember"), "spec.maxMember",
             "must be at least spec.minMember (%d), not %lld", g->min_member, (long long)v);
     g->max_member = (int32_t)v;
     v = 0;
@@ -1929,7 +1934,7 @@ int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup *
     }
     const char *pc = want_str(&x, spec, "priorityClassName", "spec.priorityClassName");
     g->prio_class = pc ? tg_intern(pc) : 0;
-    if ((g->queue = tg_queue_meta(tg__get(obj, "metadata"), TG_QOF_WORKLOAD)) == TG_STR_NONE)
+    if ((g->queue = tg_queue_meta(get(obj, "metadata"), TG_QOF_WORKLOAD)) == TG_STR_NONE)
         goto fail;
     const cJSON *topo = want_map(&x, spec, "topology", "spec.topology");
     const char *req = want_str(&x, topo, "required", "spec.topology.required");
@@ -1944,7 +1949,7 @@ int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup *
     else if (!strcmp(strat, "spread"))
         g->strategy = TG_STRATEGY_SPREAD;
     else
-        err(&x, tg__get(topo, "strategy"), "spec.topology.strategy",
+        err(&x, get(topo, "strategy"), "spec.topology.strategy",
             "must be pack or spread, not \"%s\"", strat);
     podgroup_life(obj, g);
     if (decode_subgroups(&x, spec, g)) {
@@ -2056,7 +2061,7 @@ static int decode_labelsel(struct dec *x, const cJSON *o, const char *field, str
 static int int_or_pct(struct dec *x, const cJSON *spec, const char *k, const char *field,
                       int32_t *v, uint8_t *pct)
 {
-    const cJSON *j = tg__get(spec, k);
+    const cJSON *j = get(spec, k);
     if (!j)
         return 0;
     if (cJSON_IsNumber(j) && j->valuedouble >= 0 && j->valuedouble <= 1e9 &&
@@ -2158,7 +2163,7 @@ int tg_prioclass_decode(const cJSON *obj, struct tg_diag *d, struct tg_prioclass
         err(&x, obj, "value", "is required");
     const char *pol = want_str(&x, obj, "preemptionPolicy", "preemptionPolicy");
     if (pol && strcmp(pol, "Never") && strcmp(pol, "PreemptLowerPriority"))
-        err(&x, tg__get(obj, "preemptionPolicy"), "preemptionPolicy",
+        err(&x, get(obj, "preemptionPolicy"), "preemptionPolicy",
             "must be PreemptLowerPriority or Never, not \"%s\"", pol);
     int def = want_bool(&x, obj, "globalDefault", "globalDefault");
     if (x.bad)
@@ -2217,7 +2222,7 @@ int tg_namespace_decode(const cJSON *obj, struct tg_diag *d, struct tg_namespace
         return rc;
     n->name = tg_intern(m.name);
     n->rv = dup_or_null(m.rv);
-    if ((n->queue = tg_queue_meta(tg__get(obj, "metadata"), TG_QOF_NAMESPACE)) == TG_STR_NONE)
+    if ((n->queue = tg_queue_meta(get(obj, "metadata"), TG_QOF_NAMESPACE)) == TG_STR_NONE)
         goto fail;
     if ((rc = decode_labels(&x, m.labels, "metadata.labels", &n->labels, &n->nlabels, 0)) == TG_ENOMEM)
         goto fail;
@@ -2373,13 +2378,13 @@ int tg_sc_decode(const cJSON *obj, struct tg_diag *d, struct tg_storageclass **o
     c->rv = dup_or_null(m.rv);
     const char *mode = want_str(&x, obj, "volumeBindingMode", "volumeBindingMode");
     if (mode && strcmp(mode, "Immediate") && strcmp(mode, "WaitForFirstConsumer"))
-        err(&x, tg__get(obj, "volumeBindingMode"), "volumeBindingMode",
+        err(&x, get(obj, "volumeBindingMode"), "volumeBindingMode",
             "must be Immediate or WaitForFirstConsumer, not \"%s\"", mode);
     c->wffc = mode && !strcmp(mode, "WaitForFirstConsumer");
     static const char *const defs[2] = {"storageclass.kubernetes.io/is-default-class",
                                         "storageclass.beta.kubernetes.io/is-default-class"};
     for (int i = 0; i < 2; i++) {
-        const cJSON *a = tg__get(m.annotations, defs[i]);
+        const cJSON *a = get(m.annotations, defs[i]);
         c->is_default |= cJSON_IsString(a) && !strcmp(a->valuestring, "true");
     }
     if (x.bad) {
