@@ -201,11 +201,12 @@ static int one(const char *yaml, size_t n, const struct tg_policy *pol, struct r
     if (!rc && verbose) {
         const struct tg_replay_summary *s = tg_replay_summary(r);
         printf("replayed %u gangs (%u pods) on %u nodes over %.1f virtual hours: %u completed; "
-               "%llu attempts, %llu events; %u preemptions (%u victim pods), %u reservations, "
+               "%llu attempts, %llu events; %u preemptions (%u reclaims, %u victim pods), "
+               "%u reservations, "
                "%u timed out; wait p50 %.0f s, p90 %.0f s, p99 %.0f s\n",
                s->gangs, s->pods, d.nnodes, s->end_s / 3600, s->completed,
                (unsigned long long)s->attempts, (unsigned long long)s->events, s->preemptions,
-               s->victim_pods, s->reservations, s->timed_out, s->wait_p50, s->wait_p90,
+               s->reclaims, s->victim_pods, s->reservations, s->timed_out, s->wait_p50, s->wait_p90,
                s->wait_p99);
         if (s->rank.pairs) {
             const char *names[TG_MAX_LEVELS + 1];

@@ -4,6 +4,7 @@
  * first one, "field: why") so that the scheduler can tell its owner while the
  * rest keeps working. */
 #include "model/queues.h"
+#include "model/decoding.h"
 #include "model/quantity.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -37,63 +38,19 @@ int tg_queue_api_of(const char *av)
 /* ---- a decoding pass ------------------------------------------------------------ */
 
 struct qdec {
-    struct tg_diag *d;
-    char what[400];
-    char problem[512];                  /* the first ("field: why") */
+    struct tg__dec c;                   /* the object, its first problem (decoding.h) */
     struct tg_queue_obj *q;
 };
-
-static const cJSON *get(const cJSON *o, const char *k)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *j = get(o, k);
-    return cJSON_IsString(j) ? j->valuestring : NULL;
-}
-
-static void problem(struct qdec *x, const cJSON *at, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void problem(struct qdec *x, const cJSON *at, const char *field, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!x->problem[0])
-        snprintf(x->problem, sizeof x->problem, "%s: %s", field, msg);
-    tg_diag_warn(x->d, at, x->what, field, "%s", msg);
-}
-
-/* Every key of map o must be one of known (NULL-terminated). */
-static void known_fields(struct qdec *x, const cJSON *o, const char *path, const char *const *known)
-{
-    const cJSON *e, *map = cJSON_IsObject(o) ? o : NULL;
-    cJSON_ArrayForEach(e, map)
-    {
-        int ok = 0;
-        for (const char *const *k = known; *k && !ok; k++)
-            ok = !strcmp(e->string, *k);
-        if (!ok) {
-            char field[300];
-            snprintf(field, sizeof field, "%s.%s", path, e->string);
-            problem(x, e, field, "unknown field");
-        }
-    }
-}
 
 /* A map field: the map, NULL when absent or null, NULL with a problem when
  * of another type. */
 static const cJSON *want_map(struct qdec *x, const cJSON *o, const char *k, const char *field)
 {
-    const cJSON *j = get(o, k);
+    const cJSON *j = tg__get(o, k);
     if (!j || cJSON_IsNull(j))
         return NULL;
     if (!cJSON_IsObject(j)) {
-        problem(x, j, field, "must be a map");
+        tg__problem(&x->c, j, field, "must be a map");
         return NULL;
     }
     return j;
@@ -101,11 +58,11 @@ static const cJSON *want_map(struct qdec *x, const cJSON *o, const char *k, cons
 
 static const char *want_str(struct qdec *x, const cJSON *o, const char *k, const char *field)
 {
-    const cJSON *j = get(o, k);
+    const cJSON *j = tg__get(o, k);
     if (!j || cJSON_IsNull(j))
         return NULL;
     if (!cJSON_IsString(j)) {
-        problem(x, j, field, "must be a string");
+        tg__problem(&x->c, j, field, "must be a string");
         return NULL;
     }
     return j->valuestring;
@@ -116,16 +73,16 @@ static const char *want_str(struct qdec *x, const cJSON *o, const char *k, const
 static int want_num(struct qdec *x, const cJSON *o, const char *k, const char *field, double lo,
                     double hi, int whole, double *out)
 {
-    const cJSON *j = get(o, k);
+    const cJSON *j = tg__get(o, k);
     if (!j || cJSON_IsNull(j))
         return 0;
     if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble) ||
         (whole && j->valuedouble != floor(j->valuedouble))) {
-        problem(x, j, field, whole ? "must be a whole number" : "must be a number");
+        tg__problem(&x->c, j, field, whole ? "must be a whole number" : "must be a number");
         return -1;
     }
     if (!(j->valuedouble >= lo && j->valuedouble <= hi)) {
-        problem(x, j, field, "must be %g..%g, not %g", lo, hi, j->valuedouble);
+        tg__problem(&x->c, j, field, "must be %g..%g, not %g", lo, hi, j->valuedouble);
         return -1;
     }
     *out = j->valuedouble;
@@ -161,20 +118,20 @@ static int quantity(struct qdec *x, const cJSON *j, const char *name, const char
     int cpu = !strcmp(name, "cpu");
     if (cJSON_IsNumber(j)) {
         if (!isfinite(j->valuedouble) || j->valuedouble < 0 || j->valuedouble > 9.2e15) {
-            problem(x, j, field, "must be a quantity >= 0, not %g", j->valuedouble);
+            tg__problem(&x->c, j, field, "must be a quantity >= 0, not %g", j->valuedouble);
             return -1;
         }
         *out = cpu ? ceil(j->valuedouble * 1000) : j->valuedouble;
         return 0;
     }
     if (!cJSON_IsString(j)) {
-        problem(x, j, field, "must be a quantity (\"8\", \"500m\", \"64Gi\")");
+        tg__problem(&x->c, j, field, "must be a quantity (\"8\", \"500m\", \"64Gi\")");
         return -1;
     }
     int64_t milli;
     int rc = tg_quantity_parse(j->valuestring, strlen(j->valuestring), 1, &milli);
     if (rc) {
-        problem(x, j, field, "\"%.40s\" is %s", j->valuestring,
+        tg__problem(&x->c, j, field, "\"%.40s\" is %s", j->valuestring,
                 rc == TG_EINVAL ? "negative: must be >= 0"
                 : rc == TG_ERANGE ? "too large" : "not a quantity (\"8\", \"500m\", \"64Gi\")");
         return -1;
@@ -201,7 +158,7 @@ static struct tg_queue_res *named_res(struct qdec *x, const cJSON *at, const cha
                                       const char *field, int *nomem)
 {
     if (!valid_res_name(name)) {
-        problem(x, at, field, "\"%.60s\" is not a resource name", name);
+        tg__problem(&x->c, at, field, "\"%.60s\" is not a resource name", name);
         return NULL;
     }
     uint32_t id = tg_intern(name);
@@ -232,7 +189,7 @@ static int decode_kai_res(struct qdec *x, const cJSON *rs, const char *kname, co
     const cJSON *one = want_map(x, rs, kname, path);
     if (!one)
         return 0;
-    known_fields(x, one, path, kai_one);
+    tg__known_fields(&x->c, one, path, kai_one);
     struct tg_queue_res *r = res_of(x->q, tg_intern(name));
     if (!r)
         return TG_ENOMEM;
@@ -241,14 +198,14 @@ static int decode_kai_res(struct qdec *x, const cJSON *rs, const char *kname, co
     snprintf(field, sizeof field, "%s.quota", path);
     if (want_num(x, one, "quota", field, -1e15, 1e15, 0, &v) > 0) {
         if (v < 0 && v != -1)
-            problem(x, get(one, "quota"), field, "must be >= 0 or -1, not %g", v);
+            tg__problem(&x->c, tg__get(one, "quota"), field, "must be >= 0 or -1, not %g", v);
         else
             r->quota = kai_unit(quota = v, mem);
     }
     snprintf(field, sizeof field, "%s.limit", path);
     if (want_num(x, one, "limit", field, -1e15, 1e15, 0, &v) > 0) {
         if (v < 0 && v != -1)
-            problem(x, get(one, "limit"), field, "must be >= 0 or -1, not %g", v);
+            tg__problem(&x->c, tg__get(one, "limit"), field, "must be >= 0 or -1, not %g", v);
         else
             r->limit = kai_unit(limit = v, mem);
     }
@@ -257,7 +214,7 @@ static int decode_kai_res(struct qdec *x, const cJSON *rs, const char *kname, co
         r->weight = v;
     if (limit >= 0 && (quota > limit || quota < 0)) {
         snprintf(field, sizeof field, "%s.limit", path);
-        problem(x, get(one, "limit"), field, "%g is below the quota %g", limit, quota);
+        tg__problem(&x->c, tg__get(one, "limit"), field, "%g is below the quota %g", limit, quota);
         r->limit = r->quota;
     }
     return 0;
@@ -265,9 +222,9 @@ static int decode_kai_res(struct qdec *x, const cJSON *rs, const char *kname, co
 
 static int decode_kai(struct qdec *x, const cJSON *spec)
 {
-    known_fields(x, spec, "spec", kai_spec);
+    tg__known_fields(&x->c, spec, "spec", kai_spec);
     const cJSON *rs = want_map(x, spec, "resources", "spec.resources");
-    known_fields(x, rs, "spec.resources", kai_res);
+    tg__known_fields(&x->c, rs, "spec.resources", kai_res);
     static const char *const names[][2] = {{"gpu", "nvidia.com/gpu"}, {"cpu", "cpu"},
                                            {"memory", "memory"}};
     for (int i = 0; i < 3; i++)
@@ -311,7 +268,7 @@ static int volcano_list(struct qdec *x, const cJSON *list, const char *path, int
 
 static int decode_volcano(struct qdec *x, const cJSON *spec)
 {
-    known_fields(x, spec, "spec", volcano_spec);
+    tg__known_fields(&x->c, spec, "spec", volcano_spec);
     const cJSON *dv = want_map(x, spec, "deserved", "spec.deserved");
     const cJSON *cap = want_map(x, spec, "capability", "spec.capability");
     const cJSON *g = want_map(x, spec, "guarantee", "spec.guarantee");
@@ -326,7 +283,7 @@ static int decode_volcano(struct qdec *x, const cJSON *spec)
         struct tg_queue_res *r = &x->q->res[i];
         r->weight = w;
         if (r->limit >= 0 && r->quota > r->limit) {
-            problem(x, get(cap, tg_str(r->name)), "spec.capability", "%s %g is below "
+            tg__problem(&x->c, tg__get(cap, tg_str(r->name)), "spec.capability", "%s %g is below "
                     "spec.deserved's %g", tg_str(r->name), r->limit, r->quota);
             r->limit = r->quota;
         }
@@ -348,24 +305,24 @@ static int decode_ours_res(struct qdec *x, const cJSON *e)
     if (!r)
         return nomem ? TG_ENOMEM : 0;
     if (!cJSON_IsObject(e)) {
-        problem(x, e, path, "must be a map of quota, limit, overQuotaWeight");
+        tg__problem(&x->c, e, path, "must be a map of quota, limit, overQuotaWeight");
         return 0;
     }
-    known_fields(x, e, path, tg_one);
+    tg__known_fields(&x->c, e, path, tg_one);
     const cJSON *j;
     double v;
     snprintf(field, sizeof field, "%s.quota", path);
-    if ((j = get(e, "quota")) && !cJSON_IsNull(j) && !quantity(x, j, e->string, field, &v))
+    if ((j = tg__get(e, "quota")) && !cJSON_IsNull(j) && !quantity(x, j, e->string, field, &v))
         r->quota = v;
     snprintf(field, sizeof field, "%s.limit", path);
-    if ((j = get(e, "limit")) && !cJSON_IsNull(j) && !quantity(x, j, e->string, field, &v))
+    if ((j = tg__get(e, "limit")) && !cJSON_IsNull(j) && !quantity(x, j, e->string, field, &v))
         r->limit = v;
     snprintf(field, sizeof field, "%s.overQuotaWeight", path);
     if (want_num(x, e, "overQuotaWeight", field, 0, 1e9, 0, &v) > 0)
         r->weight = v;
     if (r->limit >= 0 && r->quota > r->limit) {
         snprintf(field, sizeof field, "%s.limit", path);
-        problem(x, get(e, "limit"), field, "is below the quota");
+        tg__problem(&x->c, tg__get(e, "limit"), field, "is below the quota");
         r->limit = r->quota;
     }
     return 0;
@@ -373,7 +330,7 @@ static int decode_ours_res(struct qdec *x, const cJSON *e)
 
 static int decode_ours(struct qdec *x, const cJSON *spec)
 {
-    known_fields(x, spec, "spec", tg_spec);
+    tg__known_fields(&x->c, spec, "spec", tg_spec);
     const cJSON *e, *rs = want_map(x, spec, "resources", "spec.resources");
     cJSON_ArrayForEach(e, rs)
         if (decode_ours_res(x, e))
@@ -395,7 +352,7 @@ static int decode_common(struct qdec *x, const cJSON *spec, int api)
     snprintf(field, sizeof field, "spec.%s", pf);
     const char *parent = want_str(x, spec, pf, field);
     if (parent && *parent && !strcmp(parent, tg_str(x->q->name))) {
-        problem(x, get(spec, pf), field, "names the queue itself");
+        tg__problem(&x->c, tg__get(spec, pf), field, "names the queue itself");
         parent = NULL;
     }
     if (parent && *parent && (x->q->parent = tg_intern(parent)) == TG_STR_NONE)
@@ -406,7 +363,7 @@ static int decode_common(struct qdec *x, const cJSON *spec, int api)
 int tg_queue_obj_decode(const cJSON *obj, struct tg_diag *d, struct tg_queue_obj **out)
 {
     *out = NULL;
-    const char *av = str(obj, "apiVersion"), *name = str(get(obj, "metadata"), "name");
+    const char *av = tg__str(obj, "apiVersion"), *name = tg__str(tg__get(obj, "metadata"), "name");
     int api = tg_queue_api_of(av);
     if (api < 0) {
         char what[400];
@@ -423,13 +380,13 @@ int tg_queue_obj_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct
     *out = NULL;
     if (api < 0 || api >= TG_QAPI_N)
         return TG_EINVAL;
-    struct qdec x = {.d = d};
-    const cJSON *md = get(obj, "metadata");
-    const char *name = str(md, "name");
-    snprintf(x.what, sizeof x.what, "Queue %.253s (%s)", name ? name : "(unnamed)",
+    struct qdec x = {.c = {.d = d}};
+    const cJSON *md = tg__get(obj, "metadata");
+    const char *name = tg__str(md, "name");
+    snprintf(x.c.what, sizeof x.c.what, "Queue %.253s (%s)", name ? name : "(unnamed)",
              tg_queue_apis[api].api_version);
     if (!name || !*name || strlen(name) > 253) {
-        tg_diag_error(d, md ? md : obj, x.what, "metadata.name", "is required");
+        tg_diag_error(d, md ? md : obj, x.c.what, "metadata.name", "is required");
         return TG_EPARSE;
     }
     int rc = TG_ENOMEM;
@@ -438,14 +395,14 @@ int tg_queue_obj_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct
         return rc;
     q->api = (uint8_t)api;
     q->name = tg_intern(name);
-    const char *uid = str(md, "uid"), *rv = str(md, "resourceVersion"), *ts;
+    const char *uid = tg__str(md, "uid"), *rv = tg__str(md, "resourceVersion"), *ts;
     if (q->name == TG_STR_NONE || (uid && !(q->uid = strdup(uid))) || (rv && !(q->rv = strdup(rv))))
         goto fail;
-    if ((ts = str(md, "creationTimestamp")) && tg_parse_time(ts, &q->created_ms))
+    if ((ts = tg__str(md, "creationTimestamp")) && tg_parse_time(ts, &q->created_ms))
         q->created_ms = 0;
-    const cJSON *spec = get(obj, "spec");
+    const cJSON *spec = tg__get(obj, "spec");
     if (spec && !cJSON_IsNull(spec) && !cJSON_IsObject(spec)) {
-        problem(&x, spec, "spec", "must be a map");
+        tg__problem(&x.c, spec, "spec", "must be a map");
         spec = NULL;
     }
     if (decode_common(&x, spec, api))
@@ -455,7 +412,7 @@ int tg_queue_obj_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct
         goto fail;
     if (q->nres > 1)
         qsort(q->res, q->nres, sizeof *q->res, res_cmp);
-    if (x.problem[0] && !(q->problem = strdup(x.problem)))
+    if (x.c.problem[0] && !(q->problem = strdup(x.c.problem)))
         goto fail;
     *out = q;
     return 0;
@@ -496,7 +453,7 @@ const struct tg_queue_res *tg_queue_obj_res(const struct tg_queue_obj *q, uint32
 
 static uint32_t named(const cJSON *map, const char *key)
 {
-    const char *v = str(map, key);
+    const char *v = tg__str(map, key);
     if (!v || !*v || strlen(v) > 253)
         return 0;
     return tg_intern(v);
@@ -504,7 +461,7 @@ static uint32_t named(const cJSON *map, const char *key)
 
 uint32_t tg_queue_meta(const cJSON *md, int of)
 {
-    const cJSON *labels = get(md, "labels"), *ann = get(md, "annotations");
+    const cJSON *labels = tg__get(md, "labels"), *ann = tg__get(md, "annotations");
     uint32_t q = named(labels, TG_LABEL_QUEUE);
     if (of == TG_QOF_NAMESPACE)
         return q ? q : named(ann, TG_LABEL_QUEUE);
@@ -538,4 +495,19 @@ struct tg_queue_pick tg_queue_resolve(const struct tg_podgroup *pg, const struct
         k.src = TG_QSRC_NAMESPACE;
     }
     return k;
+}
+
+int tg_queue_obj_same_spec(const struct tg_queue_obj *a, const struct tg_queue_obj *b)
+{
+    if (a->name != b->name || a->parent != b->parent || a->api != b->api ||
+        a->priority != b->priority || a->nres != b->nres || a->created_ms != b->created_ms ||
+        strcmp(a->problem ? a->problem : "", b->problem ? b->problem : ""))
+        return 0;
+    for (uint32_t i = 0; i < a->nres; i++) {
+        const struct tg_queue_res *x = &a->res[i], *y = &b->res[i];
+        if (x->name != y->name || x->quota != y->quota || x->limit != y->limit ||
+            x->weight != y->weight || x->guarantee != y->guarantee)
+            return 0;
+    }
+    return 1;
 }

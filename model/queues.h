@@ -70,6 +70,11 @@ int tg_queue_obj_decode(const struct cJSON *obj, struct tg_diag *d, struct tg_qu
 int tg_queue_obj_decode_api(const struct cJSON *obj, int api, struct tg_diag *d,
                             struct tg_queue_obj **out);
 void tg_queue_obj_free(struct tg_queue_obj **q);
+/* 1 when a and b decode to the same queue as the division reads it (name,
+ * parent, API, priority, creation time, resources, problem): b differs from
+ * a in its status or other metadata only (uid and resourceVersion are not
+ * compared: the leader's own status writes come back so). */
+int tg_queue_obj_same_spec(const struct tg_queue_obj *a, const struct tg_queue_obj *b);
 /* The resource named `name` (interned) of q, or NULL. */
 const struct tg_queue_res *tg_queue_obj_res(const struct tg_queue_obj *q, uint32_t name);
 

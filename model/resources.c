@@ -1,7 +1,10 @@
 /* The resource name registry; see resources.h. */
 #include "model/resources.h"
+#include "model/quantity.h"
 #include "util/hmap.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,4 +97,20 @@ uint32_t tg_rq_normalize(struct tg_rq *v, uint32_t n)
             v[out++] = v[i];
     }
     return out;
+}
+
+int tg_res_amount(uint32_t id, double v, int flags, char *buf, size_t n)
+{
+    int whole = v == trunc(v) && fabs(v) < 0x1p53;
+    if (id != TG_RES_CPU && id != TG_RES_MEMORY && whole) {
+        snprintf(buf, n, "%lld", (long long)v);
+        return 1;
+    }
+    if (id != TG_RES_CPU && id != TG_RES_MEMORY && !(flags & TG_AMOUNT_QUANTITY)) {
+        snprintf(buf, n, "%g", v);
+        return 1;
+    }
+    int milli = id != TG_RES_MEMORY; /* cpu's unit, or a fraction of a unit */
+    tg_quantity_format((int64_t)llround(milli && id != TG_RES_CPU ? v * 1000 : v), milli, buf, n);
+    return 0;
 }

@@ -34,6 +34,17 @@ const char *tg_res_name(uint32_t id);
 uint32_t tg_res_count(void);
 static inline int tg_res_is_milli(uint32_t id) { return id == TG_RES_CPU; }
 
+/* An amount v of resource id in the model's units (cpu in millicores, memory
+ * in bytes, the rest in units), as people and Kubernetes read it, into
+ * buf[0..n): cpu and memory as quantities ("1500m", "64Gi"); a whole amount
+ * of any other resource as an integer ("16"); a fractional one as a number
+ * ("0.5"), or, with TG_AMOUNT_QUANTITY, as a quantity ("500m": what an
+ * int-or-string field admits). Returns 1 when buf is a number (JSON writes
+ * it bare), 0 when it is a quantity (JSON quotes it). Reasons, `simulate`'s
+ * queue table and JSON, and the Queue status all write amounts so. */
+enum { TG_AMOUNT_QUANTITY = 1 };
+int tg_res_amount(uint32_t id, double v, int flags, char *buf, size_t n);
+
 /* Looks up res in a sorted array; 0 when absent. */
 int64_t tg_rq_get(const struct tg_rq *v, uint32_t n, uint32_t res);
 /* Sorts by id and sums duplicates in place; returns the new length. */

@@ -3,6 +3,7 @@
  * never trusts a type or a count; unlike it, a peer's spec problem keeps the
  * object (with `problem` set) so that the scheduler can tell its owner. */
 #include "model/workload.h"
+#include "model/decoding.h"
 #include "model/queues.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -58,53 +59,25 @@ int tg_wl_kind_of(const char *kind)
 /* ---- a decoding pass ------------------------------------------------------------ */
 
 struct wdec {
-    struct tg_diag *d;
-    char what[400];
-    char problem[512];                  /* the first spec problem ("field: why") */
+    struct tg__dec c;                   /* the object, its first spec problem (decoding.h) */
     int bad;                            /* the object cannot be kept at all */
     int nomem;                          /* out of memory on the way */
 };
-
-static const cJSON *get(const cJSON *o, const char *k)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *j = get(o, k);
-    return cJSON_IsString(j) ? j->valuestring : NULL;
-}
-
-/* A problem with the spec: the object stays, marked; reported as a warning. */
-static void problem(struct wdec *x, const cJSON *at, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void problem(struct wdec *x, const cJSON *at, const char *field, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!x->problem[0])
-        snprintf(x->problem, sizeof x->problem, "%s: %s", field, msg);
-    tg_diag_warn(x->d, at, x->what, field, "%s (its gang is not placed)", msg);
-}
 
 /* Optional int field within [lo, hi]: 1 given, 0 absent/null, -1 bad (a problem). */
 static int opt_int(struct wdec *x, const cJSON *o, const char *k, const char *field, int64_t lo,
                    int64_t hi, int64_t *out)
 {
-    const cJSON *j = get(o, k);
+    const cJSON *j = tg__get(o, k);
     if (!j || cJSON_IsNull(j))
         return 0;
     if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble)) {
-        problem(x, j, field, "must be a whole number");
+        tg__problem(&x->c, j, field, "must be a whole number");
         return -1;
     }
     /* the range in double first: converting 1e76 to int64 is undefined (fuzz_liststream) */
     if (!(j->valuedouble >= (double)lo && j->valuedouble <= (double)hi)) {
-        problem(x, j, field, "must be %lld..%lld, not %.0f", (long long)lo, (long long)hi,
+        tg__problem(&x->c, j, field, "must be %lld..%lld, not %.0f", (long long)lo, (long long)hi,
                 j->valuedouble);
         return -1;
     }
@@ -114,31 +87,14 @@ static int opt_int(struct wdec *x, const cJSON *o, const char *k, const char *fi
 
 static const char *opt_str(struct wdec *x, const cJSON *o, const char *k, const char *field)
 {
-    const cJSON *j = get(o, k);
+    const cJSON *j = tg__get(o, k);
     if (!j || cJSON_IsNull(j))
         return NULL;
     if (!cJSON_IsString(j)) {
-        problem(x, j, field, "must be a string");
+        tg__problem(&x->c, j, field, "must be a string");
         return NULL;
     }
     return j->valuestring;
-}
-
-/* Every key of map o must be one of known (NULL-terminated). */
-static void known_fields(struct wdec *x, const cJSON *o, const char *path, const char *const *known)
-{
-    const cJSON *e, *map = cJSON_IsObject(o) ? o : NULL;
-    cJSON_ArrayForEach(e, map)
-    {
-        int ok = 0;
-        for (const char *const *k = known; *k && !ok; k++)
-            ok = !strcmp(e->string, *k);
-        if (!ok) {
-            char field[300];
-            snprintf(field, sizeof field, "%s.%s", path, e->string);
-            problem(x, e, field, "unknown field");
-        }
-    }
 }
 
 struct wmeta {
@@ -152,25 +108,25 @@ static int wmeta(struct wdec *x, const cJSON *obj, const char *kind, const char 
                  struct wmeta *m)
 {
     memset(m, 0, sizeof *m);
-    m->md = get(obj, "metadata");
-    m->name = str(m->md, "name");
-    m->ns = str(m->md, "namespace");
+    m->md = tg__get(obj, "metadata");
+    m->name = tg__str(m->md, "name");
+    m->ns = tg__str(m->md, "namespace");
     if (!m->ns || !*m->ns)
         m->ns = "default";
-    snprintf(x->what, sizeof x->what, "%s %s/%s%s%s%s", kind, m->ns, m->name ? m->name : "(unnamed)",
+    snprintf(x->c.what, sizeof x->c.what, "%s %s/%s%s%s%s", kind, m->ns, m->name ? m->name : "(unnamed)",
              api ? " (" : "", api ? api : "", api ? ")" : "");
     if (!cJSON_IsObject(obj) || !m->name || !*m->name || strlen(m->name) > 253) {
-        tg_diag_error(x->d, m->md ? m->md : obj, x->what, "metadata.name", "is required");
+        tg_diag_error(x->c.d, m->md ? m->md : obj, x->c.what, "metadata.name", "is required");
         return -1;
     }
-    m->uid = str(m->md, "uid");
-    m->rv = str(m->md, "resourceVersion");
-    m->annotations = get(m->md, "annotations");
-    m->labels = get(m->md, "labels");
-    const char *ts = str(m->md, "creationTimestamp");
+    m->uid = tg__str(m->md, "uid");
+    m->rv = tg__str(m->md, "resourceVersion");
+    m->annotations = tg__get(m->md, "annotations");
+    m->labels = tg__get(m->md, "labels");
+    const char *ts = tg__str(m->md, "creationTimestamp");
     if (ts && tg_parse_time(ts, &m->created_ms))
         m->created_ms = 0;
-    const cJSON *gen = get(m->md, "generation");
+    const cJSON *gen = tg__get(m->md, "generation");
     /* within int64 first: converting 1e300 is undefined (the class fuzz_liststream found in
      * opt_int) */
     m->generation = cJSON_IsNumber(gen) && gen->valuedouble >= -9223372036854775808.0 &&
@@ -208,7 +164,7 @@ static void min_member(struct wdec *x, const cJSON *spec, int64_t lo, struct tg_
     int64_t v = 1;
     int r = opt_int(x, spec, "minMember", "spec.minMember", lo, 1000000, &v);
     if (r == 0)
-        problem(x, spec, "spec.minMember", "is required (the number of pods that must start "
+        tg__problem(&x->c, spec, "spec.minMember", "is required (the number of pods that must start "
                                            "together)");
     g->min_member = (int32_t)(v < 1 ? 1 : v);
 }
@@ -221,7 +177,7 @@ static void prio_class(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 
 static void decode_xk8s(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 {
-    known_fields(x, spec, "spec", xk8s_spec);
+    tg__known_fields(&x->c, spec, "spec", xk8s_spec);
     min_member(x, spec, 1, g);
     int64_t v = 0;
     if (opt_int(x, spec, "scheduleTimeoutSeconds", "spec.scheduleTimeoutSeconds", 0, 31536000, &v) > 0)
@@ -230,21 +186,21 @@ static void decode_xk8s(struct wdec *x, const cJSON *spec, struct tg_podgroup *g
 
 static void decode_volcano(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 {
-    known_fields(x, spec, "spec", volcano_spec);
+    tg__known_fields(&x->c, spec, "spec", volcano_spec);
     min_member(x, spec, 0, g);
     prio_class(x, spec, g);
     g->tier = -1;
-    const cJSON *nt = get(spec, "networkTopology");
+    const cJSON *nt = tg__get(spec, "networkTopology");
     if (!nt || cJSON_IsNull(nt))
         return;
     if (!cJSON_IsObject(nt)) {
-        problem(x, nt, "spec.networkTopology", "must be a map");
+        tg__problem(&x->c, nt, "spec.networkTopology", "must be a map");
         return;
     }
-    known_fields(x, nt, "spec.networkTopology", volcano_nt);
+    tg__known_fields(&x->c, nt, "spec.networkTopology", volcano_nt);
     const char *mode = opt_str(x, nt, "mode", "spec.networkTopology.mode");
     if (mode && strcmp(mode, "hard") && strcmp(mode, "soft")) {
-        problem(x, get(nt, "mode"), "spec.networkTopology.mode", "must be hard or soft, not \"%s\"",
+        tg__problem(&x->c, tg__get(nt, "mode"), "spec.networkTopology.mode", "must be hard or soft, not \"%s\"",
                 mode);
         return;
     }
@@ -254,7 +210,7 @@ static void decode_volcano(struct wdec *x, const cJSON *spec, struct tg_podgroup
                            0, 64, &tier);
     const char *tname = opt_str(x, nt, "highestTierName", "spec.networkTopology.highestTierName");
     if (has_tier > 0 && tname) {
-        problem(x, nt, "spec.networkTopology", "highestTierAllowed and highestTierName exclude "
+        tg__problem(&x->c, nt, "spec.networkTopology", "highestTierAllowed and highestTierName exclude "
                                                "each other");
         return;
     }
@@ -268,7 +224,7 @@ static void decode_volcano(struct wdec *x, const cJSON *spec, struct tg_podgroup
         else
             g->topo_pref_field = "spec.networkTopology.highestTierName";
     } else if (has_tier == 0 && g->tier_hard) {
-        problem(x, nt, "spec.networkTopology.highestTierAllowed",
+        tg__problem(&x->c, nt, "spec.networkTopology.highestTierAllowed",
                 "is required with mode hard (or highestTierName)");
     } else if (has_tier == 0) {
         g->tier = 1; /* soft, no tier: as tight as the first tier above the nodes */
@@ -282,15 +238,15 @@ static const char *const kai_sub[] = {"name", "minMember", "parent", "topologyCo
 static void kai_sub_topo(struct wdec *x, const cJSON *it, const char *path, struct tg_subgroup *sg)
 {
     char f[96];
-    const cJSON *tc = get(it, "topologyConstraint");
+    const cJSON *tc = tg__get(it, "topologyConstraint");
     if (!tc || cJSON_IsNull(tc))
         return;
     snprintf(f, sizeof f, "%s.topologyConstraint", path);
     if (!cJSON_IsObject(tc)) {
-        problem(x, tc, f, "must be a map");
+        tg__problem(&x->c, tc, f, "must be a map");
         return;
     }
-    known_fields(x, tc, f, kai_tc);
+    tg__known_fields(&x->c, tc, f, kai_tc);
     snprintf(f, sizeof f, "%s.topologyConstraint.requiredTopologyLevel", path);
     const char *r = opt_str(x, tc, "requiredTopologyLevel", f);
     snprintf(f, sizeof f, "%s.topologyConstraint.preferredTopologyLevel", path);
@@ -306,12 +262,12 @@ static void kai_sub_topo(struct wdec *x, const cJSON *it, const char *path, stru
  * than ignored. Returns 0 or TG_ENOMEM. */
 static int decode_kai_subgroups(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 {
-    const cJSON *it, *list = get(spec, "subGroups");
+    const cJSON *it, *list = tg__get(spec, "subGroups");
     if (!list || cJSON_IsNull(list))
         return 0;
     int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
     if (n < 0 || n > TG_MAX_SUBGROUPS) {
-        problem(x, list, "spec.subGroups", n < 0 ? "must be a list" : "has more than %d entries",
+        tg__problem(&x->c, list, "spec.subGroups", n < 0 ? "must be a list" : "has more than %d entries",
                 TG_MAX_SUBGROUPS);
         return 0;
     }
@@ -325,11 +281,11 @@ static int decode_kai_subgroups(struct wdec *x, const cJSON *spec, struct tg_pod
         char path[48], f[96];
         snprintf(path, sizeof path, "spec.subGroups[%u]", g->nsubs);
         struct tg_subgroup *sg = &g->subs[g->nsubs];
-        known_fields(x, it, path, kai_sub);
+        tg__known_fields(&x->c, it, path, kai_sub);
         snprintf(f, sizeof f, "%s.name", path);
         const char *name = opt_str(x, it, "name", f);
         if (!name || !*name) {
-            problem(x, it, f, "is required");
+            tg__problem(&x->c, it, f, "is required");
             continue;
         }
         sg->name = tg_intern(name);
@@ -352,7 +308,7 @@ static int decode_kai_subgroups(struct wdec *x, const cJSON *spec, struct tg_pod
         if (is_parent && (g->subs[i].required || g->subs[i].preferred)) {
             char f[64];
             snprintf(f, sizeof f, "spec.subGroups[%u].topologyConstraint", i);
-            problem(x, list, f, "a constraint over nested sub-groups is not supported yet");
+            tg__problem(&x->c, list, f, "a constraint over nested sub-groups is not supported yet");
         }
         if (!is_parent)
             g->subs[k++] = g->subs[i];
@@ -364,19 +320,19 @@ static int decode_kai_subgroups(struct wdec *x, const cJSON *spec, struct tg_pod
 
 static void decode_kai(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 {
-    known_fields(x, spec, "spec", kai_spec);
+    tg__known_fields(&x->c, spec, "spec", kai_spec);
     min_member(x, spec, 1, g);
     prio_class(x, spec, g);
     if (decode_kai_subgroups(x, spec, g))
         x->nomem = 1;
-    const cJSON *tc = get(spec, "topologyConstraint");
+    const cJSON *tc = tg__get(spec, "topologyConstraint");
     if (!tc || cJSON_IsNull(tc))
         return;
     if (!cJSON_IsObject(tc)) {
-        problem(x, tc, "spec.topologyConstraint", "must be a map");
+        tg__problem(&x->c, tc, "spec.topologyConstraint", "must be a map");
         return;
     }
-    known_fields(x, tc, "spec.topologyConstraint", kai_tc);
+    tg__known_fields(&x->c, tc, "spec.topologyConstraint", kai_tc);
     const char *r = opt_str(x, tc, "requiredTopologyLevel",
                             "spec.topologyConstraint.requiredTopologyLevel");
     const char *p = opt_str(x, tc, "preferredTopologyLevel",
@@ -393,12 +349,12 @@ static void decode_kai(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 
 static void upstream_status(const cJSON *obj, struct tg_podgroup *g)
 {
-    const cJSON *c, *conds = get(get(obj, "status"), "conditions");
+    const cJSON *c, *conds = tg__get(tg__get(obj, "status"), "conditions");
     if (!cJSON_IsArray(conds))
         return;
     cJSON_ArrayForEach(c, conds)
     {
-        const char *t = str(c, "type"), *s = str(c, "status");
+        const char *t = tg__str(c, "type"), *s = tg__str(c, "status");
         if (t && s && !strcmp(t, "PodGroupScheduled") && !strcmp(s, "True"))
             g->sched_true = 1;
     }
@@ -407,35 +363,35 @@ static void upstream_status(const cJSON *obj, struct tg_podgroup *g)
 static void decode_upstream(struct wdec *x, const cJSON *obj, const cJSON *spec,
                             struct tg_podgroup *g)
 {
-    known_fields(x, spec, "spec", up_spec);
+    tg__known_fields(&x->c, spec, "spec", up_spec);
     g->min_member = 1;
-    const cJSON *sp = get(spec, "schedulingPolicy");
-    const cJSON *gang = get(sp, "gang");
+    const cJSON *sp = tg__get(spec, "schedulingPolicy");
+    const cJSON *gang = tg__get(sp, "gang");
     int64_t v = 1;
     if (cJSON_IsObject(gang)) {
         if (opt_int(x, gang, "minCount", "spec.schedulingPolicy.gang.minCount", 1, 1000000, &v) == 0)
-            problem(x, gang, "spec.schedulingPolicy.gang.minCount", "is required");
+            tg__problem(&x->c, gang, "spec.schedulingPolicy.gang.minCount", "is required");
         g->min_member = (int32_t)v;
-    } else if (!cJSON_IsObject(get(sp, "basic"))) {
-        problem(x, sp ? sp : spec, "spec.schedulingPolicy", "needs gang (minCount) or basic");
+    } else if (!cJSON_IsObject(tg__get(sp, "basic"))) {
+        tg__problem(&x->c, sp ? sp : spec, "spec.schedulingPolicy", "needs gang (minCount) or basic");
     }
     prio_class(x, spec, g);
     if (opt_int(x, spec, "priority", "spec.priority", -2147483648LL, 2147483647LL, &v) > 0) {
         g->priority = (int32_t)v;
         g->has_priority = 1;
     }
-    const cJSON *topo = get(get(spec, "schedulingConstraints"), "topology");
+    const cJSON *topo = tg__get(tg__get(spec, "schedulingConstraints"), "topology");
     if (cJSON_IsArray(topo) && cJSON_GetArraySize(topo) > 0) {
         const cJSON *t0 = cJSON_GetArrayItem(topo, 0);
         const char *key = opt_str(x, t0, "key", "spec.schedulingConstraints.topology[0].key");
         if (!key || !*key)
-            problem(x, t0, "spec.schedulingConstraints.topology[0].key", "is required");
+            tg__problem(&x->c, t0, "spec.schedulingConstraints.topology[0].key", "is required");
         else {
             g->topo_req = tg_intern(key);
             g->topo_req_field = "spec.schedulingConstraints.topology[0].key";
         }
         if (cJSON_GetArraySize(topo) > 1)
-            problem(x, topo, "spec.schedulingConstraints.topology",
+            tg__problem(&x->c, topo, "spec.schedulingConstraints.topology",
                     "holds %d constraints; one is supported", cJSON_GetArraySize(topo));
     }
     upstream_status(obj, g);
@@ -448,7 +404,7 @@ int tg_podgroup_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct 
         return tg_podgroup_decode(obj, d, out);
     if (api < 0 || api >= TG_PG_NAPI)
         return TG_EINVAL;
-    struct wdec x = {.d = d};
+    struct wdec x = {.c = {.d = d, .note = " (its gang is not placed)"}};
     struct wmeta m;
     if (wmeta(&x, obj, "PodGroup", tg_pg_apis[api].api_version, &m))
         return TG_EPARSE;
@@ -468,9 +424,9 @@ int tg_podgroup_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct 
     g->name = tg_intern(m.name);
     g->created_ms = m.created_ms;
     g->generation = m.generation;
-    const cJSON *spec = get(obj, "spec");
+    const cJSON *spec = tg__get(obj, "spec");
     if (!cJSON_IsObject(spec))
-        problem(&x, obj, "spec", "is required");
+        tg__problem(&x.c, obj, "spec", "is required");
     switch (api) {
     case TG_PG_UPSTREAM: decode_upstream(&x, obj, spec, g); break;
     case TG_PG_XK8S: decode_xk8s(&x, spec, g); break;
@@ -483,7 +439,7 @@ int tg_podgroup_decode_api(const cJSON *obj, int api, struct tg_diag *d, struct 
     g->queue = q && *q && strlen(q) <= 253 ? tg_intern(q) : tg_queue_meta(m.md, TG_QOF_WORKLOAD);
     if (g->queue == TG_STR_NONE)
         goto nomem;
-    if (x.nomem || (x.problem[0] && !(g->problem = strdup(x.problem))))
+    if (x.nomem || (x.c.problem[0] && !(g->problem = strdup(x.c.problem))))
         goto nomem;
     *out = g;
     return 0;
@@ -494,7 +450,7 @@ nomem:
 
 int tg_podgroup_decode_any(const cJSON *obj, struct tg_diag *d, struct tg_podgroup **out)
 {
-    const char *av = str(obj, "apiVersion");
+    const char *av = tg__str(obj, "apiVersion");
     int api = tg_pg_api_of(av);
     if (api < 0) {
         *out = NULL;
@@ -511,14 +467,14 @@ int tg_podgroup_decode_any(const cJSON *obj, struct tg_diag *d, struct tg_podgro
 /* The controller owner reference of an object (controller: true). */
 static void owner_of(const cJSON *md, uint32_t *kind, uint32_t *name)
 {
-    const cJSON *r, *refs = get(md, "ownerReferences");
+    const cJSON *r, *refs = tg__get(md, "ownerReferences");
     *kind = *name = 0;
     if (!cJSON_IsArray(refs))
         return;
     cJSON_ArrayForEach(r, refs)
     {
-        const char *k = str(r, "kind"), *n = str(r, "name");
-        if (cJSON_IsTrue(get(r, "controller")) && k && n && *k && *n) {
+        const char *k = tg__str(r, "kind"), *n = tg__str(r, "name");
+        if (cJSON_IsTrue(tg__get(r, "controller")) && k && n && *k && *n) {
             *kind = tg_intern(k);
             *name = tg_intern(n);
             return;
@@ -554,16 +510,16 @@ static uint32_t excl_of(struct wdec *x, const cJSON *annotations, const char *ke
 
 static void decode_jobset(struct wdec *x, const cJSON *obj, const cJSON *spec, struct tg_workload *w)
 {
-    const cJSON *rjs = get(spec, "replicatedJobs"), *rj;
+    const cJSON *rjs = tg__get(spec, "replicatedJobs"), *rj;
     if (!cJSON_IsArray(rjs) || !cJSON_GetArraySize(rjs)) {
-        problem(x, spec, "spec.replicatedJobs", "is required");
+        tg__problem(&x->c, spec, "spec.replicatedJobs", "is required");
         return;
     }
     if (cJSON_GetArraySize(rjs) > UINT16_MAX) {
-        problem(x, rjs, "spec.replicatedJobs", "has more than %d entries", UINT16_MAX);
+        tg__problem(&x->c, rjs, "spec.replicatedJobs", "has more than %d entries", UINT16_MAX);
         return;
     }
-    uint32_t js_excl = excl_of(x, get(get(obj, "metadata"), "annotations"), TG_ANN_JOBSET_EXCLUSIVE,
+    uint32_t js_excl = excl_of(x, tg__get(tg__get(obj, "metadata"), "annotations"), TG_ANN_JOBSET_EXCLUSIVE,
                                "metadata");
     if (!(w->rjobs = calloc((size_t)cJSON_GetArraySize(rjs), sizeof *w->rjobs))) {
         x->nomem = 1;
@@ -579,15 +535,15 @@ static void decode_jobset(struct wdec *x, const cJSON *obj, const cJSON *spec, s
         int64_t reps = 1;
         opt_int(x, rj, "replicas", f, 0, 100000, &reps);
         snprintf(f, sizeof f, "spec.replicatedJobs[%d].template.spec", i);
-        int32_t size = job_size(x, get(get(rj, "template"), "spec"), 0, f);
+        int32_t size = job_size(x, tg__get(tg__get(rj, "template"), "spec"), 0, f);
         total += reps * size;
-        const char *name = str(rj, "name");
+        const char *name = tg__str(rj, "name");
         r->name = name && *name ? tg_intern(name) : 0;
         r->name = r->name == TG_STR_NONE ? (x->nomem = 1, 0) : r->name;
         r->replicas = (int32_t)reps;
         r->size = size;
         snprintf(f, sizeof f, "spec.replicatedJobs[%d].template.metadata", i);
-        r->excl = excl_of(x, get(get(get(rj, "template"), "metadata"), "annotations"),
+        r->excl = excl_of(x, tg__get(tg__get(tg__get(rj, "template"), "metadata"), "annotations"),
                           TG_ANN_JOBSET_EXCLUSIVE, f);
         r->excl_own = r->excl != 0;
         if (!r->excl)
@@ -602,11 +558,11 @@ static void decode_jobset(struct wdec *x, const cJSON *obj, const cJSON *spec, s
 static void decode_replicas(struct wdec *x, const cJSON *spec, const char *field,
                             struct tg_workload *w)
 {
-    const cJSON *m = get(spec, field), *e;
+    const cJSON *m = tg__get(spec, field), *e;
     char f[200];
     if (!cJSON_IsObject(m) || !cJSON_GetArraySize(m)) {
         snprintf(f, sizeof f, "spec.%s", field);
-        problem(x, spec, f, "is required");
+        tg__problem(&x->c, spec, f, "is required");
         return;
     }
     int64_t total = 0;
@@ -627,21 +583,21 @@ static void decode_replicas(struct wdec *x, const cJSON *spec, const char *field
  * maxReplicas Workers (the other replica types fixed). */
 static void decode_elastic(struct wdec *x, const cJSON *spec, struct tg_workload *w)
 {
-    const cJSON *ep = get(spec, "elasticPolicy");
+    const cJSON *ep = tg__get(spec, "elasticPolicy");
     int64_t workers = 1, lo = 0, hi = 0;
-    if (opt_int(x, get(get(spec, "runPolicy"), "schedulingPolicy"), "minAvailable",
+    if (opt_int(x, tg__get(tg__get(spec, "runPolicy"), "schedulingPolicy"), "minAvailable",
                 "spec.runPolicy.schedulingPolicy.minAvailable", 1, 1000000, &lo) > 0)
         w->min_size = (int32_t)lo;
     lo = 0;
     if (w->kind != TG_WL_PYTORCHJOB || !cJSON_IsObject(ep))
         return;
-    opt_int(x, get(get(spec, "pytorchReplicaSpecs"), "Worker"), "replicas",
+    opt_int(x, tg__get(tg__get(spec, "pytorchReplicaSpecs"), "Worker"), "replicas",
             "spec.pytorchReplicaSpecs.Worker.replicas", 0, 100000, &workers);
     if (opt_int(x, ep, "minReplicas", "spec.elasticPolicy.minReplicas", 1, 100000, &lo) < 0 ||
         opt_int(x, ep, "maxReplicas", "spec.elasticPolicy.maxReplicas", 1, 100000, &hi) < 0)
         return;
     if (lo && hi && hi < lo) {
-        problem(x, get(ep, "maxReplicas"), "spec.elasticPolicy.maxReplicas",
+        tg__problem(&x->c, tg__get(ep, "maxReplicas"), "spec.elasticPolicy.maxReplicas",
                 "must be at least minReplicas (%lld), not %lld", (long long)lo, (long long)hi);
         return;
     }
@@ -659,28 +615,28 @@ static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, 
     switch (w->kind) {
     case TG_WL_JOB:
         v = 0;
-        opt_int(x, get(obj, "status"), "succeeded", "status.succeeded", 0, 100000000, &v);
+        opt_int(x, tg__get(obj, "status"), "succeeded", "status.succeeded", 0, 100000000, &v);
         w->size = job_size(x, spec, v, "spec");
-        w->suspended = (uint8_t)cJSON_IsTrue(get(spec, "suspend"));
+        w->suspended = (uint8_t)cJSON_IsTrue(tg__get(spec, "suspend"));
         break;
     case TG_WL_JOBSET:
         w->npsets = 0;
         decode_jobset(x, obj, spec, w);
-        w->suspended = (uint8_t)cJSON_IsTrue(get(spec, "suspend"));
+        w->suspended = (uint8_t)cJSON_IsTrue(tg__get(spec, "suspend"));
         break;
     case TG_WL_LWS: {
-        const cJSON *t = get(spec, "leaderWorkerTemplate");
+        const cJSON *t = tg__get(spec, "leaderWorkerTemplate");
         opt_int(x, t, "size", "spec.leaderWorkerTemplate.size", 1, 100000, &v);
         w->size = (int32_t)v;
         w->npsets = v > 1 ? 2 : 1;
         int64_t reps = 1;
         opt_int(x, spec, "replicas", "spec.replicas", 0, 100000, &reps);
         w->replicas = (int32_t)reps;
-        w->excl = excl_of(x, get(get(obj, "metadata"), "annotations"), TG_ANN_LWS_EXCLUSIVE,
+        w->excl = excl_of(x, tg__get(tg__get(obj, "metadata"), "annotations"), TG_ANN_LWS_EXCLUSIVE,
                           "metadata");
         const char *sp = opt_str(x, spec, "startupPolicy", "spec.startupPolicy");
         if (sp && !strcmp(sp, "LeaderReady") && v > 1)
-            problem(x, get(spec, "startupPolicy"), "spec.startupPolicy",
+            tg__problem(&x->c, tg__get(spec, "startupPolicy"), "spec.startupPolicy",
                     "LeaderReady creates the workers only once the leader runs, so the group "
                     "can never start as one gang (use LeaderCreated)");
         break;
@@ -696,8 +652,8 @@ static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, 
         decode_elastic(x, spec, w);
         break;
     default: /* TrainJob: its JobSet says better, when seen */
-        if (opt_int(x, get(spec, "trainer"), "numNodes", "spec.trainer.numNodes", 1, 100000, &v) == 0)
-            problem(x, spec, "spec.trainer.numNodes", "is not set (the runtime decides; its "
+        if (opt_int(x, tg__get(spec, "trainer"), "numNodes", "spec.trainer.numNodes", 1, 100000, &v) == 0)
+            tg__problem(&x->c, spec, "spec.trainer.numNodes", "is not set (the runtime decides; its "
                                                        "JobSet says how many pods)");
         w->size = (int32_t)v;
         break;
@@ -707,14 +663,14 @@ static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, 
 int tg_workload_decode(const cJSON *obj, struct tg_diag *d, struct tg_workload **out)
 {
     *out = NULL;
-    const char *k = str(obj, "kind");
+    const char *k = tg__str(obj, "kind");
     int kind = tg_wl_kind_of(k);
-    struct wdec x = {.d = d};
+    struct wdec x = {.c = {.d = d, .note = " (its gang is not placed)"}};
     struct wmeta m;
     if (wmeta(&x, obj, k ? k : "(no kind)", NULL, &m))
         return TG_EPARSE;
     if (!kind) {
-        tg_diag_error(d, obj, x.what, "kind", "is not a workload kind topogang derives gangs from");
+        tg_diag_error(d, obj, x.c.what, "kind", "is not a workload kind topogang derives gangs from");
         return TG_EPARSE;
     }
     struct tg_workload *w = calloc(1, sizeof *w);
@@ -732,11 +688,11 @@ int tg_workload_decode(const cJSON *obj, struct tg_diag *d, struct tg_workload *
     w->name = tg_intern(m.name);
     w->created_ms = m.created_ms;
     owner_of(m.md, &w->owner_kind, &w->owner_name);
-    const cJSON *spec = get(obj, "spec");
+    const cJSON *spec = tg__get(obj, "spec");
     if (!cJSON_IsObject(spec))
-        problem(&x, obj, "spec", "is required");
+        tg__problem(&x.c, obj, "spec", "is required");
     decode_wl_spec(&x, obj, spec, w);
-    if (x.nomem || (x.problem[0] && !(w->problem = strdup(x.problem))))
+    if (x.nomem || (x.c.problem[0] && !(w->problem = strdup(x.c.problem))))
         goto nomem;
     *out = w;
     return 0;
@@ -831,7 +787,7 @@ const char *tg_derived_owner_key(uint32_t ns, uint32_t derived, char *buf, size_
 
 static const char *ann(const cJSON *an, const char *k)
 {
-    const char *v = str(an, k);
+    const char *v = tg__str(an, k);
     return v && *v ? v : NULL;
 }
 
@@ -861,7 +817,7 @@ static int decode_hints(const cJSON *an, struct tg_diag *d, struct tg_pod *p)
         if (h.min < 0) {
             char what[300];
             snprintf(what, sizeof what, "Pod %s", p->key);
-            tg_diag_warn(d, get(an, TG_ANN_MIN_MEMBER), what,
+            tg_diag_warn(d, tg__get(an, TG_ANN_MIN_MEMBER), what,
                          "metadata.annotations[" TG_ANN_MIN_MEMBER "]",
                          "must be a whole number 1..1000000, not \"%s\"", mm);
         }
@@ -903,15 +859,15 @@ static const char *label_str(const struct tg_pod *p, const char *key)
 /* p->rank from the first source it carries (workload.h). */
 static void decode_rank(const cJSON *md, struct tg_diag *d, struct tg_pod *p)
 {
-    const cJSON *labels = get(md, "labels"), *an = get(md, "annotations");
+    const cJSON *labels = tg__get(md, "labels"), *an = tg__get(md, "annotations");
     uint32_t major = 0, minor = 0;
     int ok;
     const char *ci = label_str(p, TG_LABEL_COMPLETION), *ci_field =
         "metadata.labels[" TG_LABEL_COMPLETION "]";
-    const cJSON *ci_at = get(labels, TG_LABEL_COMPLETION);
+    const cJSON *ci_at = tg__get(labels, TG_LABEL_COMPLETION);
     if (!ci && (ci = ann(an, TG_LABEL_COMPLETION))) {
         ci_field = "metadata.annotations[" TG_LABEL_COMPLETION "]";
-        ci_at = get(an, TG_LABEL_COMPLETION);
+        ci_at = tg__get(an, TG_LABEL_COMPLETION);
     }
     const char *kt = label_str(p, TG_LABEL_KF_TYPE), *js_key = TG_LABEL_JOBSET_GLOBAL;
     const char *js_field = "metadata.labels[" TG_LABEL_JOBSET_GLOBAL "]";
@@ -919,20 +875,20 @@ static void decode_rank(const cJSON *md, struct tg_diag *d, struct tg_pod *p)
         js_key = TG_LABEL_JOBSET_INDEX, js_field = "metadata.labels[" TG_LABEL_JOBSET_INDEX "]";
     const char *js = label_str(p, js_key);
     if (label(p, TG_LABEL_RANK))
-        ok = rank_value(label_str(p, TG_LABEL_RANK), get(labels, TG_LABEL_RANK),
+        ok = rank_value(label_str(p, TG_LABEL_RANK), tg__get(labels, TG_LABEL_RANK),
                         "metadata.labels[" TG_LABEL_RANK "]", d, p, &minor);
     else if (label(p, TG_LABEL_LWS_WORKER))
-        ok = rank_value(label_str(p, TG_LABEL_LWS_WORKER), get(labels, TG_LABEL_LWS_WORKER),
+        ok = rank_value(label_str(p, TG_LABEL_LWS_WORKER), tg__get(labels, TG_LABEL_LWS_WORKER),
                         "metadata.labels[" TG_LABEL_LWS_WORKER "]", d, p, &minor);
     else if (kt) {
         if (!strcasecmp(kt, "worker"))
             major = 1;
         else if (strcasecmp(kt, "master") && strcasecmp(kt, "chief") && strcasecmp(kt, "launcher"))
             return; /* a parameter server, an evaluator: in no ring */
-        ok = rank_value(label_str(p, TG_LABEL_KF_INDEX), get(labels, TG_LABEL_KF_INDEX),
+        ok = rank_value(label_str(p, TG_LABEL_KF_INDEX), tg__get(labels, TG_LABEL_KF_INDEX),
                         "metadata.labels[" TG_LABEL_KF_INDEX "]", d, p, &minor);
     } else if (js && ci) {
-        ok = rank_value(js, get(labels, js_key), js_field, d, p, &major);
+        ok = rank_value(js, tg__get(labels, js_key), js_field, d, p, &major);
         if (ok > 0)
             ok = rank_value(ci, ci_at, ci_field, d, p, &minor);
     } else {
@@ -944,12 +900,12 @@ static void decode_rank(const cJSON *md, struct tg_diag *d, struct tg_pod *p)
 
 int tg_pod_gang_decode(const cJSON *obj, struct tg_diag *d, struct tg_pod *p)
 {
-    const cJSON *md = get(obj, "metadata"), *an = get(md, "annotations");
-    const cJSON *labels = get(md, "labels");
+    const cJSON *md = tg__get(obj, "metadata"), *an = tg__get(md, "annotations");
+    const cJSON *labels = tg__get(md, "labels");
     if (p->group) {
-        p->group_api = cJSON_IsString(get(labels, TG_LABEL_POD_GROUP)) ? TG_PG_TOPOGANG : TG_PG_XK8S;
+        p->group_api = cJSON_IsString(tg__get(labels, TG_LABEL_POD_GROUP)) ? TG_PG_TOPOGANG : TG_PG_XK8S;
     } else {
-        const char *name = str(get(get(obj, "spec"), "schedulingGroup"), "podGroupName");
+        const char *name = tg__str(tg__get(tg__get(obj, "spec"), "schedulingGroup"), "podGroupName");
         int api = TG_PG_UPSTREAM;
         if (!name || !*name)
             name = ann(an, TG_ANN_VOLCANO_GROUP), api = TG_PG_VOLCANO;
@@ -967,7 +923,7 @@ int tg_pod_gang_decode(const cJSON *obj, struct tg_diag *d, struct tg_pod *p)
         if (scope && strcmp(scope, "lws") && strcmp(scope, "group")) {
             char what[300];
             snprintf(what, sizeof what, "Pod %s", p->key);
-            tg_diag_warn(d, get(an, TG_ANN_GANG_SCOPE), what,
+            tg_diag_warn(d, tg__get(an, TG_ANN_GANG_SCOPE), what,
                          "metadata.annotations[" TG_ANN_GANG_SCOPE "]",
                          "must be lws or group, not \"%s\" (taken as group)", scope);
         }

@@ -1063,18 +1063,12 @@ static int gate(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d, i
          * daemon then deletes them) */
         return tg_queue_done(q, &g->q, g->nmembers ? TG_QDONE_UNSCHEDULABLE : TG_QDONE_PARKED);
     }
-    /* queue admission (issue 19, scheduler/tenants.c): its queue exists and
-     * it and every ancestor stay within their limit after this gang */
+    /* its queue exists (issue 19, scheduler/tenants.c); the limits are
+     * place()'s: they count what this decision may place */
     switch (tg__tenants_gate(e, g, d->reason, sizeof d->reason)) {
     case TG_TENANT_MISSING: /* as a missing PodGroup: the Queue's arrival requeues it */
         d->kind = TG_D_INVALID;
         return tg_queue_done(q, &g->q, g->nmembers ? TG_QDONE_UNSCHEDULABLE : TG_QDONE_PARKED);
-    case TG_TENANT_LIMIT:
-        /* any room freed may be its queue's: every freed room wakes it */
-        g->nhint = 0;
-        d->kind = TG_D_UNSCHEDULABLE;
-        e->stats.unschedulable++;
-        return tg_queue_done(q, &g->q, TG_QDONE_UNSCHEDULABLE);
     default:
         return 0;
     }
@@ -1092,6 +1086,18 @@ static int grow_wait(struct tg_engine *e, struct tg_grec *g, struct tg_decision 
     return tg_queue_done(&e->queue, &g->q, TG_QDONE_UNSCHEDULABLE);
 }
 
+/* Its queue's limit (or an ancestor's) holds g back now (tenants.c, the
+ * reason in d->reason): UNSCHEDULABLE; any room freed may be its queue's:
+ * every freed room wakes it. */
+static int limit_wait(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
+{
+    phantoms_restore(e, g);
+    g->nhint = 0;
+    d->kind = TG_D_UNSCHEDULABLE;
+    e->stats.unschedulable++;
+    return tg_queue_done(&e->queue, &g->q, TG_QDONE_UNSCHEDULABLE);
+}
+
 /* Places g (inside its nomination's domain when it holds one). Decides
  * PLACE, or NOMINATED while its victims are still leaving (then the model is
  * already put back: decide returns at once); else leaves the placement's
@@ -1104,6 +1110,9 @@ static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     tg_elastic_cap(g, &d->view); /* at most its desired size (elastic.h) */
     if (!d->view.npods && tg_elastic_growing(g))
         return grow_wait(e, g, d, NULL);
+    /* queue admission: what its queue's limits allow of it (issue 19) */
+    if (tg__tenants_cap(e, g, &d->view, d->reason, sizeof d->reason))
+        return limit_wait(e, g, d);
     set_hint(g, &d->view);
     if ((rc = attempt(e, g, d, &placed)))
         return rc;
@@ -1319,6 +1328,11 @@ static void queues_changed(struct tg_engine *e)
 
 int tg_engine_queues_set(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n)
 {
+    /* a status-only update (the leader writes Queue status every second):
+     * the division, its counts and the queue stay (a resource a Queue names
+     * that no Node offered yet still rebuilds it once offered: tenants.c) */
+    if (tg__tenants_same(e, qs, n))
+        return 0;
     int rc = tg__tenants_replace(e, qs, n);
     queues_changed(e);
     return rc;

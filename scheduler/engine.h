@@ -143,7 +143,9 @@ void tg_engine_claim_delete(struct tg_engine *e, uint32_t ns, uint32_t name);
  * queues.defaultQueue), waits while that queue does not exist, is placed
  * only within the limits of its queue and every ancestor, and the queue
  * furthest below its fair share goes first (scheduler/tenants.c). Every
- * gang parked for its queue is looked at again. */
+ * gang parked for its queue is looked at again. A set that differs from
+ * the one held only in status or metadata (tg_queue_obj_same_spec) changes
+ * nothing: no new division, nothing woken. */
 struct tg_queue_obj;
 int tg_engine_queues_set(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n);
 

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/quantity.h"
 #include "util/err.h"
 #include "util/hmap.h"
 #include "util/intern.h"
@@ -95,6 +94,11 @@ static int column(struct tg_fairshare *fs, uint32_t res)
     fs->res[fs->nres] = res;
     fs->dense[res] = (int16_t)fs->nres;
     return (int)fs->nres++;
+}
+
+static int col_of(const struct tg_fairshare *fs, uint32_t res)
+{
+    return res < TG_RES_MAX ? fs->dense[res] : -1;
 }
 
 static void load_queue(struct tg_fairshare *fs, struct fsq *q, const struct tg_queue_obj *o)
@@ -250,6 +254,20 @@ static void path_add(struct tg_fairshare *fs, uint32_t q, size_t own_off, size_t
         ((double *)((char *)&fs->q[p] + agg_off))[c] += v;
 }
 
+void tg_fairshare_carry_usage(struct tg_fairshare *fs, const struct tg_fairshare *prev)
+{
+    fs->last_tick_ms = prev->last_tick_ms;
+    for (uint32_t i = 0; i < prev->n; i++) {
+        int k = tg_fairshare_find(fs, prev->q[i].name);
+        for (uint32_t r = 0; k >= 0 && r < prev->nres; r++) {
+            int c = col_of(fs, prev->res[r]);
+            if (c >= 0)
+                fs->q[k].usage[c] = prev->q[i].usage[r];
+        }
+    }
+    fs->dirty = 1;
+}
+
 /* Capacity, demand, allocation and usage of prev's queues of the same name. */
 static void carry_over(struct tg_fairshare *fs, const struct tg_fairshare *prev)
 {
@@ -258,7 +276,6 @@ static void carry_over(struct tg_fairshare *fs, const struct tg_fairshare *prev)
         if (c >= 0)
             fs->cap[c] = prev->cap[r];
     }
-    fs->last_tick_ms = prev->last_tick_ms;
     for (uint32_t i = 0; i < prev->n; i++) {
         const struct fsq *o = &prev->q[i];
         int k = tg_fairshare_find(fs, o->name);
@@ -272,9 +289,9 @@ static void carry_over(struct tg_fairshare *fs, const struct tg_fairshare *prev)
                      (uint32_t)c, o->own_demand[r]);
             path_add(fs, (uint32_t)k, offsetof(struct fsq, own_alloc), offsetof(struct fsq, alloc),
                      (uint32_t)c, o->own_alloc[r]);
-            fs->q[k].usage[c] = o->usage[r];
         }
     }
+    tg_fairshare_carry_usage(fs, prev);
 }
 
 int tg_fairshare_build(const struct tg_queue_obj *const *qs, uint32_t n,
@@ -348,11 +365,6 @@ int tg_fairshare_find(const struct tg_fairshare *fs, uint32_t name)
 const char *tg_fairshare_problem(const struct tg_fairshare *fs, uint32_t q)
 {
     return fs->q[q].problem.len ? tg_sb_str(&fs->q[q].problem) : NULL;
-}
-
-static int col_of(const struct tg_fairshare *fs, uint32_t res)
-{
-    return res < TG_RES_MAX ? fs->dense[res] : -1;
 }
 
 #define ACCESSOR(fn, arr, dflt)                                                   \
@@ -617,16 +629,6 @@ int tg_fairshare_update(struct tg_fairshare *fs)
 
 /* ---- admission, order, reclaim ---- */
 
-/* An amount as a person reads it: cpu in cores or millicores, memory as a
- * quantity, other resources as a number (GPUs may be fractional). */
-static const char *amount(uint32_t res, double v, char *buf, size_t n)
-{
-    if (res == TG_RES_CPU || res == TG_RES_MEMORY)
-        return tg_quantity_format((int64_t)llround(v), tg_res_is_milli(res), buf, n);
-    snprintf(buf, n, "%g", v);
-    return buf;
-}
-
 int tg_fairshare_admit(const struct tg_fairshare *fs, uint32_t q, const struct tg_rq *req,
                        uint32_t n, char *buf, size_t len)
 {
@@ -645,9 +647,9 @@ int tg_fairshare_admit(const struct tg_fairshare *fs, uint32_t q, const struct t
                 continue;
             char x[48], y[48], z[48];
             snprintf(buf, len, "queue %s at its limit: %s/%s %s, the gang asks %s",
-                     tg_str(a->name), amount(req[i].res, a->alloc[c], x, sizeof x),
-                     amount(req[i].res, a->limit[c], y, sizeof y), tg_res_name(req[i].res),
-                     amount(req[i].res, (double)req[i].val, z, sizeof z));
+                     tg_str(a->name), tg_fairshare_amount(req[i].res, a->alloc[c], x, sizeof x),
+                     tg_fairshare_amount(req[i].res, a->limit[c], y, sizeof y), tg_res_name(req[i].res),
+                     tg_fairshare_amount(req[i].res, (double)req[i].val, z, sizeof z));
             return 0;
         }
     }
@@ -715,16 +717,27 @@ int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint3
                 continue;
             char x[48], y[48], z[48];
             snprintf(buf, len, "queue %s would go below its fair share: %s - %s < %s %s",
-                     tg_str(a->name), amount(take[i].res, a->alloc[c], x, sizeof x),
-                     amount(take[i].res, (double)take[i].val, y, sizeof y),
-                     amount(take[i].res, a->fair[c], z, sizeof z), tg_res_name(take[i].res));
+                     tg_str(a->name), tg_fairshare_amount(take[i].res, a->alloc[c], x, sizeof x),
+                     tg_fairshare_amount(take[i].res, (double)take[i].val, y, sizeof y),
+                     tg_fairshare_amount(take[i].res, a->fair[c], z, sizeof z), tg_res_name(take[i].res));
             return 0;
         }
     }
     return 1;
 }
 
-const char *tg_fairshare_amount(uint32_t res, double v, char *buf, size_t n)
+int tg_fairshare_divides(const struct tg_fairshare *fs, uint32_t res)
 {
-    return amount(res, v, buf, n);
+    int c = col_of(fs, res);
+    return c >= 0 && fs->named[c];
+}
+
+int tg_fairshare_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t res)
+{
+    int c = col_of(fs, res);
+    if (!tg_fairshare_divides(fs, res) || res == TG_RES_PODS || res == TG_RES_EPHEMERAL ||
+        res == TG_RES_UNOFFERED)
+        return 0;
+    const struct fsq *a = &fs->q[q];
+    return a->quota[c] > 0 || a->limit[c] >= 0 || a->fair[c] > 0 || a->alloc[c] > 0;
 }

@@ -70,6 +70,11 @@ struct tg_fairshare_opts {
 int tg_fairshare_build(const struct tg_queue_obj *const *qs, uint32_t n,
                        const struct tg_fairshare_opts *opts, const struct tg_fairshare *prev,
                        struct tg_fairshare **out);
+/* Time fairness across a rebuild: the decayed usage of prev's queues of
+ * the same name (in the resources fs has columns for) and prev's clock go
+ * to fs, whose demand and allocation the caller counts itself. Marks the
+ * shares dirty. */
+void tg_fairshare_carry_usage(struct tg_fairshare *fs, const struct tg_fairshare *prev);
 /* Frees *fs and sets it NULL; NULL is fine. */
 void tg_fairshare_free(struct tg_fairshare **fs);
 
@@ -149,8 +154,21 @@ int tg_fairshare_cmp(const struct tg_fairshare *fs, uint32_t a, uint32_t b);
 int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint32_t victim,
                              const struct tg_rq *take, uint32_t n, char *buf, size_t len);
 
-/* An amount of resource res as reasons print it: "16" GPUs, "500m" cpu,
- * "4Gi" memory; into buf, returned. */
-const char *tg_fairshare_amount(uint32_t res, double v, char *buf, size_t n);
+/* 1 when some Queue divides resource res: gives a quota, limit or weight of
+ * it (and a Node offered it when the tree was built). */
+int tg_fairshare_divides(const struct tg_fairshare *fs, uint32_t res);
+/* 1 when resource res of queue q is worth showing (the Queue status,
+ * /metrics, `simulate`'s queue table and JSON): some Queue divides it (gives
+ * a quota, limit or weight of it) and q has a quota, limit, fair share or
+ * allocation of it. pods and ephemeral-storage never. */
+int tg_fairshare_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t res);
+
+/* An amount of resource res as reasons print it (tg_res_amount): "16" GPUs,
+ * "0.5" of a GPU, "500m" cpu, "4Gi" memory; into buf, returned. */
+static inline const char *tg_fairshare_amount(uint32_t res, double v, char *buf, size_t n)
+{
+    tg_res_amount(res, v, 0, buf, n);
+    return buf;
+}
 
 #endif

@@ -85,6 +85,7 @@ struct tg_gangs {
 /* ---- tenant queues (scheduler/tenants.c) -------------------------------------------- */
 
 struct tg_fairshare;
+struct tg_gang;
 
 struct tg_tenants {
     struct tg_fairshare *fs;            /* NULL while no Queue exists: queues off */
@@ -100,6 +101,7 @@ struct tg_tenants {
     uint32_t nheld;
     uint32_t res_seen;                  /* tg_res_count() at that build */
     uint64_t rebuilds;                  /* divisions built again for a newly offered resource */
+    uint64_t builds;                    /* divisions built (a new set of Queues, or a rebuild) */
     uint64_t reclaims;                  /* preemptions that took room from another queue */
     struct tg_imap reclaims_by;         /* interned reclaimer queue -> its reclaims */
 };
@@ -110,14 +112,26 @@ int tg__tenants_init(struct tg_engine *e);
 void tg__tenants_free(struct tg_engine *e);
 /* The whole set of Queue objects (not kept), replacing the one held. */
 int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n);
+/* 1 when qs[0..n) is, in order, the set the division was built from as
+ * the division reads it (tg_queue_obj_same_spec): a Queue's status or other
+ * metadata changed, nothing to build again. */
+int tg__tenants_same(const struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n);
 /* A Node's allocatable counted (sign +1) or no more (-1). */
 void tg__tenants_node(struct tg_engine *e, const struct tg_node_obj *n, int sign);
 /* A pending pod of g added or changed (gone 0), or gone (gone 1; g may be NULL). */
 void tg__tenants_pending(struct tg_engine *e, struct tg_grec *g, const struct tg_pod *p, int gone);
 /* g's queue resolved again (its counted pods move with it); returns it. */
 uint32_t tg__tenants_resolve(struct tg_engine *e, struct tg_grec *g);
-/* May g be tried: TG_TENANT_OK, or MISSING / LIMIT with the reason in buf. */
+/* May g be tried: TG_TENANT_OK, or MISSING (its queue does not exist) with
+ * the reason in buf. */
 int tg__tenants_gate(struct tg_engine *e, struct tg_grec *g, char *reason, size_t len);
+/* Admission against the limits of g's queue and its ancestors: cuts the
+ * placement view v to its longest prefix within them (what this decision
+ * may place: an elastic gang's extras beyond the limit wait). TG_TENANT_OK,
+ * or LIMIT when even the members it must place now (tg_gang_must) would go
+ * past a limit, with the reason in buf in their numbers. */
+int tg__tenants_cap(const struct tg_engine *e, const struct tg_grec *g, struct tg_gang *v,
+                    char *reason, size_t len);
 /* Before a decision: capacity, fair shares and the order between queues. */
 void tg__tenants_order(struct tg_engine *e);
 /* Requests summed per resource, at most TG__MAXREQ resources. */

@@ -27,6 +27,7 @@
  * recomputed before each decision in O(queues log queues), and the pending
  * heaps rebuilt (O(gangs)) only when the order between queues changed. */
 #include "scheduler/internal.h"
+#include "scheduler/cycle.h"
 #include "util/err.h"
 #include "util/intern.h"
 
@@ -269,7 +270,6 @@ void tg__tenants_node(struct tg_engine *e, const struct tg_node_obj *n, int sign
     }
 }
 
-
 /* Owned copies of qs[0..n) (what the division reads: not uid/rv), or NULL. */
 static struct tg_queue_obj **held_copy(const struct tg_queue_obj *const *qs, uint32_t n)
 {
@@ -294,6 +294,17 @@ static struct tg_queue_obj **held_copy(const struct tg_queue_obj *const *qs, uin
     return h;
 }
 
+int tg__tenants_same(const struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n)
+{
+    const struct tg_tenants *t = &e->tenants;
+    if (n != t->nheld || (n && !t->fs))
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!tg_queue_obj_same_spec(t->held[i], qs[i]))
+            return 0;
+    return 1;
+}
+
 /* A new division from the Queue objects qs (copied: built again when a Node
  * first offers a resource a Queue names, which the division ignores until
  * then: the daemon may hear of its Queues before its Nodes); every entry
@@ -315,20 +326,24 @@ int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *q
             return rc; /* the division held stays */
     }
     t->res_seen = tg_res_count();
+    t->builds++;
     held_free(t->held, t->nheld); /* qs may be t->held: read above, freed last */
     t->held = held;
     t->nheld = n;
-    tg_fairshare_free(&t->fs);
+    struct tg_fairshare *old = t->fs;
     t->fs = fs;
-    if (fs) /* every column before the allocations are counted again */
+    if (fs) { /* every column before the allocations are counted again */
         apply_capacity(t);
-    if (!fs) { /* queues off: no order between queues */
+        if (old) /* time fairness: what each queue used goes on counting */
+            tg_fairshare_carry_usage(fs, old);
+    } else { /* queues off: no order between queues */
         uint32_t gp = 0;
         const struct tg_hslot *gs;
         while ((gs = tg_hmap_next(&e->gangs.by_key, &gp)))
             ((struct tg_grec *)(uintptr_t)gs->val)->q.rank = 0;
         tg_queue_reorder(&e->queue);
     }
+    tg_fairshare_free(&old);
     t->nrank = 0; /* every rank recomputed by the next order */
     uint32_t pos = 0;
     const struct tg_hslot *s;
@@ -378,18 +393,42 @@ int tg__tenants_gate(struct tg_engine *e, struct tg_grec *g, char *reason, size_
                  queue ? tg_str(queue) : "(none)", tg_queue_src_name[g->queue_src]);
         return TG_TENANT_MISSING;
     }
-    struct tg_rq req[TG__MAXREQ];
-    uint32_t n = tg__tenants_request(e, g, req);
-    if (!tg_fairshare_admit(fs, (uint32_t)q, req, n, reason, len))
-        return TG_TENANT_LIMIT;
     return TG_TENANT_OK;
+}
+
+int tg__tenants_cap(const struct tg_engine *e, const struct tg_grec *g, struct tg_gang *v,
+                    char *reason, size_t len)
+{
+    const struct tg_fairshare *fs = e->tenants.fs;
+    int q = fs && g->queue ? tg_fairshare_find(fs, g->queue) : -1;
+    if (q < 0 || !v->npods)
+        return TG_TENANT_OK; /* queues off, or a gang placed as without them (the gate's) */
+    uint32_t must = tg_gang_must(v), n = 0, k = 0;
+    struct tg_rq req[TG__MAXREQ], next[TG__MAXREQ];
+    char why[8];
+    for (; k < v->npods; k++) { /* the longest prefix within the limits */
+        memcpy(next, req, n * sizeof *req);
+        uint32_t m = tg__rq_add(next, n, v->pods[k]->req, v->pods[k]->nreq);
+        if (!tg_fairshare_admit(fs, (uint32_t)q, next, m, why, sizeof why))
+            break;
+        memcpy(req, next, m * sizeof *req);
+        n = m;
+    }
+    if (k >= must) {
+        v->npods = k;
+        return TG_TENANT_OK;
+    }
+    n = 0; /* the reason in the numbers of what it must place now */
+    for (uint32_t i = 0; i < must; i++)
+        n = tg__rq_add(req, n, v->pods[i]->req, v->pods[i]->nreq);
+    tg_fairshare_admit(fs, (uint32_t)q, req, n, reason, len);
+    return TG_TENANT_LIMIT;
 }
 
 static int cmp_queue(const void *a, const void *b, void *ud)
 {
     return tg_fairshare_cmp(ud, *(const uint32_t *)a, *(const uint32_t *)b);
 }
-
 
 void tg__tenants_order(struct tg_engine *e)
 {

@@ -135,9 +135,6 @@ struct cJSON *tg__queues_status_build(const struct tg_fairshare *fs, uint32_t q,
  * counts as written (its resources dropped since then are set null). */
 char *tg__queues_status_due(struct tg__queues *q, const char *name, const char *uid,
                             struct cJSON *st, int64_t now_ms);
-/* Whether resource r of queue q is shown (status, /metrics): it has a quota,
- * a limit, a share or an allocation. */
-int tg__queues_res_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t r);
 
 /* ---- binder.c: the binds of a PLACE decision -------------------------------------------- */
 

@@ -279,7 +279,7 @@ static void publish_queues(struct tg_daemon *d)
         tg_sb_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n", fam[f].name, fam[f].help, fam[f].name);
         for (uint32_t q = 0; q < tg_fairshare_count(fs); q++)
             for (uint32_t r = 0; r < tg_res_count(); r++) {
-                if (!tg__queues_res_shown(fs, q, r))
+                if (!tg_fairshare_shown(fs, q, r))
                     continue;
                 double v = fam[f].get(fs, q, r);
                 if (r == TG_RES_CPU && v > 0)

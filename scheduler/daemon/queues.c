@@ -318,27 +318,15 @@ struct srec {
     uint64_t seen;                      /* the tick that last found the queue */
 };
 
-int tg__queues_res_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t r)
-{
-    if (r == TG_RES_PODS || r == TG_RES_EPHEMERAL || r == TG_RES_UNOFFERED)
-        return 0;
-    return tg_fairshare_quota(fs, q, r) > 0 || tg_fairshare_limit(fs, q, r) >= 0 ||
-           tg_fairshare_share(fs, q, r) > 0 || tg_fairshare_allocated(fs, q, r) > 0;
-}
-
-/* An amount for a status map: whole units of a resource other than cpu and
- * memory as a JSON integer ("nvidia.com/gpu": 8), anything else as a
- * Kubernetes quantity string ("cpu": "1500m", "memory": "64Gi", a
- * fractional GPU "500m"): what the CRD's int-or-string admits. */
+/* An amount for a status map (tg_res_amount): whole units of a resource
+ * other than cpu and memory as a JSON integer ("nvidia.com/gpu": 8),
+ * anything else as a Kubernetes quantity string ("cpu": "1500m", "memory":
+ * "64Gi", a fractional GPU "500m"): what the CRD's int-or-string admits. */
 static cJSON *status_amount(uint32_t r, double v)
 {
-    int whole = v == (double)(int64_t)v;
-    if (whole && r != TG_RES_CPU && r != TG_RES_MEMORY)
-        return cJSON_CreateNumber(v);
-    int milli = r == TG_RES_CPU || (r != TG_RES_MEMORY && !whole);
-    double units = milli && r != TG_RES_CPU ? v * 1000 : v;
     char buf[64];
-    tg_quantity_format((int64_t)(units + 0.5), milli, buf, sizeof buf);
+    if (tg_res_amount(r, v, TG_AMOUNT_QUANTITY, buf, sizeof buf))
+        return cJSON_CreateNumber(v);
     return cJSON_CreateString(buf);
 }
 
@@ -353,7 +341,7 @@ cJSON *tg__queues_status_build(const struct tg_fairshare *fs, uint32_t q, uint32
         return NULL;
     }
     for (uint32_t r = 0; r < tg_res_count(); r++) {
-        if (!tg__queues_res_shown(fs, q, r))
+        if (!tg_fairshare_shown(fs, q, r))
             continue;
         cJSON_AddItemToObject(alloc, tg_res_name(r), status_amount(r, tg_fairshare_allocated(fs, q, r)));
         cJSON_AddItemToObject(share, tg_res_name(r), status_amount(r, tg_fairshare_share(fs, q, r)));

@@ -565,6 +565,7 @@ static int preempt(struct tg_replay *r, struct tg__rgang *g, const struct tg_dec
             alone[k] = r->pods[vp[k]].gang != NONE && r->gangs[r->pods[vp[k]].gang].npods > 1;
     }
     r->sum.preemptions++;
+    r->sum.reclaims += pl->reclaim;
     r->sum.victim_gangs += pl->nvictims;
     for (uint32_t i = 0; i < nvp && !rc; i++)
         rc = evict_pod(r, &r->pods[vp[i]]);

@@ -48,6 +48,7 @@ struct tg_replay_opts {
 struct tg_replay_summary {
     uint32_t gangs, pods, completed, running, pending, unschedulable, invalid, never_started;
     uint32_t timed_out, preemptions, victim_gangs, victim_pods, reservations;
+    uint32_t reclaims;                  /* preemptions that were reclaims between queues */
     uint64_t attempts, events;
     double end_s;                       /* the replay's end: --until, else the last change */
     double work_lost;                   /* main extended resource x seconds, victims' */

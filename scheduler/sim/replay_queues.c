@@ -9,8 +9,8 @@
  * once per event time, at the amounts left by the previous one: O(queues x
  * integrated resources) per event, nothing rescanned.
  *
- * Integrated: the main resource (GPUs) and every resource some queue gives
- * a quota or limit, when nodes offer it. The replay ends at --until or at
+ * Integrated: the main resource (GPUs) and every resource some Queue divides
+ * (tg_fairshare_divides), when nodes offer it. The replay ends at --until or at
  * its last cluster change; the integrals are checkpointed at each change so
  * that an engine timer firing after it (a backoff, a flush) does not count
  * past the end. No policy keys of its own. */
@@ -25,12 +25,7 @@ static int integrated(const struct tg_replay *r, const struct tg_fairshare *fs, 
     if (k >= TG_RES_MAX || r->alloc[k] <= 0 || k == TG_RES_PODS || k == TG_RES_EPHEMERAL ||
         k == TG_RES_UNOFFERED)
         return 0;
-    if (k == r->main_res)
-        return 1;
-    for (uint32_t q = 0; q < tg_fairshare_count(fs); q++)
-        if (tg_fairshare_quota(fs, q, k) > 0 || tg_fairshare_limit(fs, q, k) >= 0)
-            return 1;
-    return 0;
+    return k == r->main_res || tg_fairshare_divides(fs, k);
 }
 
 int tg__rq_init(struct tg_replay *r)

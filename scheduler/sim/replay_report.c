@@ -511,9 +511,9 @@ static void summary_json(const struct tg_replay *r, struct tg_sb *o)
     tg_sb_putc(o, ',');
     utilization_json(r, o);
     waits_json(r, o, scratch);
-    tg_sb_printf(o, ",\"timedOut\":%u,\"preemptions\":{\"count\":%u,\"victimGangs\":%u,"
-                    "\"victimPods\":%u,\"workLost\":",
-                 s->timed_out, s->preemptions, s->victim_gangs, s->victim_pods);
+    tg_sb_printf(o, ",\"timedOut\":%u,\"preemptions\":{\"count\":%u,\"reclaims\":%u,"
+                    "\"victimGangs\":%u,\"victimPods\":%u,\"workLost\":",
+                 s->timed_out, s->preemptions, s->reclaims, s->victim_gangs, s->victim_pods);
     json_num(o, s->work_lost);
     tg_sb_puts(o, ",\"workLostResource\":");
     tg_sb_json_str(o, tg_res_name(r->main_res));
@@ -685,9 +685,9 @@ static void summary_text(const struct tg_replay *r, struct tg_sb *o)
     waits_line(r, o, scratch);
     tg_sb_printf(o, "timed out: %u gang(s); reservations: %u\n", s->timed_out, s->reservations);
     rank_line(r, o);
-    tg_sb_printf(o, "preemptions: %u, evicting %u gang(s) (%u pods); work lost %.0f %s-seconds "
-                    "(%.1f %s-hours)\n",
-                 s->preemptions, s->victim_gangs, s->victim_pods, s->work_lost,
+    tg_sb_printf(o, "preemptions: %u (%u reclaim(s)), evicting %u gang(s) (%u pods); work lost "
+                    "%.0f %s-seconds (%.1f %s-hours)\n",
+                 s->preemptions, s->reclaims, s->victim_gangs, s->victim_pods, s->work_lost,
                  tg_res_name(r->main_res), s->work_lost / 3600.0, tg_res_name(r->main_res));
     struct fstat f = frag(r, 0);
     tg_sb_printf(o, "fragmentation (mean [min-max] of %u samples every %s): free nodes %.1f [%u-%u]",
@@ -870,6 +870,7 @@ static void compare_summary(const struct tg_replay *a, const struct tg_replay *b
     ROW("timed out", "%u", s[i]->timed_out);
     ROW("preemptions (victim gangs, pods)", "%u (%u, %u)", s[i]->preemptions, s[i]->victim_gangs,
         s[i]->victim_pods);
+    ROW("reclaims (of the preemptions)", "%u", s[i]->reclaims);
     ROW("work lost (resource-hours)", "%.1f", s[i]->work_lost / 3600.0);
     ROW("reservations", "%u", s[i]->reservations);
     ROW("free nodes (mean)", "%.1f", frag(v[i], 0).mean);

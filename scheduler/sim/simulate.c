@@ -458,19 +458,13 @@ static uint32_t queue_waiting(const struct tg_sim *sim, uint32_t name)
     return n;
 }
 
-/* One amount: GPUs and other units as numbers, cpu and memory as
- * Kubernetes quantities (strings in JSON). */
+/* One amount (tg_res_amount): GPUs and other units as numbers, cpu and
+ * memory as Kubernetes quantities (strings in JSON). */
 static void amount(struct tg_sb *o, uint32_t res, double v, int json)
 {
-    if (res == TG_RES_CPU || res == TG_RES_MEMORY) {
-        char buf[64];
-        tg_quantity_format((int64_t)(v + 0.5), tg_res_is_milli(res), buf, sizeof buf);
-        tg_sb_printf(o, json ? "\"%s\"" : "%s", buf);
-    } else if (v == (double)(int64_t)v) {
-        tg_sb_printf(o, "%lld", (long long)v);
-    } else {
-        tg_sb_printf(o, "%.3g", v);
-    }
+    char buf[64];
+    int number = tg_res_amount(res, v, 0, buf, sizeof buf);
+    tg_sb_printf(o, json && !number ? "\"%s\"" : "%s", buf);
 }
 
 enum { QV_QUOTA, QV_LIMIT, QV_SHARE, QV_ALLOC, QV_N };
@@ -485,15 +479,6 @@ static double qval(const struct tg_fairshare *fs, uint32_t q, uint32_t r, int wh
     }
 }
 
-/* Whether resource r is worth a column for queue q: named by it, or shared
- * or allocated to it. */
-static int qres_shown(const struct tg_fairshare *fs, uint32_t q, uint32_t r)
-{
-    return r != TG_RES_PODS && r != TG_RES_EPHEMERAL && r != TG_RES_UNOFFERED &&
-           (tg_fairshare_quota(fs, q, r) > 0 || tg_fairshare_limit(fs, q, r) >= 0 ||
-            tg_fairshare_share(fs, q, r) > 0 || tg_fairshare_allocated(fs, q, r) > 0);
-}
-
 /* {"nvidia.com/gpu": 8, "cpu": "16"}: an unlimited limit is left out. */
 static void qmap_json(const struct tg_fairshare *fs, uint32_t q, int what, struct tg_sb *o)
 {
@@ -501,7 +486,7 @@ static void qmap_json(const struct tg_fairshare *fs, uint32_t q, int what, struc
     tg_sb_putc(o, '{');
     for (uint32_t r = 0; r < tg_res_count(); r++) {
         double v = qval(fs, q, r, what);
-        if (!qres_shown(fs, q, r) || (what == QV_LIMIT && v < 0))
+        if (!tg_fairshare_shown(fs, q, r) || (what == QV_LIMIT && v < 0))
             continue;
         tg_sb_puts(o, first ? "" : ",");
         first = 0;
@@ -552,7 +537,7 @@ static void queues_table(const struct tg_sim *sim, struct tg_sb *o)
         int parent = tg_fairshare_parent(fs, q), any = 0;
         const char *pname = parent >= 0 ? tg_str(tg_fairshare_name(fs, (uint32_t)parent)) : "-";
         for (uint32_t r = 0; r < tg_res_count(); r++) {
-            if (!qres_shown(fs, q, r))
+            if (!tg_fairshare_shown(fs, q, r))
                 continue;
             tg_sb_printf(o, "%-24s  %-24s  %-16s  ", any ? "" : tg_str(tg_fairshare_name(fs, q)),
                          any ? "" : pname, tg_res_name(r));

@@ -510,6 +510,26 @@ static void test_current_set(void **state)
 }
 
 
+/* A tree of one topogang.io Queue "team-s" with spec.resources `res` (JSON)
+ * on 16 GPUs, 64 cpu and 64Gi (nvidia.com/gpu registered first, as a Node
+ * would). The Queue in *o; free both. */
+static struct tg_fairshare *one_queue(const char *res, struct tg_queue_obj **o)
+{
+    char text[512];
+    snprintf(text, sizeof text, "{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\","
+                                "\"metadata\":{\"name\":\"team-s\"},\"spec\":{\"resources\":%s}}", res);
+    cJSON *j = cJSON_Parse(text);
+    assert_int_equal(tg_queue_obj_decode(j, &D, o), 0);
+    cJSON_Delete(j);
+    const struct tg_queue_obj *qs[] = {*o};
+    struct tg_fairshare *fs = NULL;
+    uint32_t gpu = (uint32_t)tg_res_id("nvidia.com/gpu", 14);
+    assert_int_equal(tg_fairshare_build(qs, 1, NULL, NULL, &fs), 0);
+    struct tg_rq cap[] = {{gpu, 16}, {TG_RES_CPU, 64000}, {TG_RES_MEMORY, 64LL << 30}};
+    assert_int_equal(tg_fairshare_set_capacity(fs, cap, 3), 0);
+    return fs;
+}
+
 /* The status written to a topogang.io Queue (tg__queues_status_build,
  * tg__queues_status_due): whole GPUs as integers, cpu and memory as
  * quantities; written when first
@@ -518,19 +538,10 @@ static void test_current_set(void **state)
 static void test_status(void **state)
 {
     (void)state;
-    cJSON *j = cJSON_Parse("{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\","
-                           "\"metadata\":{\"name\":\"team-s\"},\"spec\":{\"resources\":{"
-                           "\"nvidia.com/gpu\":{\"quota\":\"4\"},\"cpu\":{\"quota\":\"2\"},"
-                           "\"memory\":{\"quota\":\"8Gi\"}}}}");
     struct tg_queue_obj *o = NULL;
-    assert_int_equal(tg_queue_obj_decode(j, &D, &o), 0);
-    cJSON_Delete(j);
-    const struct tg_queue_obj *qs[] = {o};
-    struct tg_fairshare *fs = NULL;
-    assert_int_equal(tg_fairshare_build(qs, 1, NULL, NULL, &fs), 0);
-    uint32_t gpu = (uint32_t)tg_res_id("nvidia.com/gpu", 14);
-    struct tg_rq cap[] = {{gpu, 16}, {TG_RES_CPU, 64000}, {TG_RES_MEMORY, 64LL << 30}};
-    assert_int_equal(tg_fairshare_set_capacity(fs, cap, 3), 0);
+    struct tg_fairshare *fs = one_queue("{\"nvidia.com/gpu\":{\"quota\":\"4\"},\"cpu\":{\"quota\":\"2\"},"
+                                        "\"memory\":{\"quota\":\"8Gi\"}}", &o);
+    uint32_t gpu = (uint32_t)tg_res_lookup("nvidia.com/gpu", 14);
     struct tg_rq use[] = {{gpu, 3}, {TG_RES_CPU, 1500}, {TG_RES_MEMORY, 4LL << 30}};
     tg_fairshare_demand_add(fs, 0, use, 3, 1);
     tg_fairshare_alloc_add(fs, 0, use, 3, 1);
@@ -599,6 +610,43 @@ static void test_status(void **state)
 }
 
 
+/* The status shows only the resources some Queue divides: team-s names
+ * only GPUs; the cpu its pods hold is no column of it (before: "cpu":
+ * "1500m" in allocated and fairShare). A fractional GPU allocation is a
+ * quantity string ("500m"), as the CRD's int-or-string admits. */
+static void test_status_divided_only(void **state)
+{
+    (void)state;
+    struct tg_queue_obj *o = NULL;
+    struct tg_fairshare *fs = one_queue("{\"nvidia.com/gpu\":{\"quota\":\"4\"}}", &o);
+    uint32_t gpu = (uint32_t)tg_res_lookup("nvidia.com/gpu", 14);
+    struct tg_rq use[] = {{TG_RES_CPU, 1500}, {TG_RES_MEMORY, 4LL << 30}};
+    tg_fairshare_demand_add(fs, 0, use, 2, 1);
+    tg_fairshare_alloc_add(fs, 0, use, 2, 1);
+    tg_fairshare_update(fs);
+    cJSON *st = tg__queues_status_build(fs, 0, 0, 1);
+    char *text = cJSON_PrintUnformatted(st);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(st, i ? "fairShare" : "allocated");
+        if (!cJSON_GetObjectItemCaseSensitive(m, "nvidia.com/gpu") ||
+            cJSON_GetObjectItemCaseSensitive(m, "cpu") || cJSON_GetObjectItemCaseSensitive(m, "memory"))
+            fail_msg("the status: %s", text);
+    }
+    free(text);
+    cJSON_Delete(st);
+    char buf[32];
+    assert_int_equal(tg_res_amount(gpu, 0.5, TG_AMOUNT_QUANTITY, buf, sizeof buf), 0);
+    assert_string_equal(buf, "500m");
+    assert_int_equal(tg_res_amount(gpu, 0.5, 0, buf, sizeof buf), 1);
+    assert_string_equal(buf, "0.5");
+    assert_int_equal(tg_res_amount(gpu, 8, TG_AMOUNT_QUANTITY, buf, sizeof buf), 1);
+    assert_string_equal(buf, "8");
+    assert_int_equal(tg_res_amount(TG_RES_CPU, 1500, 0, buf, sizeof buf), 0);
+    assert_string_equal(buf, "1500m");
+    tg_fairshare_free(&fs);
+    tg_queue_obj_free(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -613,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_simulate_reads_queues),
         cmocka_unit_test(test_current_set),
         cmocka_unit_test(test_status),
+        cmocka_unit_test(test_status_divided_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

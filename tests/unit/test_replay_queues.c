@@ -297,6 +297,41 @@ static void demo_reclaims(void **state)
     assert_non_null(strstr(out, "reclaimed 8 nvidia.com/gpu from queue research (fair share 8, allocated 16)"));
 }
 
+/* The replay summary counts reclaims beside preemptions: 16 GPUs, queues a
+ * and b (quota 8 each); a's two 8-GPU gangs take both nodes at 0 (b asks
+ * nothing); b's gang arrives at 600 and takes its 8 back from a, now above
+ * its fair share: one preemption, a reclaim, in the JSON summary
+ * (preemptions.reclaims) and the table ("(1 reclaim(s))"). */
+static void summary_counts_reclaims(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    node(&y, "n0");
+    node(&y, "n1");
+    queue(&y, "a", 8);
+    queue(&y, "b", 8);
+    const char *groups[] = {"a1", "a2", "b1"};
+    for (int i = 0; i < 3; i++)
+        tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: %s, "
+                   "namespace: ml, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec: {minMember: 1}\n",
+               groups[i]);
+    qpod(&y, "a1-0", "a1", "a", 0, 3600, 8);
+    qpod(&y, "a2-0", "a2", "a", 1, 3600, 8);
+    qpod(&y, "b1-0", "b1", "b", 600, 600, 8);
+    struct tg_sb table = {0};
+    cJSON *res = replay(y, -1, &table);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "summary"),
+                                                      "preemptions");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "count"), *rc = cJSON_GetObjectItemCaseSensitive(p, "reclaims");
+    if (!cJSON_IsNumber(n) || !cJSON_IsNumber(rc) || n->valueint != 1 || rc->valueint != 1)
+        fail_msg("the summary's preemptions: %s\n%s", cJSON_PrintUnformatted(p), tg_sb_str(&table));
+    if (!strstr(tg_sb_str(&table), "preemptions: 1 (1 reclaim(s)), evicting 1 gang(s)"))
+        fail_msg("the table:\n%s", tg_sb_str(&table));
+    cJSON_Delete(res);
+    tg_sb_free(&table);
+    free(y);
+}
+
 /* The day of examples/trace/ shared by the three teams of examples/tenants/:
  * every gang in its namespace's queue; research never above its limit (256
  * GPUs); the queues hold no more than the cluster's GPUs in use, and their
@@ -361,6 +396,7 @@ int main(void)
         cmocka_unit_test(plot_draws_each_queue),
         cmocka_unit_test(demo_three_teams),
         cmocka_unit_test(demo_reclaims),
+        cmocka_unit_test(summary_counts_reclaims),
         cmocka_unit_test(example_tenants_day),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

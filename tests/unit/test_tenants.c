@@ -7,6 +7,9 @@
  * replay's gangs name their queue. */
 #include "testutil.h"
 #include "cjson/cJSON.h"
+#include "config/policy.h"
+#include "scheduler/sim/simulate.h"
+#include "util/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +121,90 @@ static void test_limit_and_missing(void **state)
     free(y);
 }
 
+/* An elastic gang (minMember 2, maxMember 4, four 2-GPU pods: 8 GPUs) of
+ * team-a, whose limit is 4 GPUs, on 16 free GPUs: what is admitted at once
+ * is what the limit allows (two members, 4 GPUs), not all four members
+ * (8 > 4 refused the whole gang for ever); the other two wait, with the
+ * limit in numbers. */
+static void test_limit_counts_admitted_part(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    node(&y, "n1");
+    node(&y, "n2");
+    queue(&y, "team-a", "", "4", "4");
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: el\n"
+               "  namespace: ml\n  labels: {topogang.io/queue: team-a}\n"
+               "spec: {minMember: 2, maxMember: 4}\n");
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "el-%d", i);
+        tu_pod(&y, name, "el", "nvidia.com/gpu: 2", NULL);
+    }
+    cJSON *res = tu_simulate(NULL, y);
+    const cJSON *g = tu_gang(res, "ml/el");
+    assert_non_null(g);
+    int placed = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(g, "pods")) placed += tu_str(p, "node") != NULL;
+    assert_int_equal(placed, 2);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    if (!strstr(reason_of(res, "ml/el"), "queue team-a at its limit: 4/4 nvidia.com/gpu"))
+        fail_msg("el's reason: %s", reason_of(res, "ml/el"));
+    const cJSON *a = queue_of(res, "team-a");
+    assert_true(gpus(a, "allocated") == 4);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Only the resources some Queue divides are shown: team-a names only GPUs;
+ * its running pod also holds 4 cpu and 8Gi. The queue table has a
+ * nvidia.com/gpu row and no cpu or memory row; `-o json` has no cpu or
+ * memory in allocated or fairShare. (Before: cpu and memory showed for
+ * every queue that held any.) */
+static void test_only_divided_resources_shown(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    node(&y, "n1");
+    queue(&y, "team-a", "", "4", "8");
+    tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: r\n  namespace: ns-a\n"
+               "  labels: {topogang.io/queue: team-a}\n"
+               "spec:\n  schedulerName: topogang\n  nodeName: n1\n  containers:\n  - name: c\n"
+               "    resources: {requests: {nvidia.com/gpu: \"4\", cpu: \"4\", memory: 8Gi}}\n"
+               "status: {phase: Running}\n");
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    struct tg_sim *sim = tg_sim_new(&pol);
+    assert_non_null(sim);
+    tg_sim_quiet(sim, 1);
+    struct tg_sb err = {0}, table = {0}, json = {0};
+    assert_int_equal(tg_sim_load_string(sim, y, strlen(y), "t.yaml", &err), 0);
+    assert_int_equal(tg_sim_run(sim), 0);
+    tg_sim_table(sim, 0, &table);
+    tg_sim_json(sim, &json);
+    const char *t = tg_sb_str(&table);
+    const char *q = strstr(t, "\nQUEUE ");
+    if (!q || !strstr(q, "team-a") || !strstr(q, "nvidia.com/gpu") || strstr(q, "cpu") ||
+        strstr(q, "memory"))
+        fail_msg("the queue table:\n%s", q ? q : t);
+    cJSON *res = cJSON_Parse(tg_sb_str(&json));
+    assert_non_null(res);
+    const cJSON *a = queue_of(res, "team-a");
+    assert_true(gpus(a, "allocated") == 4);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(a, i ? "fairShare" : "allocated");
+        assert_null(cJSON_GetObjectItemCaseSensitive(m, "cpu"));
+        assert_null(cJSON_GetObjectItemCaseSensitive(m, "memory"));
+    }
+    cJSON_Delete(res);
+    tg_sb_free(&err);
+    tg_sb_free(&table);
+    tg_sb_free(&json);
+    tg_sim_free(&sim);
+    free(y);
+}
+
 /* The same input without Queues: queues are off, both gangs placed, no
  * "queues" in the output. */
 static void test_no_queues_no_change(void **state)
@@ -225,6 +312,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limit_and_missing),
+        cmocka_unit_test(test_limit_counts_admitted_part),
+        cmocka_unit_test(test_only_divided_resources_shown),
         cmocka_unit_test(test_no_queues_no_change),
         cmocka_unit_test(test_order_between_queues),
         cmocka_unit_test(test_namespace_default_and_parents),
