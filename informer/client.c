@@ -118,17 +118,18 @@ struct tg_client {
 
 #define COMP "client"
 /* Background writes (Events) in flight at most while other writes run or
- * wait: they queue behind the writes that decide placement (Bindings,
- * status) instead of taking the apiserver's time from them (kube-scheduler's
- * event sink writes one at a time). With no other write about, or past
- * BG_BACKLOG queued, they go BG_INFLIGHT_MAX at a time: the backlog
- * stays short, so Events trail the Bindings by a fraction of a second, not
- * seconds (at 10,000 a 5,000-pod burst's Events came 3-12 s after its last
- * Binding, and past SIGTERM's 10 s some were lost: docs/bench-sched.md);
- * memory stays bounded, no Event is dropped. */
+ * wait: a few Events queue behind the writes that decide placement
+ * (Bindings, status) instead of taking the apiserver's time from them. With
+ * no other write about, or past BG_BACKLOG queued, they go up to
+ * BG_INFLIGHT_MAX at a time: the backlog stays short, so Events keep pace
+ * with the Bindings. The apiserver takes longer over an Event than over a
+ * Binding, so at the Bindings' 64 in flight Events fall behind: with 64 at
+ * most (and 128 queued) 600-800 of a 5,000-pod burst's Events were still
+ * unwritten at its last Binding, the last 0.9-1.6 s after it; with 256 (and
+ * 32) about 90, the last 0.3-0.5 s after it (docs/bench-sched.md). */
 #define BG_INFLIGHT 4
-#define BG_INFLIGHT_MAX 64
-#define BG_BACKLOG 128
+#define BG_INFLIGHT_MAX 256
+#define BG_BACKLOG 32
 /* Retried writes (tg_req_opts.retry: Events). A try that fails with 429,
  * 5xx, a broken or refused connection or a timeout is made again after
  * RETRY_BASE_MS, doubling up to RETRY_MAX_MS (or the answer's Retry-After
