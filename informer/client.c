@@ -103,6 +103,7 @@ struct tg_client {
     uint32_t lo_queued, lo_running; /* leader-only writes queued, running */
     int64_t fence_ms;               /* leader-only writes go while mono ms < this */
     uint32_t bg_queued;             /* in q_bg */
+    uint64_t bg_throttled_until;    /* uv_now ms: Events held to BG_INFLIGHT (a 429) */
     struct sock *socks;
     curl_socket_t orphans[16];      /* sockets that could not be watched (out of memory): */
     int norphans;                   /* the sweep drives them until they can be */
@@ -130,6 +131,11 @@ struct tg_client {
 #define BG_INFLIGHT 4
 #define BG_INFLIGHT_MAX 256
 #define BG_BACKLOG 32
+/* A 429 to any write (API Priority and Fairness: this client's priority
+ * level is full; in the bench it is exempt) holds Events back to BG_INFLIGHT
+ * for the answer's Retry-After, at least BG_THROTTLE_MS: a burst of them must
+ * not take the seats the Bindings need. */
+#define BG_THROTTLE_MS 1000
 /* Retried writes (tg_req_opts.retry: Events). A try that fails with 429,
  * 5xx, a broken or refused connection or a timeout is made again after
  * RETRY_BASE_MS, doubling up to RETRY_MAX_MS (or the answer's Retry-After
@@ -178,6 +184,8 @@ static void rl_remove(struct rlist *l, struct tg_req *r)
 /* How many background writes may run now. */
 static int bg_cap(const struct tg_client *c)
 {
+    if (uv_now(c->loop) < c->bg_throttled_until)
+        return BG_INFLIGHT;
     return c->bg_queued > BG_BACKLOG || (!c->w_running && !c->q_writes.head) ? BG_INFLIGHT_MAX
                                                                               : BG_INFLIGHT;
 }
@@ -901,6 +909,10 @@ static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
                      r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
             break;
         }
+    }
+    if (r->status == 429 && r->is_write) {
+        uint64_t hold = (uint64_t)r->retry_after_s * 1000;
+        c->bg_throttled_until = uv_now(c->loop) + (hold > BG_THROTTLE_MS ? hold : BG_THROTTLE_MS);
     }
     if (r->retry) {
         r->tries++;

@@ -970,6 +970,50 @@ static void events_held_are_capped(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* After a 429 (the server's priority level is full) Events go 4 at a time
+ * beside a write however many wait (68 of 100 otherwise), for the answer's
+ * Retry-After. */
+#define ST429 "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\n" \
+              "Connection: close\r\n\r\n{}"
+
+static void throttled_events_hold_back(void **s)
+{
+    (void)s;
+    enum { NEV = 100 };
+    static struct step steps[2 * NEV + 4];
+    steps[0] = (struct step){"POST /w0", ST429};
+    for (int i = 1; i < 2 * NEV + 4; i++)
+        steps[i] = (struct step){"POST /", OK201};
+    struct server sv;
+    server_start(&sv, steps, 2 * NEV + 4);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct evdone w = {.loop = &loop};
+    struct tg_req_opts o = {.method = "POST", .path = "/w0", .body = "{}", .is_write = 1,
+                            .on_done = on_ev_done, .ud = &w};
+    assert_int_equal(tg_client_request(c, &o, NULL), 0);
+    while (!w.n)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(w.status, 429);
+    struct bgdone d = {0};
+    for (int i = 0; i < NEV; i++)
+        bg_queue(c, &d, "/ev", 1);
+    bg_queue(c, &d, "/w", 0);
+    uint64_t r0 = tg_client_stats(c)->requests;
+    while (tg_client_stats(c)->requests == r0)
+        uv_run(&loop, UV_RUN_ONCE);
+    printf("# throttled: %llu of %d Events and a write started at once\n",
+           (unsigned long long)(tg_client_stats(c)->requests - r0 - 1), NEV);
+    assert_int_equal(tg_client_stats(c)->requests - r0, 1 + 4);
+    while (d.n < NEV + 1)
+        uv_run(&loop, UV_RUN_ONCE);
+    server_stop(&sv);
+    assert_int_equal(sv.mismatch, 0);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     /* the scripted server may still be writing when the client, as it
@@ -987,6 +1031,7 @@ int main(void)
         cmocka_unit_test(verbose_trace_redacts_token),
         cmocka_unit_test(handles_are_reused),
         cmocka_unit_test(background_backlog_keeps_pace),
+        cmocka_unit_test(throttled_events_hold_back),
         cmocka_unit_test(corked_connections_do_not_wait),
         cmocka_unit_test(event_refused_with_503_is_retried),
         cmocka_unit_test(event_not_retried_after_4xx),
