@@ -139,8 +139,8 @@ struct tg_client {
 /* Retried writes (tg_req_opts.retry: Events). A try that fails with 429,
  * 5xx, a broken or refused connection or a timeout is made again after
  * RETRY_BASE_MS, doubling up to RETRY_MAX_MS (or the answer's Retry-After
- * when longer, at most RETRY_AFTER_MAX_MS), RETRY_TRIES tries in all (about
- * 25 s: within client-go's event sink's 12 tries 10 s apart); past
+ * when longer, at most RETRY_AFTER_MAX_MS), RETRY_TRIES tries in all (24 s of
+ * backoff: within client-go's event sink's 12 tries 10 s apart); past
  * RETRY_HELD_MAX held at once a new one is refused: both counted in
  * stats.dropped and logged. */
 #define RETRY_TRIES 8
