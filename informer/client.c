@@ -125,7 +125,7 @@ struct tg_client {
  * BG_INFLIGHT_MAX at a time: the backlog stays short, so Events keep pace
  * with the Bindings. The apiserver takes longer over an Event than over a
  * Binding, so at the Bindings' 64 in flight Events fall behind: with 64 at
- * most (and 128 queued) 500-960 of a 5,000-pod burst's Events were still
+ * most (and 128 queued) 150-960 of a 5,000-pod burst's Events were still
  * unwritten at its last Binding, the last 0.8-2.0 s after it; with 256 (and
  * 32) 36-102, the last 0.1-0.5 s after it (docs/bench-sched.md). */
 #define BG_INFLIGHT 4
