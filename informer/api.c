@@ -15,10 +15,11 @@
 #include "util/err.h"
 #include "util/strbuf.h"
 
-/* How api_send's request goes (client.h): a read; a write; a background write
- * (Events); a write only the lease holder may make (Bindings, deletes, status:
- * fenced); the Lease's own requests (the urgent lane). */
-enum { READ, WRITE, BACKGROUND, LEADER, URGENT };
+/* How api_send's request goes (client.h): a read; an Event (a retried write);
+ * an Event as a background write (behind Bindings and status); a write only the
+ * lease holder may make (Bindings, deletes, status: fenced); the Lease's own
+ * requests (the urgent lane). */
+enum { READ, EVENT, EVENT_BG, LEADER, URGENT };
 
 static int api_send(struct tg_client *c, const char *method, struct tg_sb *path, struct tg_sb *body,
                 const char *ctype, int how, tg_done_fn cb, void *ud)
@@ -29,7 +30,8 @@ static int api_send(struct tg_client *c, const char *method, struct tg_sb *path,
                                 .body = body ? tg_sb_str(body) : NULL,
                                 .body_len = body ? body->len : 0, .content_type = ctype,
                                 .is_write = how != READ && how != URGENT,
-                                .background = how == BACKGROUND, .leader_only = how == LEADER,
+                                .background = how == EVENT_BG, .leader_only = how == LEADER,
+                                .retry = how == EVENT || how == EVENT_BG,
                                 .urgent = how == URGENT,
                                 .on_done = cb, .ud = ud};
         rc = tg_client_request(c, &o, NULL);
@@ -198,7 +200,7 @@ int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_d
         tg_sb_json_str(&b, e->uid);
     }
     tg_sb_puts(&b, "}}");
-    return api_send(c, "POST", &p, &b, NULL, e->background ? BACKGROUND : WRITE, cb, ud);
+    return api_send(c, "POST", &p, &b, NULL, e->background ? EVENT_BG : EVENT, cb, ud);
 }
 
 /* ---- Lease --------------------------------------------------------------- */

@@ -79,7 +79,10 @@ struct tg_event_spec {
 
 /* Creates an events.k8s.io/v1 Event. A note over TG_EVENT_NOTE_MAX bytes is
  * cut on a UTF-8 boundary and ends with "..." (callers that list things
- * shorten their lists first: "and N more"). */
+ * shorten their lists first: "and N more"). The Event's name is fixed here, so
+ * the client retries it after 429, 5xx, a broken connection or a timeout
+ * (client.h, "Retried writes"); cb hears the last try. TG_EAGAIN (not cb):
+ * too many Events held already, this one dropped (counted). */
 int tg_api_create_event(struct tg_client *c, const struct tg_event_spec *e, tg_done_fn cb,
                         void *ud);
 

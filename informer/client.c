@@ -31,7 +31,7 @@
 #include "util/log.h"
 #include "util/strbuf.h"
 
-enum req_state { RQ_QUEUED, RQ_RUNNING, RQ_FINISHING };
+enum req_state { RQ_QUEUED, RQ_RUNNING, RQ_FINISHING, RQ_WAITING /* in q_retry */ };
 
 /* Idle easy handles kept for the next request: a handle set up once (TLS
  * material, keepalive, user agent) costs a fraction of curl_easy_init, the
@@ -61,6 +61,8 @@ struct tg_req {
     long status;
     long retry_after_s;     /* the answer's Retry-After, 0 none */
     int state, canceled, is_write, background, urgent, leader_only, abort_err;
+    int retry, tries;       /* a retried write (tg_req_opts.retry); tries made so far */
+    uint64_t due_ms;        /* RQ_WAITING: when it goes back to its queue (uv_now) */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -91,12 +93,17 @@ struct tg_client {
     int burst;
     uint64_t refill_ms;
     struct rlist q_urgent, q_reads, q_writes, q_bg, running;
+    struct rlist q_retry;           /* retried writes waiting out their backoff, by due_ms */
+    uv_timer_t retry_timer;         /* fires at q_retry's head's due_ms */
+    uint32_t retry_held;            /* retried writes held: queued, running or waiting */
+    uint32_t retry_waiting;         /* in q_retry */
     int bg_running;                 /* background writes running */
     int w_running;                  /* other writes running */
     int u_running;                  /* urgent requests running */
     uint32_t lo_queued, lo_running; /* leader-only writes queued, running */
     int64_t fence_ms;               /* leader-only writes go while mono ms < this */
     uint32_t bg_queued;             /* in q_bg */
+    uint64_t bg_throttled_until;    /* uv_now ms: Events held to BG_INFLIGHT (a 429) */
     struct sock *socks;
     curl_socket_t orphans[16];      /* sockets that could not be watched (out of memory): */
     int norphans;                   /* the sweep drives them until they can be */
@@ -112,17 +119,35 @@ struct tg_client {
 
 #define COMP "client"
 /* Background writes (Events) in flight at most while other writes run or
- * wait: they queue behind the writes that decide placement (Bindings,
- * status) instead of taking the apiserver's time from them (kube-scheduler's
- * event sink writes one at a time). With no other write about, or past
- * BG_BACKLOG queued, they go BG_INFLIGHT_MAX at a time: the backlog
- * stays short, so Events trail the Bindings by a fraction of a second, not
- * seconds (at 10,000 a 5,000-pod burst's Events came 3-12 s after its last
- * Binding, and past SIGTERM's 10 s some were lost: docs/bench-sched.md);
- * memory stays bounded, no Event is dropped. */
+ * wait: a few Events queue behind the writes that decide placement
+ * (Bindings, status) instead of taking the apiserver's time from them. With
+ * no other write about, or past BG_BACKLOG queued, they go up to
+ * BG_INFLIGHT_MAX at a time: the backlog stays short, so Events keep pace
+ * with the Bindings. The apiserver takes longer over an Event than over a
+ * Binding, so at the Bindings' 64 in flight Events fall behind: with 64 at
+ * most (and 128 queued) 150-960 of a 5,000-pod burst's Events were still
+ * unwritten at its last Binding, the last 0.8-2.0 s after it; with 256 (and
+ * 32) 36-102, the last 0.1-0.5 s after it (docs/bench-sched.md). */
 #define BG_INFLIGHT 4
-#define BG_INFLIGHT_MAX 64
-#define BG_BACKLOG 128
+#define BG_INFLIGHT_MAX 256
+#define BG_BACKLOG 32
+/* A 429 to any write (API Priority and Fairness: this client's priority
+ * level is full; in the bench it is exempt) holds Events back to BG_INFLIGHT
+ * for the answer's Retry-After, at least BG_THROTTLE_MS: a burst of them must
+ * not take the seats the Bindings need. */
+#define BG_THROTTLE_MS 1000
+/* Retried writes (tg_req_opts.retry: Events). A try that fails with 429,
+ * 5xx, a broken or refused connection or a timeout is made again after
+ * RETRY_BASE_MS, doubling up to RETRY_MAX_MS (or the answer's Retry-After
+ * when longer, at most RETRY_AFTER_MAX_MS), RETRY_TRIES tries in all (24 s of
+ * backoff: within client-go's event sink's 12 tries 10 s apart); past
+ * RETRY_HELD_MAX held at once a new one is refused: both counted in
+ * stats.dropped and logged. */
+#define RETRY_TRIES 8
+#define RETRY_BASE_MS 250
+#define RETRY_MAX_MS 8000
+#define RETRY_AFTER_MAX_MS 30000
+#define RETRY_HELD_MAX 20000
 /* Urgent requests (the Lease) running at once: the elector has one at a
  * time; the bound keeps a misuse from opening connections without end. */
 #define URGENT_INFLIGHT 4
@@ -159,6 +184,8 @@ static void rl_remove(struct rlist *l, struct tg_req *r)
 /* How many background writes may run now. */
 static int bg_cap(const struct tg_client *c)
 {
+    if (uv_now(c->loop) < c->bg_throttled_until)
+        return BG_INFLIGHT;
     return c->bg_queued > BG_BACKLOG || (!c->w_running && !c->q_writes.head) ? BG_INFLIGHT_MAX
                                                                               : BG_INFLIGHT;
 }
@@ -205,6 +232,8 @@ static void hdrs_unref(struct hdrs *h)
 
 static void req_free(struct tg_req *r)
 {
+    if (r->c)
+        r->c->retry_held -= r->retry;
     if (r->easy)
         easy_release(r);
     curl_slist_free_all(r->hdrs);
@@ -696,6 +725,130 @@ static int status_reason(const struct tg_req *r, char *buf, size_t len)
     return is_exists;
 }
 
+/* ---- retried writes ----------------------------------------------------- */
+
+/* Whether a failed try of a retried write is worth another: the server was
+ * busy or failing (429, 5xx), or the answer never came (connection refused or
+ * reset, timeout). A 4xx is the server's verdict on the write itself. */
+static int retryable(int err, long status)
+{
+    return err == TG_EAGAIN || err == TG_ETIMEOUT || err == TG_EIO ||
+           (err == TG_EHTTP && status >= 500);
+}
+
+/* Wait before try r->tries + 1: the doubling backoff, or the server's
+ * Retry-After when longer. */
+static uint64_t retry_delay_ms(const struct tg_req *r)
+{
+    uint64_t ms = RETRY_BASE_MS;
+    for (int i = 1; i < r->tries && ms < RETRY_MAX_MS; i++)
+        ms *= 2;
+    if (ms > RETRY_MAX_MS)
+        ms = RETRY_MAX_MS;
+    uint64_t ra = (uint64_t)r->retry_after_s * 1000;
+    if (ra > ms)
+        ms = ra < RETRY_AFTER_MAX_MS ? ra : RETRY_AFTER_MAX_MS;
+    return ms;
+}
+
+static void on_retry_timer(uv_timer_t *t);
+
+/* The retry timer at q_retry's head's due time. */
+static void arm_retry(struct tg_client *c)
+{
+    if (!c->q_retry.head || c->closing)
+        return;
+    uint64_t now = uv_now(c->loop), due = c->q_retry.head->due_ms;
+    uv_timer_start(&c->retry_timer, on_retry_timer, due > now ? due - now : 0, 0);
+}
+
+/* Due retries go back to the tail of their queue. */
+static void on_retry_timer(uv_timer_t *t)
+{
+    struct tg_client *c = t->data;
+    uint64_t now = uv_now(c->loop);
+    struct tg_req *r;
+    while ((r = c->q_retry.head) && r->due_ms <= now) {
+        rl_remove(&c->q_retry, r);
+        c->retry_waiting--;
+        r->state = RQ_QUEUED;
+        rl_push(r->background ? &c->q_bg : &c->q_writes, r);
+        c->bg_queued += r->background;
+        c->lo_queued += r->leader_only;
+        kick(c);
+    }
+    arm_retry(c);
+}
+
+/* Takes r (a try just failed with err) out of libcurl's hands into q_retry,
+ * sorted by due time (a walk from the tail: a later try is almost always
+ * due last). */
+static void retry_later(struct tg_client *c, struct tg_req *r, int err, const char *msg)
+{
+    uint64_t delay = retry_delay_ms(r);
+    c->stats.retries++;
+    tg_debug(COMP, "%s %s: try %d failed (%s: %s); again in %llu ms", r->method, r->path,
+             r->tries, tg_err_name(err), msg, (unsigned long long)delay);
+    easy_release(r);
+    curl_slist_free_all(r->hdrs);
+    r->hdrs = NULL;
+    hdrs_unref(r->shared);
+    r->shared = NULL;
+    tg_sb_free(&r->resp);
+    r->status = 0;
+    r->retry_after_s = 0;
+    r->abort_err = 0;
+    r->errbuf[0] = 0;
+    r->state = RQ_WAITING;
+    r->due_ms = uv_now(c->loop) + delay;
+    struct tg_req *at = c->q_retry.tail;
+    while (at && at->due_ms > r->due_ms)
+        at = at->prev;
+    if (!at) {          /* first */
+        r->prev = NULL;
+        r->next = c->q_retry.head;
+        if (c->q_retry.head)
+            c->q_retry.head->prev = r;
+        else
+            c->q_retry.tail = r;
+        c->q_retry.head = r;
+    } else {            /* after at */
+        r->prev = at;
+        r->next = at->next;
+        if (at->next)
+            at->next->prev = r;
+        else
+            c->q_retry.tail = r;
+        at->next = r;
+    }
+    c->retry_waiting++;
+    if (c->q_retry.head == r)
+        arm_retry(c);
+}
+
+/* Logs a retried write given up on, the first 10 and then every 1,000th
+ * (a failing server drops them by the thousand). */
+static void log_dropped(const struct tg_client *c, const char *method, const char *path,
+                        const char *why)
+{
+    if (c->stats.dropped <= 10 || c->stats.dropped % 1000 == 0)
+        tg_warn(COMP, "%s %s dropped: %s; %llu retried write(s) (Events) dropped so far", method,
+                path, why, (unsigned long long)c->stats.dropped);
+}
+
+/* A retried write given up on: its tries ran out, or a 4xx refused it (the
+ * caller's callback tells that one; it is counted all the same). */
+static void retry_dropped(struct tg_client *c, const struct tg_req *r, int err, const char *msg)
+{
+    c->stats.dropped++;
+    if (!retryable(err, r->status))
+        return;
+    char why[900];
+    snprintf(why, sizeof why, "%d tries failed, the last: %s", r->tries,
+             msg && *msg ? msg : tg_strerror(err));
+    log_dropped(c, r->method, r->path, why);
+}
+
 static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
 {
     char msg[768];
@@ -755,6 +908,23 @@ static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
             snprintf(msg, sizeof msg, "%s%s: %s", k->server, r->path,
                      r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
             break;
+        }
+    }
+    if (r->status == 429 && r->is_write) {
+        uint64_t hold = (uint64_t)r->retry_after_s * 1000;
+        c->bg_throttled_until = uv_now(c->loop) + (hold > BG_THROTTLE_MS ? hold : BG_THROTTLE_MS);
+    }
+    if (r->retry) {
+        r->tries++;
+        if (err == TG_EEXIST && r->tries > 1)
+            err = 0;    /* an earlier try landed, its answer did not come back */
+        else if (err && retryable(err, r->status) && r->tries < RETRY_TRIES && !r->canceled &&
+                 !c->closing) {
+            c->stats.failed++;
+            retry_later(c, r, err, msg);
+            return;
+        } else if (err && !r->canceled) {
+            retry_dropped(c, r, err, msg);
         }
     }
     if (err)
@@ -986,8 +1156,10 @@ int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
     uv_timer_init(loop, &c->kick);
     uv_timer_init(loop, &c->limiter);
     uv_timer_init(loop, &c->sweep);
+    uv_timer_init(loop, &c->retry_timer);
     c->curl_timer.data = c->kick.data = c->limiter.data = c->sweep.data = c;
-    c->open_handles = 4;
+    c->retry_timer.data = c;
+    c->open_handles = 5;
     const char *sw = getenv("TOPOGANG_CURL_SWEEP_MS");   /* 0 disables (diagnostics) */
     uint64_t sweep_ms = sw ? strtoull(sw, NULL, 10) : 200;
     if (sweep_ms)
@@ -1038,6 +1210,10 @@ void tg_client_free(struct tg_client **pc)
         rl_remove(&c->q_bg, r);
         req_free(r);
     }
+    while ((r = c->q_retry.head)) {
+        rl_remove(&c->q_retry, r);
+        req_free(r);
+    }
     while ((r = c->running.head)) {
         curl_multi_remove_handle(c->multi, r->easy);
         rl_remove(&c->running, r);
@@ -1054,6 +1230,7 @@ void tg_client_free(struct tg_client **pc)
     uv_close((uv_handle_t *)&c->kick, on_handle_closed);
     uv_close((uv_handle_t *)&c->limiter, on_handle_closed);
     uv_close((uv_handle_t *)&c->sweep, on_handle_closed);
+    uv_close((uv_handle_t *)&c->retry_timer, on_handle_closed);
 }
 
 static struct rlist *queue_of(struct tg_client *c, const struct tg_req *r)
@@ -1068,6 +1245,13 @@ int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct t
         *out = NULL;
     if (!o->path || o->path[0] != '/' || c->closing)
         return TG_EINVAL;
+    if (o->retry && c->retry_held >= RETRY_HELD_MAX) {
+        c->stats.dropped++;
+        char why[96];
+        snprintf(why, sizeof why, "%u retried writes held already (the cap)", c->retry_held);
+        log_dropped(c, o->method ? o->method : "GET", o->path, why);
+        return TG_EAGAIN;
+    }
     struct tg_req *r = calloc(1, sizeof *r);
     if (!r)
         return TG_ENOMEM;
@@ -1101,6 +1285,8 @@ int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct t
     rl_push(queue_of(c, r), r);
     c->bg_queued += r->background;
     c->lo_queued += r->leader_only;
+    r->retry = o->retry != 0;
+    c->retry_held += r->retry;
     kick(c);
     if (out)
         *out = r;
@@ -1115,6 +1301,13 @@ void tg_client_cancel(struct tg_req *r)
     if (!r)
         return;
     struct tg_client *c = r->c;
+    if (r->state == RQ_WAITING) {
+        rl_remove(&c->q_retry, r);
+        c->retry_waiting--;
+        req_free(r);
+        arm_retry(c);
+        return;
+    }
     if (r->state == RQ_QUEUED) {
         rl_remove(queue_of(c, r), r);
         c->bg_queued -= r->background;
@@ -1187,7 +1380,7 @@ uint32_t tg_client_writes_pending(const struct tg_client *c)
     uint32_t n = 0;
     for (const struct tg_req *r = c->q_writes.head; r; r = r->next)
         n++;
-    n += c->bg_queued;
+    n += c->bg_queued + c->retry_waiting;
     for (const struct tg_req *r = c->running.head; r; r = r->next)
         n += r->is_write && !r->canceled;
     return n;

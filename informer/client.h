@@ -27,6 +27,16 @@
  *   SIGSTOP past its deadline sends none of them. What the server already
  *   received cannot be recalled: renew deadline < lease duration covers it.
  *
+ * Retried writes (tg_req_opts.retry; Events, whose name is fixed when built,
+ * so a repeat of one that landed answers 409 AlreadyExists, taken as
+ * success): a try that fails with 429, 5xx, a refused or reset connection or
+ * a timeout waits (250 ms doubling to 8 s, or the answer's Retry-After when
+ * longer, at most 30 s) and goes back to the tail of its queue, 8 tries in
+ * all; a 4xx other than 429 ends it. At most 20,000 are held (queued,
+ * running, waiting) at once: past that tg_client_request refuses one with
+ * TG_EAGAIN. Those given up on are counted in stats.dropped and logged. A
+ * waiting one counts in tg_client_writes_pending.
+ *
  * Single-threaded: every function must be called on the loop's thread. */
 #ifndef TG_INFORMER_CLIENT_H
 #define TG_INFORMER_CLIENT_H
@@ -76,6 +86,8 @@ struct tg_req_opts {
                              * queued write, a few in flight at most */
     int urgent;             /* the Lease: ahead of everything, outside the limiter */
     int leader_only;        /* a write only the lease holder may make (tg_client_fence) */
+    int retry;              /* a write whose repeat is harmless (an Event of a fixed name):
+                             * retried with backoff (see the top) */
     long timeout_ms;        /* whole request; 0: 60 s, -1: none (watches) */
     tg_chunk_fn on_chunk;   /* NULL: buffer the body and hand it to on_done */
     tg_done_fn on_done;     /* called exactly once unless canceled; may be NULL */
@@ -109,6 +121,9 @@ struct tg_client_stats {
     uint64_t fenced;         /* leader-only writes not sent or aborted past the fence */
     uint64_t handles;        /* libcurl easy handles made (idle ones are reused) */
     uint64_t corked;         /* connections opened corked (TCP_CORK, see client.c) */
+    uint64_t retries;        /* tries of retried writes made again after a failure */
+    uint64_t dropped;        /* retried writes not written: refused by a 4xx, tries ran
+                              * out, or refused at the cap (TG_EAGAIN) */
 };
 
 /* Creates a client on loop for conf (copied). opts may be NULL. *out is freed
@@ -123,7 +138,8 @@ void tg_client_free(struct tg_client **c);
 
 /* Queues a request; it starts on the next loop iteration (never from inside
  * this call, so it is safe from any callback). *out (optional) is a handle for
- * tg_client_cancel, valid until on_done returns. Errors: TG_ENOMEM, TG_EINVAL. */
+ * tg_client_cancel, valid until on_done returns. Errors: TG_ENOMEM, TG_EINVAL,
+ * TG_EAGAIN (a retried write past the cap, counted in stats.dropped). */
 int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct tg_req **out);
 
 /* Cancels a queued or running request: on_done will not be called. Safe from

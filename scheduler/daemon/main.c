@@ -328,8 +328,13 @@ static void housekeeping(struct tg_daemon *d)
     tg_metrics_set(TG_G_RELISTS, (int64_t)relists);
     tg_metrics_set(TG_G_WATCH_RESTARTS, (int64_t)restarts);
     tg_metrics_set(TG_G_DECODE_ERRORS, (int64_t)decode);
-    if (d->client)
-        tg_metrics_set(TG_G_FENCED_WRITES, (int64_t)tg_client_stats(d->client)->fenced);
+    if (d->client) {
+        const struct tg_client_stats *cs = tg_client_stats(d->client);
+        tg_metrics_set(TG_G_FENCED_WRITES, (int64_t)cs->fenced);
+        /* the client's counts since it was made: the daemon's one client */
+        tg_metrics_inc(TG_M_EVENT_RETRIES, cs->retries - tg_metrics_counter(TG_M_EVENT_RETRIES));
+        tg_metrics_inc(TG_M_EVENTS_DROPPED, cs->dropped - tg_metrics_counter(TG_M_EVENTS_DROPPED));
+    }
     tg_metrics_set(TG_G_BAD_TOPOLOGY, (int64_t)tg_numa_bad_annotations());
     tg__binder_tick(d->binder);
     if (d->synced)

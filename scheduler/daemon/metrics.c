@@ -39,6 +39,11 @@ static const char *const counter_name[TG_M__COUNTERS][2] = {
     {"topogang_decode_failures_total{kind=\"Pod\"}", NULL},
     {"topogang_decode_failures_total{kind=\"PodGroup\"}", NULL},
     {"topogang_decode_failures_total{kind=\"other\"}", NULL},
+    {"topogang_event_retries_total",
+     "Event writes tried again after a 429, 5xx, broken connection or timeout."},
+    {"topogang_events_dropped_total",
+     "Events not written: refused by the API server (4xx), 8 tries failed, or 20,000 "
+     "already held."},
 };
 
 /* A NULL help continues the metric above with other labels; a NULL name is

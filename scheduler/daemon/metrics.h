@@ -25,6 +25,8 @@ enum tg_counter {
     TG_M_PREEMPTED_PODS, TG_M_EVICTION_ERRORS,
     /* objects the decoder refused, by kind (informer/reflector.h) */
     TG_M_DECODE_FAIL_NODE, TG_M_DECODE_FAIL_POD, TG_M_DECODE_FAIL_PODGROUP, TG_M_DECODE_FAIL_OTHER,
+    /* Events tried again after a failure, and given up on (the client's stats) */
+    TG_M_EVENT_RETRIES, TG_M_EVENTS_DROPPED,
     TG_M__COUNTERS
 };
 

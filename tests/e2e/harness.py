@@ -200,6 +200,9 @@ class FaultProxy:
                            (what API Priority and Fairness answers when the
                            scheduler's priority level is full) for s seconds,
                            not passed up (noted "throttled").
+      fail_events(n)       the next n Event POSTs (events.k8s.io) are answered
+                           503 ServiceUnavailable, not passed up (noted
+                           "event refused"): an apiserver or etcd hiccup.
     kubeconfig() writes a kubeconfig pointing at it. Watches are relayed as
     they arrive (chunked); everything else is buffered."""
 
@@ -210,6 +213,7 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.drop, self.refuse, self.twice, self.slow = {}, {}, set(), {}
         self.storm = None               # throttle_binds: dict(after, seconds, retry_after, until)
+        self.event_fails = 0            # fail_events: Event POSTs still to refuse
         self.unstalled = threading.Event()
         self.unstalled.set()
         self.status_free = threading.Event()
@@ -248,6 +252,10 @@ class FaultProxy:
     def answer_twice(self, pod):
         with self.lock:
             self.twice.add(pod)
+
+    def fail_events(self, n):
+        with self.lock:
+            self.event_fails = n
 
     def throttle_binds(self, seconds, retry_after, after=0):
         with self.lock:
@@ -338,6 +346,21 @@ current-context: proxy
             self._note(h, "refused")
             h.close_connection = True
             return
+        if h.command == "POST" and h.path.startswith("/apis/events.k8s.io/"):
+            with self.lock:
+                refuse_event = self.event_fails > 0
+                self.event_fails -= refuse_event
+            if refuse_event:
+                self._note(h, "event refused")
+                data = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                   "reason": "ServiceUnavailable", "code": 503,
+                                   "message": "the server is currently unable to handle the request"}).encode()
+                h.send_response(503)
+                h.send_header("Content-Type", "application/json")
+                h.send_header("Content-Length", str(len(data)))
+                h.end_headers()
+                h.wfile.write(data)
+                return
         if pod is not None and self._throttled():
             self._note(h, "throttled")
             data = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",

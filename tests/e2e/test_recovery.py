@@ -236,6 +236,33 @@ def case_late_bind_answer_still_reported(ctx):
     wipe_pods(api, ns, wait_empty=False)
 
 
+def case_refused_event_is_retried(ctx):
+    """The Scheduled Event of a pod, refused twice with 503, is tried again
+    (after 250 ms, then 500 ms) and written once."""
+    api, ns = ctx["api"], "evretry"
+    watch = watched_namespace(api, ns, ctx["alloc"])
+    px, s = scheduler_via_proxy(ctx, "evretry")
+    px.fail_events(2)
+    solo = gang_pod(ns, "solo", None, 8)
+    del solo["metadata"]["labels"]  # no PodGroup: a gang of one
+    api.create_pod(ns, solo)
+    wait(lambda: any(p["name"] == "solo" and p["node"] for p in watch.pods.values()), 20, "solo bound")
+    evs = []
+    end = time.time() + 10
+    while time.time() < end and not evs:
+        evs = [e for e in api.events(ns) if e.get("reason") == "Scheduled"
+               and e.get("regarding", {}).get("name") == "solo"]
+        time.sleep(0.3)
+    refused = px.events("event refused")
+    if len(refused) != 2:
+        fail(f"the proxy refused {len(refused)} Event POST(s), expected 2")
+    if len(evs) != 1:
+        fail(f"{len(evs)} Scheduled Event(s) for pod solo after two 503s, expected 1 (retried)")
+    s.finish()
+    watch.stopping = True
+    wipe_pods(api, ns, wait_empty=False)
+
+
 def case_unanswered_binds_keep_their_room(ctx):
     api, ns = ctx["api"], "blind"
     watch = watched_namespace(api, ns, ctx["alloc"])
@@ -279,7 +306,8 @@ def case_unanswered_binds_keep_their_room(ctx):
 
 CASES = [case_timeout_rolls_back_half_bound, case_lost_bind_answer_is_found,
          case_resent_bind_hears_409, case_sigterm_sends_the_last_status,
-         case_late_bind_answer_still_reported, case_unanswered_binds_keep_their_room]
+         case_late_bind_answer_still_reported, case_refused_event_is_retried,
+         case_unanswered_binds_keep_their_room]
 
 
 def main():

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "informer/api.h"
 #include "informer/client.h"
 #include "informer/kinds.h"
 #include "informer/reflector.h"
@@ -685,12 +686,13 @@ static void verbose_trace_redacts_token(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-/* Past 128 Events queued they no longer wait behind a write: those past
- * 128 go beside it (64 at most in flight), so a burst's Events keep pace
- * with its Bindings (docs/bench-sched.md). 200 queued: 64 start at once. */
-static void background_backlog_keeps_pace(void **s)
+/* Past 32 Events queued they no longer wait behind a write: those past
+ * 32 go beside it (256 at most in flight), so a burst's Events keep pace
+ * with its Bindings (docs/bench-sched.md). 200 queued: the 168 past 32 start
+ * at once (64 when at most 64 went); 40 queued: the 8 past 32 (4 at a
+ * backlog of 128). */
+static void background_backlog_keeps_pace_at(int nev, int started)
 {
-    (void)s;
     enum { NEV = 200 };
     static struct step steps[NEV + 1];
     for (int i = 0; i <= NEV; i++)
@@ -700,23 +702,30 @@ static void background_backlog_keeps_pace(void **s)
     uv_loop_t loop;
     struct tg_client *c = client_on(&loop, &sv, NULL, 1);
     struct bgdone d = {0};
-    for (int i = 0; i < NEV; i++)
+    for (int i = 0; i < nev; i++)
         bg_queue(c, &d, "/ev", 1);
     bg_queue(c, &d, "/w", 0);
     while (!tg_client_stats(c)->requests)
         uv_run(&loop, UV_RUN_ONCE);
     printf("# %llu of %d Events and a write started at once\n",
-           (unsigned long long)tg_client_stats(c)->requests - 1, NEV);
-    assert_int_equal(tg_client_stats(c)->requests, 1 + 64);
-    while (d.n < NEV + 1)
+           (unsigned long long)tg_client_stats(c)->requests - 1, nev);
+    assert_int_equal(tg_client_stats(c)->requests, 1 + started);
+    while (d.n < nev + 1)
         uv_run(&loop, UV_RUN_ONCE);
     assert_int_equal(tg_client_writes_pending(c), 0);
     server_stop(&sv);
     assert_int_equal(sv.mismatch, 0);
-    assert_int_equal(sv.at, NEV + 1);
+    assert_int_equal(sv.at, nev + 1);
     tg_client_free(&c);
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static void background_backlog_keeps_pace(void **s)
+{
+    (void)s;
+    background_backlog_keeps_pace_at(200, 168);
+    background_backlog_keeps_pace_at(40, 8);
 }
 
 /* ---- pooled handles ---------------------------------------------------------- */
@@ -821,6 +830,190 @@ static void corked_connections_do_not_wait(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- Events retried --------------------------------------------------------- */
+
+#define EVPOST "POST /apis/events.k8s.io/v1/namespaces/ns/events"
+#define ST503 "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+#define ST400                                                                                 \
+    "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 43\r\n"    \
+    "Connection: close\r\n\r\n{\"reason\":\"BadRequest\",\"message\":\"bad note\"}"
+#define ST409                                                                                 \
+    "HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nContent-Length: 49\r\n"       \
+    "Connection: close\r\n\r\n{\"reason\":\"AlreadyExists\",\"message\":\"exists\"}"
+
+struct evdone {
+    int n, err;
+    long status;
+    uint64_t at;
+    uv_loop_t *loop;
+};
+
+static void on_ev_done(void *ud, const struct tg_resp *r)
+{
+    struct evdone *d = ud;
+    d->n++;
+    d->err = r->err;
+    d->status = r->status;
+    uv_update_time(d->loop);
+    d->at = uv_now(d->loop);
+}
+
+static void post_event(struct tg_client *c, struct evdone *d, int background)
+{
+    struct tg_event_spec e = {.ns = "ns", .kind = "Pod", .name = "p0", .type = "Normal",
+                              .reason = "Scheduled", .note = "bound", .background = background};
+    assert_int_equal(tg_api_create_event(c, &e, on_ev_done, d), 0);
+}
+
+/* An Event the server refuses with 503, then whose connection it closes
+ * without an answer, is tried again after 250 ms and 500 ms and lands on
+ * the third try; the caller hears once, of the landing; while it waits it
+ * is a pending write (what SIGTERM waits for). */
+static const struct step ev_retry_steps[] = {{EVPOST, ST503}, {EVPOST, ""}, {EVPOST, OK201}};
+
+static void event_refused_with_503_is_retried(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, ev_retry_steps, 3);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct evdone d = {.loop = &loop};
+    uv_update_time(&loop);
+    uint64_t t0 = uv_now(&loop);
+    post_event(c, &d, 1);
+    while (tg_client_stats(c)->retries < 1 && !d.n)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(d.n, 0); /* not told of the 503: it waits for another try */
+    assert_int_equal(tg_client_writes_pending(c), 1);
+    while (!d.n)
+        uv_run(&loop, UV_RUN_ONCE);
+    printf("# landed on try %d after %llu ms\n", sv.at, (unsigned long long)(d.at - t0));
+    assert_int_equal(d.err, 0);
+    assert_int_equal(d.status, 201);
+    assert_int_equal(sv.at, 3);
+    assert_int_equal(sv.mismatch, 0);
+    assert_true(d.at - t0 >= 750);
+    assert_int_equal(tg_client_stats(c)->retries, 2);
+    assert_int_equal(tg_client_stats(c)->dropped, 0);
+    assert_int_equal(tg_client_writes_pending(c), 0);
+    server_stop(&sv);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* A 400 is the server's verdict on the Event: not tried again, counted as
+ * dropped. A 409 AlreadyExists after a 503 means an earlier try landed:
+ * success. */
+static const struct step ev_4xx_steps[] = {{EVPOST, ST400}, {EVPOST, ST503}, {EVPOST, ST409}};
+
+static void event_not_retried_after_4xx(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, ev_4xx_steps, 3);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct evdone d = {.loop = &loop};
+    post_event(c, &d, 0);
+    while (!d.n)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(d.err, TG_EHTTP);
+    assert_int_equal(d.status, 400);
+    assert_int_equal(tg_client_stats(c)->dropped, 1);
+    assert_int_equal(tg_client_stats(c)->retries, 0);
+    assert_int_equal(tg_client_writes_pending(c), 0);
+    struct evdone d2 = {.loop = &loop};
+    post_event(c, &d2, 0);
+    while (!d2.n)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(d2.err, 0);
+    assert_int_equal(tg_client_stats(c)->retries, 1);
+    assert_int_equal(tg_client_stats(c)->dropped, 1);
+    server_stop(&sv);
+    assert_int_equal(sv.at, 3);
+    assert_int_equal(sv.mismatch, 0);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* Events held are capped: past 20,000 a new one is refused with TG_EAGAIN
+ * and counted as dropped; one that leaves makes room again. */
+static void events_held_are_capped(void **s)
+{
+    (void)s;
+    struct server sv;
+    server_start(&sv, NULL, 0);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    enum { CAP = 20000 };
+    static struct evdone d[CAP + 1];
+    static struct tg_req *rq[2];
+    for (int i = 0; i < CAP; i++) {
+        struct tg_req_opts o = {.method = "POST", .path = "/ev", .body = "{}", .background = 1,
+                                .retry = 1, .on_done = on_ev_done, .ud = &d[i]};
+        assert_int_equal(tg_client_request(c, &o, i < 2 ? &rq[i] : NULL), 0);
+    }
+    struct tg_event_spec e = {.ns = "ns", .kind = "Pod", .name = "p0", .type = "Normal",
+                              .reason = "Scheduled", .note = "bound", .background = 1};
+    assert_int_equal(tg_api_create_event(c, &e, on_ev_done, &d[CAP]), TG_EAGAIN);
+    assert_int_equal(tg_client_stats(c)->dropped, 1);
+    tg_client_cancel(rq[0]);
+    assert_int_equal(tg_api_create_event(c, &e, on_ev_done, &d[CAP]), 0);
+    assert_int_equal(tg_client_stats(c)->dropped, 1);
+    assert_int_equal(tg_client_writes_pending(c), CAP);
+    server_stop(&sv);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* After a 429 (the server's priority level is full) Events go 4 at a time
+ * beside a write however many wait (68 of 100 otherwise), for the answer's
+ * Retry-After. */
+#define ST429 "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\n" \
+              "Connection: close\r\n\r\n{}"
+
+static void throttled_events_hold_back(void **s)
+{
+    (void)s;
+    enum { NEV = 100 };
+    static struct step steps[2 * NEV + 4];
+    steps[0] = (struct step){"POST /w0", ST429};
+    for (int i = 1; i < 2 * NEV + 4; i++)
+        steps[i] = (struct step){"POST /", OK201};
+    struct server sv;
+    server_start(&sv, steps, 2 * NEV + 4);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct evdone w = {.loop = &loop};
+    struct tg_req_opts o = {.method = "POST", .path = "/w0", .body = "{}", .is_write = 1,
+                            .on_done = on_ev_done, .ud = &w};
+    assert_int_equal(tg_client_request(c, &o, NULL), 0);
+    while (!w.n)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(w.status, 429);
+    struct bgdone d = {0};
+    for (int i = 0; i < NEV; i++)
+        bg_queue(c, &d, "/ev", 1);
+    bg_queue(c, &d, "/w", 0);
+    uint64_t r0 = tg_client_stats(c)->requests;
+    while (tg_client_stats(c)->requests == r0)
+        uv_run(&loop, UV_RUN_ONCE);
+    printf("# throttled: %llu of %d Events and a write started at once\n",
+           (unsigned long long)(tg_client_stats(c)->requests - r0 - 1), NEV);
+    assert_int_equal(tg_client_stats(c)->requests - r0, 1 + 4);
+    while (d.n < NEV + 1)
+        uv_run(&loop, UV_RUN_ONCE);
+    server_stop(&sv);
+    assert_int_equal(sv.mismatch, 0);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     /* the scripted server may still be writing when the client, as it
@@ -838,7 +1031,11 @@ int main(void)
         cmocka_unit_test(verbose_trace_redacts_token),
         cmocka_unit_test(handles_are_reused),
         cmocka_unit_test(background_backlog_keeps_pace),
+        cmocka_unit_test(throttled_events_hold_back),
         cmocka_unit_test(corked_connections_do_not_wait),
+        cmocka_unit_test(event_refused_with_503_is_retried),
+        cmocka_unit_test(event_not_retried_after_4xx),
+        cmocka_unit_test(events_held_are_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
