@@ -348,6 +348,21 @@ static void queued_podgroup(struct world *w, const char *name, int min, int prio
     tg_engine_podgroup_set(&w->e, pg);
 }
 
+/* Tenant Queues team-a and team-b with these nvidia.com/gpu quotas, handed
+ * to the engine; the caller frees qo[0..1]. */
+static void two_queues(struct world *w, const char *qa, const char *qb, struct tg_queue_obj **qo)
+{
+    const char *name[] = {"team-a", "team-b"}, *quota[] = {qa, qb};
+    for (int i = 0; i < 2; i++) {
+        cJSON *j = parse("{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\","
+                         "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"resources\":"
+                         "{\"nvidia.com/gpu\":{\"quota\":\"%s\"}}}}", name[i], quota[i]);
+        assert_int_equal(tg_queue_obj_decode(j, NULL, &qo[i]), 0);
+        cJSON_Delete(j);
+    }
+    assert_int_equal(tg_engine_queues_set(&w->e, (const struct tg_queue_obj *const *)qo, 2), 0);
+}
+
 /* Room a reclaim frees stays its reclaimer's (issue 19). Quotas: team-a
  * 12, team-b 4 of 16 GPUs. team-b runs b1 (two 4-GPU pods on a0) and b2 (4
  * on a1): allocated 12, fair share 4; team-a runs 4 on a1. team-a's
@@ -365,16 +380,8 @@ static void reclaimed_room_stays_with_reclaimer(void **state)
     world_init(&w, NULL);
     node(&w, "a0", "ra", 8);
     node(&w, "a1", "ra", 8);
-    const char *qs[] = {"team-a", "team-b"}, *quota[] = {"12", "4"};
     struct tg_queue_obj *qo[2];
-    for (int i = 0; i < 2; i++) {
-        cJSON *j = parse("{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\","
-                         "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"resources\":"
-                         "{\"nvidia.com/gpu\":{\"quota\":\"%s\"}}}}", qs[i], quota[i]);
-        assert_int_equal(tg_queue_obj_decode(j, NULL, &qo[i]), 0);
-        cJSON_Delete(j);
-    }
-    assert_int_equal(tg_engine_queues_set(&w.e, (const struct tg_queue_obj *const *)qo, 2), 0);
+    two_queues(&w, "12", "4", qo);
     queued_podgroup(&w, "b1", 2, 100, "team-b");
     queued_podgroup(&w, "b2", 1, 100, "team-b");
     queued_podgroup(&w, "arun", 1, 1, "team-a");
@@ -432,16 +439,8 @@ static void reclaim_min_runtime(void **state)
         now_ms = 1767225600000LL + 3600 * 1000; /* 2026-01-01T01:00:00Z */
         node(&w, "a0", "ra", 8);
         node(&w, "a1", "ra", 8);
-        const char *qs[] = {"team-a", "team-b"};
         struct tg_queue_obj *qo[2];
-        for (int i = 0; i < 2; i++) {
-            cJSON *j = parse("{\"apiVersion\":\"topogang.io/v1alpha1\",\"kind\":\"Queue\","
-                             "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"resources\":"
-                             "{\"nvidia.com/gpu\":{\"quota\":\"8\"}}}}", qs[i]);
-            assert_int_equal(tg_queue_obj_decode(j, NULL, &qo[i]), 0);
-            cJSON_Delete(j);
-        }
-        assert_int_equal(tg_engine_queues_set(&w.e, (const struct tg_queue_obj *const *)qo, 2), 0);
+        two_queues(&w, "8", "8", qo);
         queued_podgroup(&w, "b1", 1, 100, "team-b");
         queued_podgroup(&w, "b2", 1, 100, "team-b");
         for (int i = 0; i < 2; i++) {
