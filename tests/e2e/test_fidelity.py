@@ -12,10 +12,11 @@ reserveAfterSeconds divided by it), then
     once its duration has passed since it was bound (its work is done),
     plays the kubelet (a pod the scheduler evicted is deleted for good once
     its grace period, or its remaining work, has passed) and the controller
-    of evicted pods (each recreated at once under the replay's name,
-    <name>-r1, -r2, ...). A pod watch says when and where each pod was
-    bound and who evicted it; the daemon's log when each gang was placed and
-    in which level and domain; its Events which domain it reserved.
+    of evicted pods (recreated under the replay's name, <name>-r1, -r2, ...,
+    a run's members together once each of them is evicted). A pod watch
+    says when and where each pod was bound and who evicted it; the daemon's
+    log when each gang was placed and in which level and domain; its Events
+    which domain it reserved.
 A run is a gang's k-th placement (k-th incarnation of its pods). Compared:
   order        the order in which runs start (every member bound);
   placement    the level, domain and nodes of each run, and the runs
@@ -260,6 +261,7 @@ class Driver:
         self.unexpected = []        # deletions by the scheduler that were no preemption
         self.pods = {}              # input pod key -> dict(obj, gang, arrival, dur, grace)
         self.live = {}              # live pod key -> dict(input, inc, uid, node, bound, evicted, by, gone, ours)
+        self.recreating = {}        # (gang, run) -> evicted pod keys the controller recreates together
         self.pgs = {}               # PodGroup key -> object
         t0 = min(parse_ts(o["metadata"]["creationTimestamp"]) for o in objs if is_pending(o))
         arrivals = {}
@@ -350,6 +352,33 @@ class Driver:
             p["ours"] = True
             self.submit(self.delete, lk, p["uid"])
 
+    def run_of(self, lk):
+        p = self.live[lk]
+        return self.pods[p["input"]]["gang"], p["inc"]
+
+    def evicted_run(self, lk):
+        """The controller recreates an evicted pod under the next name: the
+        members of one evicted run together, once each of its placed members
+        has been evicted (or TOGETHER_S after the first was). The replay
+        evicts a run's members at one instant and so recreates them at one
+        instant; the daemon's evictions land some ms apart, and recreating
+        them apart would let the gang try (and back off) in between, a try
+        the replay never makes."""
+        run = self.run_of(lk)
+        first = run not in self.recreating
+        self.recreating.setdefault(run, []).append(lk)
+        members = [k for k, p in self.live.items() if p["input"] in self.pods
+                   and self.run_of(k) == run and p["bound"] is not None and not p["ours"]]
+        if all(self.live[k]["evicted"] is not None or self.live[k]["gone"] for k in members):
+            self.recreate_run(run)
+        elif first:
+            self.at(time.time() + TOGETHER_S, self.recreate_run, run)
+
+    def recreate_run(self, run):
+        for lk in self.recreating.pop(run, []):
+            p = self.live[lk]
+            self.submit(self.create_pod, p["input"], p["inc"] + 1)
+
     # -- what the watch says
     def input_of(self, lk):
         """(input pod key, incarnation) of a live pod key, or None."""
@@ -388,7 +417,7 @@ class Driver:
                 end = min(end, max(t, p["bound"] + info["dur"]))
             self.at(end, self.finalise, lk)
             self.expected.add(f"{pk}-r{inc + 1}")
-            self.submit(self.create_pod, pk, inc + 1)  # the controller, at once
+            self.evicted_run(lk)
         if etype == "DELETED":
             p["gone"], p["t_gone"] = True, t
 
