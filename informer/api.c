@@ -130,6 +130,32 @@ int tg_api_apply_status_of(struct tg_client *c, const char *group_version, const
     return api_send(c, "PATCH", &p, &b, "application/apply-patch+yaml", LEADER, cb, ud);
 }
 
+int tg_api_configmap_get(struct tg_client *c, const char *ns, const char *name, tg_done_fn cb,
+                         void *ud)
+{
+    if (bad_name(ns) || bad_name(name))
+        return TG_EINVAL;
+    struct tg_sb p = {0};
+    tg_sb_printf(&p, "/api/v1/namespaces/%s/configmaps/%s", ns, name);
+    return api_send(c, "GET", &p, NULL, NULL, READ, cb, ud);
+}
+
+int tg_api_configmap_apply(struct tg_client *c, const char *ns, const char *name,
+                           const char *manager, const char *data_json, tg_done_fn cb, void *ud)
+{
+    if (bad_name(ns) || bad_name(name) || bad_name(manager) || strchr(manager, '&') || !data_json)
+        return TG_EINVAL;
+    struct tg_sb p = {0}, b = {0};
+    tg_sb_printf(&p, "/api/v1/namespaces/%s/configmaps/%s?fieldManager=%s&force=true", ns, name,
+                 manager);
+    tg_sb_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":");
+    tg_sb_json_str(&b, name);
+    tg_sb_puts(&b, ",\"namespace\":");
+    tg_sb_json_str(&b, ns);
+    tg_sb_printf(&b, "},\"data\":%s}", data_json);
+    return api_send(c, "PATCH", &p, &b, "application/apply-patch+yaml", LEADER, cb, ud);
+}
+
 int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *name,
                             const char *status_json, tg_done_fn cb, void *ud)
 {

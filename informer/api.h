@@ -48,6 +48,16 @@ int tg_api_apply_status_of(struct tg_client *c, const char *group_version, const
                            const char *resource, const char *ns, const char *name,
                            const char *manager, const char *status_json, tg_done_fn cb, void *ud);
 
+/* GETs the ConfigMap ns/name (HTTP 404 when there is none). */
+int tg_api_configmap_get(struct tg_client *c, const char *ns, const char *name, tg_done_fn cb,
+                         void *ud);
+/* Server-side-applies the ConfigMap ns/name with data data_json (a JSON
+ * object of strings) as field manager `manager`, forcing conflicts: created
+ * when absent, the keys this manager wrote replaced. A lease holder's write
+ * (fenced like status). */
+int tg_api_configmap_apply(struct tg_client *c, const char *ns, const char *name,
+                           const char *manager, const char *data_json, tg_done_fn cb, void *ud);
+
 /* Strategic-merge-patches the /status subresource of a pod with
  * {"status": status_json}: conditions merge by type (others stay), scalar
  * fields replace. E.g. {"nominatedNodeName":"n1"}, or

@@ -1359,8 +1359,8 @@ int tg_pod_decode(const cJSON *obj, unsigned flags, struct tg_diag *d, struct tg
                : !strcmp(phase, "Succeeded")       ? TG_PHASE_SUCCEEDED
                : !strcmp(phase, "Failed")          ? TG_PHASE_FAILED
                                                    : TG_PHASE_UNKNOWN;
-    p->started = p->phase != TG_PHASE_PENDING || cJSON_IsString(get(status, "startTime"));
     const cJSON *st = get(status, "startTime");
+    p->started = p->phase != TG_PHASE_PENDING || cJSON_IsString(st);
     if (cJSON_IsString(st) && tg_parse_time(st->valuestring, &p->start_ms))
         p->start_ms = 0; /* unreadable: as unset (the time is a hint, never a reason to refuse) */
     if ((rc = pod_requests(&x, spec, p)) == TG_ENOMEM)

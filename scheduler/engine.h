@@ -222,6 +222,17 @@ uint64_t tg_engine_reclaims(const struct tg_engine *e);
 int tg_engine_queue_gangs(const struct tg_engine *e, uint32_t *waiting, uint32_t *running, uint32_t n);
 /* Reclaims started by gangs of the queue named `queue` (interned). */
 uint64_t tg_engine_queue_reclaims(const struct tg_engine *e, uint32_t queue);
+/* Time fairness across a restart (queues.usageHalfLifeSeconds): the decayed
+ * usage of resource res (model id) of the queue named `queue` (interned), as
+ * saved age_ms ago, decays by the half-life over age_ms and becomes that
+ * queue's usage: now, or when a Queue of that name first takes part (kept
+ * until then; at most 4096 kept). Nothing with time fairness off. Returns 0,
+ * TG_EINVAL (a negative or non-finite amount) or TG_ENOMEM. */
+int tg_engine_queue_usage_seed(struct tg_engine *e, uint32_t queue, uint32_t res,
+                               double resource_seconds, int64_t age_ms);
+/* Brings the queues' decayed usage up to the engine's clock (a reader that
+ * saves it; decisions do this themselves). */
+void tg_engine_queues_tick(struct tg_engine *e);
 
 /* Settings: which workload owner kinds form gangs (bit per enum tg_wl_kind;
  * set before any pod), and the hook called before a gang record is freed

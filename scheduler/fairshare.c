@@ -268,6 +268,15 @@ void tg_fairshare_carry_usage(struct tg_fairshare *fs, const struct tg_fairshare
     fs->dirty = 1;
 }
 
+void tg_fairshare_set_usage(struct tg_fairshare *fs, uint32_t q, uint32_t res, double v)
+{
+    int c = col_of(fs, res);
+    if (q >= fs->n || c < 0 || !(v >= 0))
+        return;
+    fs->q[q].usage[c] = v;
+    fs->dirty = 1;
+}
+
 /* Capacity, demand, allocation and usage of prev's queues of the same name. */
 static void carry_over(struct tg_fairshare *fs, const struct tg_fairshare *prev)
 {

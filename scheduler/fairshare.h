@@ -75,6 +75,11 @@ int tg_fairshare_build(const struct tg_queue_obj *const *qs, uint32_t n,
  * to fs, whose demand and allocation the caller counts itself. Marks the
  * shares dirty. */
 void tg_fairshare_carry_usage(struct tg_fairshare *fs, const struct tg_fairshare *prev);
+/* Sets queue q's decayed usage of resource res (model id) to v
+ * resource-seconds (a restart's saved usage); its ancestors' are theirs to
+ * set. Marks the shares dirty. Nothing for a resource the tree does not
+ * divide. */
+void tg_fairshare_set_usage(struct tg_fairshare *fs, uint32_t q, uint32_t res, double v);
 /* Frees *fs and sets it NULL; NULL is fine. */
 void tg_fairshare_free(struct tg_fairshare **fs);
 

@@ -104,6 +104,16 @@ struct tg_tenants {
     uint64_t builds;                    /* divisions built (a new set of Queues, or a rebuild) */
     uint64_t reclaims;                  /* preemptions that took room from another queue */
     struct tg_imap reclaims_by;         /* interned reclaimer queue -> its reclaims */
+    struct tg_useed *seeds;             /* saved usage of queues not (yet) taking part */
+    uint32_t nseeds, capseeds;
+};
+
+/* A queue's usage saved by an earlier run (tg_engine_queue_usage_seed),
+ * already decayed to the engine's clock at `at_ms`. */
+struct tg_useed {
+    uint32_t queue, res;
+    double v;
+    int64_t at_ms;
 };
 
 enum { TG_TENANT_OK, TG_TENANT_MISSING, TG_TENANT_LIMIT };

@@ -30,6 +30,9 @@
 #include "scheduler/cycle.h"
 #include "util/err.h"
 #include "util/intern.h"
+#include "util/vec.h"
+
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +245,7 @@ void tg__tenants_free(struct tg_engine *e)
     tg_hmap_free(&t->acct);
     held_free(t->held, t->nheld);
     tg_imap_free(&t->reclaims_by);
+    free(t->seeds);
     tg_fairshare_free(&t->fs);
     free(t->rank);
     free(t->order);
@@ -310,6 +314,58 @@ int tg__tenants_same(const struct tg_engine *e, const struct tg_queue_obj *const
  * then: the daemon may hear of its Queues before its Nodes); every entry
  * counted again (a Queue change is an administrator's act: O(pods) then is
  * fine). n == 0: queues off. */
+/* ---- time fairness across a restart --------------------------------------------------- */
+
+enum { MAX_SEEDS = 4096 };
+
+/* The saved usage of each queue that takes part now becomes its usage
+ * (decayed from when it was given to now); the rest stays for later. */
+static void apply_seeds(struct tg_engine *e)
+{
+    struct tg_tenants *t = &e->tenants;
+    double h = (double)e->sched.policy.usage_half_life_s;
+    if (!t->fs || !t->nseeds)
+        return;
+    int64_t now = tg_engine_now(e);
+    tg_fairshare_tick(t->fs, now); /* what was used up to now first, at the old values */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < t->nseeds; i++) {
+        const struct tg_useed *s = &t->seeds[i];
+        int q = tg_fairshare_find(t->fs, s->queue);
+        if (q < 0 || h <= 0) {
+            t->seeds[k++] = *s;
+            continue;
+        }
+        double dt = now > s->at_ms ? (double)(now - s->at_ms) / 1000.0 : 0;
+        tg_fairshare_set_usage(t->fs, (uint32_t)q, s->res, s->v * exp2(-dt / h));
+    }
+    t->nseeds = k;
+}
+
+int tg_engine_queue_usage_seed(struct tg_engine *e, uint32_t queue, uint32_t res,
+                               double resource_seconds, int64_t age_ms)
+{
+    struct tg_tenants *t = &e->tenants;
+    double h = (double)e->sched.policy.usage_half_life_s;
+    if (!(resource_seconds >= 0) || !isfinite(resource_seconds))
+        return TG_EINVAL;
+    if (h <= 0 || res >= TG_RES_MAX || t->nseeds >= MAX_SEEDS)
+        return 0;
+    if (tg_grow((void **)&t->seeds, &t->capseeds, t->nseeds, sizeof *t->seeds))
+        return TG_ENOMEM;
+    double age = age_ms > 0 ? (double)age_ms / 1000.0 : 0;
+    t->seeds[t->nseeds++] =
+        (struct tg_useed){queue, res, resource_seconds * exp2(-age / h), tg_engine_now(e)};
+    apply_seeds(e);
+    return 0;
+}
+
+void tg_engine_queues_tick(struct tg_engine *e)
+{
+    if (e->tenants.fs)
+        tg_fairshare_tick(e->tenants.fs, tg_engine_now(e));
+}
+
 int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n)
 {
     struct tg_tenants *t = &e->tenants;
@@ -349,6 +405,7 @@ int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *q
     const struct tg_hslot *s;
     while ((s = tg_hmap_next(&t->acct, &pos)))
         apply(e, (const struct qacct *)(uintptr_t)s->val, 1);
+    apply_seeds(e); /* a queue saved by an earlier run that takes part now */
     return 0;
 }
 

@@ -136,6 +136,30 @@ struct cJSON *tg__queues_status_build(const struct tg_fairshare *fs, uint32_t q,
 char *tg__queues_status_due(struct tg__queues *q, const char *name, const char *uid,
                             struct cJSON *st, int64_t now_ms);
 
+/* ---- usage.c: time fairness across a restart (the file's top has the rules) ------------- */
+
+enum { TG_USAGE_SAVE_MS = 60000 };
+struct tg__usage;
+/* The record of the saved usage in ConfigMap <lease_ns>/<lease_name>-usage.
+ * Returns 0 or TG_ENOMEM. */
+int tg__usage_new(struct tg_client *c, struct tg_engine *e, const char *lease_ns,
+                  const char *lease_name, struct tg__usage **out);
+void tg__usage_free(struct tg__usage **u);
+/* The caches synced / leadership gained or lost: the saved usage is read
+ * back once both hold (again after each gain). */
+void tg__usage_synced(struct tg__usage *u);
+void tg__usage_leading(struct tg__usage *u, int leading);
+/* fn(ud) once it is read back (or there is nothing to read). */
+void tg__usage_on_ready(struct tg__usage *u, void (*fn)(void *ud), void *ud);
+/* 1 when decisions may go on: the saved usage is read back, or not wanted. */
+int tg__usage_ready(const struct tg__usage *u);
+/* Saves the usage every TG_USAGE_SAVE_MS while leading (final: now, on
+ * SIGTERM). loop_ms: the loop's clock. */
+void tg__usage_tick(struct tg__usage *u, int64_t loop_ms, int final);
+/* The text saved (free()), the engine's queues ticked to now first; NULL
+ * while queues are off or out of memory. */
+char *tg__usage_json(struct tg_engine *e, int64_t wall_ms);
+
 /* ---- binder.c: the binds of a PLACE decision -------------------------------------------- */
 
 enum tg__bind_what {

@@ -72,6 +72,7 @@ struct tg_daemon {
     struct tg__evictor *evictor;
     struct tg__loss *loss;
     struct tg__queues *queues;
+    struct tg__usage *usage;
     struct tg__leader *leader;
     uv_timer_t tick;
     uv_signal_t sigterm, sigint;
@@ -102,7 +103,8 @@ static void on_tick(uv_timer_t *t);
 
 static int scheduling(const struct tg_daemon *d)
 {
-    return d->synced && d->is_leader && !d->stopping && d->client && !tg_client_fenced(d->client);
+    return d->synced && d->is_leader && !d->stopping && d->client && !tg_client_fenced(d->client) &&
+           d->usage && tg__usage_ready(d->usage);
 }
 
 /* The engine may have work: tick soon. */
@@ -257,6 +259,7 @@ static void publish_queue_gangs(struct tg_daemon *d, const struct tg_fairshare *
  * queue the reclaims its gangs started (a counter). */
 static void publish_queues(struct tg_daemon *d)
 {
+    tg_engine_queues_tick(d->engine); /* the decayed usage as of now, not of the last decision */
     const struct tg_engine *e = d->engine;
     const struct tg_fairshare *fs = tg_engine_fairshare(e);
     if (!fs) {
@@ -273,6 +276,8 @@ static void publish_queues(struct tg_daemon *d)
          tg_fairshare_share},
         {"topogang_queue_quota", "A tenant queue's quota (deserved when demanded).", tg_fairshare_quota},
         {"topogang_queue_limit", "A tenant queue's limit; -1: none.", tg_fairshare_limit},
+        {"topogang_queue_usage_seconds", "A tenant queue's decayed usage in resource-seconds "
+         "(queues.usageHalfLifeSeconds; 0 when off).", tg_fairshare_usage},
     };
     struct tg_sb b = {0};
     for (size_t f = 0; f < sizeof fam / sizeof *fam; f++) {
@@ -305,6 +310,7 @@ static void housekeeping(struct tg_daemon *d)
 {
     publish_queues(d);
     tg__queues_status_tick(d->queues, d->engine, (int64_t)uv_now(&d->loop));
+    tg__usage_tick(d->usage, (int64_t)uv_now(&d->loop), 0);
     const struct tg_engine *e = d->engine;
     tg_metrics_set(TG_G_LOOP_HEARTBEAT_MS, (int64_t)(uv_hrtime() / 1000000));
     struct tg_engine_counts n;
@@ -385,6 +391,7 @@ static void on_synced(void *ud)
     struct tg_daemon *d = ud;
     d->synced = 1;
     tg_metrics_set(TG_G_SYNCED, 1);
+    tg__usage_synced(d->usage);
     struct tg_engine_counts n;
     tg_engine_counts(d->engine, &n);
     tg_info(C, "caches synced: %u nodes, %u bound pods, %u pending pods", tg_engine_cluster(d->engine)->nready,
@@ -397,6 +404,7 @@ static void on_leader(void *ud, int is_leader)
     struct tg_daemon *d = ud;
     d->is_leader = (uint8_t)is_leader;
     tg__queues_leading(d->queues, is_leader);
+    tg__usage_leading(d->usage, is_leader);
     if (!is_leader)
         tg__binder_standdown(d->binder); /* nothing more is sent; the next leader decides */
     kick(d);
@@ -463,6 +471,7 @@ static void finish(void *ud)
     }
     tg_informer_free(&d->inf);
     tg__queues_free(&d->queues);
+    tg__usage_free(&d->usage);
     tg_client_free(&d->client);
 }
 
@@ -498,6 +507,8 @@ static void on_signal(uv_signal_t *s, int sig)
     d->stopping = 1;
     d->shutdown_deadline_ms = (int64_t)uv_now(&d->loop) + SHUTDOWN_MS;
     tg__binder_stopping(d->binder);
+    if (d->is_leader)
+        tg__usage_tick(d->usage, (int64_t)uv_now(&d->loop), 1); /* the queues' usage, saved */
     uv_signal_stop(&d->sigterm);
     uv_signal_stop(&d->sigint);
     uv_timer_start(&d->tick, on_shutdown_tick, 0, 0);
@@ -785,6 +796,9 @@ static int start_informer(struct tg_daemon *d)
     if (rc)
         return rc;
     tg__queues_on_change(d->queues, on_queues, d);
+    if ((rc = tg__usage_new(d->client, d->engine, o->lease_ns, o->lease_name, &d->usage)))
+        return rc;
+    tg__usage_on_ready(d->usage, kick, d);
     tg__queues_wire(d->queues, &io);
     rc = tg_informer_start(d->client, &io, &d->inf);
     tg__queues_set_informer(d->queues, d->inf);
@@ -861,6 +875,7 @@ static int start(struct tg_daemon *d)
     } else {
         d->is_leader = 1;
         tg__queues_leading(d->queues, 1);
+        tg__usage_leading(d->usage, 1);
         tg_metrics_set(TG_G_LEADER, 1);
     }
     tg_info(C, "topogang scheduler %s starting: scheduler name %s, policy %s", o->identity,

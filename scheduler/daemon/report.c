@@ -132,6 +132,10 @@ void tg__report_free(struct tg__report *r)
 void tg__report_gang_freed(struct tg__report *r, struct tg_grec *g)
 {
     (void)r;
+    const struct rgang *rg = g->user;
+    if (rg)
+        tg_debug(C, "gang %s: record freed (phase %s, status patch in flight %u, waiting %s)",
+                 g->key, phase_name[rg->phase], rg->patch_inflight, rg->want ? "yes" : "no");
     if (g->user)
         rgang_free(g->user);
     g->user = NULL;
@@ -174,6 +178,8 @@ static void on_status_patched(void *ud, const struct tg_resp *resp)
     if (p->next)
         p->next->prev = p->prev;
     struct tg_grec *g = tg_engine_gang(r->engine, p->key);
+    tg_debug(C, "gang %s: status patch answered: HTTP %ld%s", p->key, resp->status,
+             !g ? " (its record went)" : !g->user ? " (its record is new)" : "");
     free(p);
     if (g && g->user) {
         ((struct rgang *)g->user)->patch_inflight = 0;
@@ -206,6 +212,8 @@ int tg__report_complete(const struct tg_grec *g)
 static void send_status(struct tg__report *r, struct tg_grec *g)
 {
     struct rgang *rg = g->user;
+    if (rg->patch_inflight && rg->want)
+        tg_debug(C, "gang %s: status held behind the patch in flight", g->key);
     if (rg->patch_inflight || !rg->want || !status_ours(g))
         return;
     if (tg_client_fenced(r->client)) {
@@ -235,6 +243,7 @@ static void send_status(struct tg__report *r, struct tg_grec *g)
     if (p->next)
         p->next->prev = p;
     r->patches = p;
+    tg_debug(C, "gang %s: status patch sent: %s", g->key, rg->want);
     free(rg->want);
     rg->want = NULL;
     rg->patch_inflight = 1;
@@ -537,6 +546,8 @@ static void placed(struct tg__report *r, struct tg_grec *g, const struct tg_deci
                                       sizeof path));
     set_str(&rg->nom_domain, NULL);
     set_str(&rg->resv_domain, NULL);
+    /* a status held behind a patch in flight says it waits: outdated now */
+    set_str(&rg->want, NULL);
     if (!d->view.nbound && status_ours(g) && g->pg->api == TG_PG_TOPOGANG &&
         (tg__report_complete(g) || g->pg->loss)) {
         /* a new life: what the last one recorded goes before its binds, so

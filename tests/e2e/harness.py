@@ -663,17 +663,19 @@ class PodWatch(threading.Thread):
 
     # ---- questions (under the lock) ----
 
+    def _alive(self, gang, terminating):
+        """The records of a gang's pods not deleted (terminating=False: nor Terminating); lock held."""
+        return [p for p in self.pods.values() if p["gang"] == gang and not p["deleted"]
+                and (terminating or not p["terminating"])]
+
     def bound_of(self, gang, terminating=True):
         """Bound pods of a gang not deleted (terminating=False: nor Terminating)."""
         with self.lock:
-            return sum(1 for p in self.pods.values()
-                       if p["gang"] == gang and p["node"] and not p["deleted"]
-                       and (terminating or not p["terminating"]))
+            return sum(1 for p in self._alive(gang, terminating) if p["node"])
 
     def live_of(self, gang, terminating=True):
         with self.lock:
-            return [p["name"] for p in self.pods.values() if p["gang"] == gang and not p["deleted"]
-                    and (terminating or not p["terminating"])]
+            return [p["name"] for p in self._alive(gang, terminating)]
 
     def ending(self):
         """(uid, name) of the pods Terminating with grace 0: a kubelet ends them at once."""

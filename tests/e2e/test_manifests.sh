@@ -331,6 +331,11 @@ can no create events -n e2e
 can no patch events -n e2e
 can no get priorityclasses.scheduling.k8s.io
 can no get configmaps -n topogang-system
+# the queues' saved usage (scheduler/daemon/usage.c): that one ConfigMap only
+can yes get configmaps/topogang-scheduler-usage -n topogang-system
+can yes patch configmaps/topogang-scheduler-usage -n topogang-system
+can no patch configmaps/topogang-config -n topogang-system
+can no delete configmaps/topogang-scheduler-usage -n topogang-system
 can yes list priorityclasses.scheduling.k8s.io
 can yes watch priorityclasses.scheduling.k8s.io
 can yes list poddisruptionbudgets.policy -A

@@ -53,8 +53,17 @@ broken KAI one and a broken one of ours).
     kubelet would, team-ra's gang binds; the other two of team-rb's stay;
     topogang_reclaims_total{queue="team-ra"} is 1.
 
+  usage_survives_restart: queues.usageHalfLifeSeconds 3600, a Queue team-u
+    running one 8-GPU gang. After a few seconds the scheduler is stopped
+    (SIGTERM): the ConfigMap topogang-system/topogang-scheduler-usage holds
+    team-u's decayed usage (GPU-seconds > 0). A new scheduler reads it back
+    before deciding ("read back" in its log) and /metrics'
+    topogang_queue_usage_seconds for team-u starts at about that amount,
+    not from zero (before: every restart wiped time fairness out).
+
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
+import json
 import os
 import re
 import subprocess
@@ -473,7 +482,60 @@ def case_reclaim(ctx):
         fail(f"sanitizer: {rep}")
 
 
-CASES = [case_absent_api_not_read, case_volcano_discovered_and_fixed, case_limit_holds, case_status,
+def usage_metric(s, queue):
+    """topogang_queue_usage_seconds of queue's GPUs on s's /metrics, or None."""
+    text = http_get(s.port, "/metrics", timeout=10)[1]
+    m = re.search(r'^topogang_queue_usage_seconds\{queue="%s",resource="nvidia.com/gpu"\} (\S+)$'
+                  % re.escape(queue), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def case_usage_survives_restart(ctx):
+    install_crd(ctx, os.path.join(SRC, "manifests/crd-queue.yaml"), "queues.topogang.io")
+    api = ctx["api"]
+    q = {"apiVersion": OURS, "kind": "Queue", "metadata": {"name": "team-u"},
+         "spec": {"resources": {"nvidia.com/gpu": {"quota": "8"}}}}
+    st, _ = api.request("POST", f"/apis/{OURS}/queues", q)
+    if st not in (200, 201, 409):
+        raise RuntimeError(f"creating Queue team-u: HTTP {st}")
+    make_namespace(api, "topogang-system")
+    make_namespace(api, "usage")
+    policy = os.path.join(ctx["work"], "policy-usage.yaml")
+    with open(policy, "w") as f:
+        f.write(open(ctx["policy"]).read() + "queues: {usageHalfLifeSeconds: 3600}\n")
+    saved_policy, ctx["policy"] = ctx["policy"], policy
+    try:
+        s = start(ctx, "queues-usage")
+        p = lim_pod("u1", "team-u")
+        p["metadata"]["namespace"] = "usage"
+        api.create_pod("usage", p)
+        wait(lambda: node_of_ns(ctx, "usage", "u1"), 30, "usage/u1 bound")
+        wait(lambda: (usage_metric(s, "team-u") or 0) > 8, 30,
+             "team-u's usage above 8 GPU-seconds on /metrics")
+        s.finish()
+        path = "/api/v1/namespaces/topogang-system/configmaps/topogang-scheduler-usage"
+        st, cm = api.request("GET", path)
+        if st != 200:
+            fail(f"no saved usage after SIGTERM: GET {path}: HTTP {st}")
+            return
+        saved = json.loads(cm["data"]["usage.json"])
+        used = saved["queues"]["team-u"]["nvidia.com/gpu"]
+        if not used > 8:
+            fail(f"saved usage of team-u {used} GPU-seconds, want > 8: {cm['data']}")
+        s2 = start(ctx, "queues-usage-2")
+        log_line(s2, "read back")
+        got = usage_metric(s2, "team-u")
+        wait(lambda: usage_metric(s2, "team-u") is not None, 30, "team-u on the new scheduler's /metrics")
+        got = usage_metric(s2, "team-u")
+        # decayed by at most a few seconds of a one-hour half-life, plus what accrued since
+        if got is None or not got >= used * 0.99:
+            fail(f"the new scheduler's usage of team-u is {got}, want about the saved {used}")
+        s2.finish()
+    finally:
+        ctx["policy"] = saved_policy
+
+
+CASES = [case_absent_api_not_read, case_usage_survives_restart, case_volcano_discovered_and_fixed, case_limit_holds, case_status,
          case_reclaim]
 
 

@@ -29,23 +29,9 @@
 set -uo pipefail
 SRC=${TOPOGANG_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${TOPOGANG_BIN:-$SRC/build/topogang}
-WORK=$(mktemp -d /tmp/tg-e2e-replace.XXXXXX)
-export TG_CLUSTER_OWNER=$$
-if ! TG_KCM_ARGS="--controllers=*,-node-lifecycle-controller,-statefulset-controller" \
-     "$SRC/scripts/cluster-up" --controller-manager "$WORK/cp" >"$WORK/cluster-up.log" 2>&1; then
-  if grep -q "cannot build" "$WORK/cluster-up.log"; then echo "SKIP: no control plane"; exit 77; fi
-  cat "$WORK/cluster-up.log"; echo "[  FAILED  ] 1 test(s)"; exit 1
-fi
-source "$WORK/cp/env"
-K="$TG_K8S_BIN/kubectl"
-SCHED_PID=
-cleanup() {
-  [ -n "$SCHED_PID" ] && kill -9 "$SCHED_PID" 2>/dev/null
-  "$SRC/scripts/cluster-down" "$WORK/cp" >/dev/null 2>&1
-  if [ "$failed" -gt 0 ] || [ -n "${TOPOGANG_KEEP:-}" ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
-}
-source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary
-trap cleanup EXIT
+source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary, e2e_cluster_up
+TG_KCM_ARGS="--controllers=*,-node-lifecycle-controller,-statefulset-controller" \
+  e2e_cluster_up replace --controller-manager
 
 NS=ml
 SEL=job-name=train

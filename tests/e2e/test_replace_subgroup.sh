@@ -22,23 +22,9 @@
 set -uo pipefail
 SRC=${TOPOGANG_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${TOPOGANG_BIN:-$SRC/build/topogang}
-WORK=$(mktemp -d /tmp/tg-e2e-replace-sg.XXXXXX)
-export TG_CLUSTER_OWNER=$$
-if ! TG_KCM_ARGS="--controllers=*,-node-lifecycle-controller,-statefulset-controller" \
-     "$SRC/scripts/cluster-up" --controller-manager "$WORK/cp" >"$WORK/cluster-up.log" 2>&1; then
-  if grep -q "cannot build" "$WORK/cluster-up.log"; then echo "SKIP: no control plane"; exit 77; fi
-  cat "$WORK/cluster-up.log"; echo "[  FAILED  ] 1 test(s)"; exit 1
-fi
-source "$WORK/cp/env"
-K="$TG_K8S_BIN/kubectl"
-SCHED_PID=
-cleanup() {
-  [ -n "$SCHED_PID" ] && kill -9 "$SCHED_PID" 2>/dev/null
-  "$SRC/scripts/cluster-down" "$WORK/cp" >/dev/null 2>&1
-  if [ "$failed" -gt 0 ] || [ -n "${TOPOGANG_KEEP:-}" ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
-}
-source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary
-trap cleanup EXIT
+source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary, e2e_cluster_up
+TG_KCM_ARGS="--controllers=*,-node-lifecycle-controller,-statefulset-controller" \
+  e2e_cluster_up replace-sg --controller-manager
 
 NS=ml
 SEL=job-name=train
@@ -70,7 +56,8 @@ $K create ns topogang-system >/dev/null
 $K create ns $NS >/dev/null
 "$SRC/scripts/fake-nodes" --nodes 12 --zones 1 --blocks 1 --rack-size 12 --clique-size 3 | $K create -f - >/dev/null
 for i in 06 07 09 10 11; do block gpu-000$i; done
-"$BIN" scheduler --kubeconfig "$KUBECONFIG" --listen 127.0.0.1:18332 --identity replace-sg >"$WORK/sched.log" 2>&1 &
+"$BIN" scheduler --kubeconfig "$KUBECONFIG" --listen 127.0.0.1:18332 --identity replace-sg \
+  --v debug >"$WORK/sched.log" 2>&1 &  # debug: its status writes are logged
 SCHED_PID=$!
 end=$((SECONDS + 30))
 until curl -sf 127.0.0.1:18332/readyz >/dev/null 2>&1; do
@@ -106,7 +93,11 @@ EOF
 
 case_replace_in_subgroup() {
   wait_for 60 "4 pods of Job train bound" bound_is 4 || return
-  wait_for 20 "PodGroup train Complete" complete || return
+  if ! wait_for 20 "PodGroup train Complete" complete; then
+    echo "    PodGroup status: $($K get podgroup train -n $NS -o jsonpath='{.status}')"
+    grep 'status patch\|status held\|record freed\|bound 4' "$WORK/sched.log" | tail -12 | cut -c1-400
+    return
+  fi
   local before victim healthy c0 c2
   before=$(pods)
   echo "    members (index node uid): $(tr '\n' ';' <<< "$before")"

@@ -9,24 +9,8 @@
 set -uo pipefail
 SRC=${TOPOGANG_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${TOPOGANG_BIN:-$SRC/build/topogang}
-WORK=$(mktemp -d /tmp/tg-e2e-sched.XXXXXX)
-export TG_CLUSTER_OWNER=$$
-if ! "$SRC/scripts/cluster-up" "$WORK/cp" >"$WORK/cluster-up.log" 2>&1; then
-  if grep -q "cannot build" "$WORK/cluster-up.log"; then echo "SKIP: no control plane"; exit 77; fi
-  cat "$WORK/cluster-up.log"; echo "[  FAILED  ] 1 test(s)"; exit 1
-fi
-source "$WORK/cp/env"
-K="$TG_K8S_BIN/kubectl"
-PIDS=()
-passed=0; failed=0
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done
-  "$SRC/scripts/cluster-down" "$WORK/cp" >/dev/null 2>&1
-  if [ $failed -gt 0 ] || [ -n "${TOPOGANG_KEEP:-}" ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-
-source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary
+source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary, e2e_cluster_up
+e2e_cluster_up sched
 
 # start_sched NAME PORT [extra args]: a scheduler in the background, log in $(logf NAME)
 logf() { echo "$WORK/${CASE}_$1.log"; }

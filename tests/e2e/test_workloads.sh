@@ -21,30 +21,14 @@
 set -uo pipefail
 SRC=${TOPOGANG_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${TOPOGANG_BIN:-$SRC/build/topogang}
-WORK=$(mktemp -d /tmp/tg-e2e-workloads.XXXXXX)
-export TG_CLUSTER_OWNER=$$
+source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary, e2e_cluster_up
 gates=GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true
 # no node lifecycle controller: the fake nodes have no kubelet, and 50 s after they
 # appear it would taint them all unreachable (cases past that point then failed on a
 # loaded machine)
-if ! TG_APISERVER_ARGS="--runtime-config=scheduling.k8s.io/v1alpha2=true --feature-gates=$gates" \
-     TG_KCM_ARGS="--controllers=*,-statefulset-controller,-node-lifecycle-controller --feature-gates=$gates" \
-     "$SRC/scripts/cluster-up" --controller-manager "$WORK/cp" >"$WORK/cluster-up.log" 2>&1; then
-  if grep -q "cannot build" "$WORK/cluster-up.log"; then echo "SKIP: no control plane"; exit 77; fi
-  cat "$WORK/cluster-up.log"; echo "[  FAILED  ] 1 test(s)"; exit 1
-fi
-source "$WORK/cp/env"
-K="$TG_K8S_BIN/kubectl"
-SCHED_PID=
-passed=0; failed=0; CASE=""
-cleanup() {
-  [ -n "$SCHED_PID" ] && kill -9 "$SCHED_PID" 2>/dev/null
-  "$SRC/scripts/cluster-down" "$WORK/cp" >/dev/null 2>&1
-  if [ $failed -gt 0 ] || [ -n "${TOPOGANG_KEEP:-}" ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-
-source "$SRC/tests/e2e/cases.sh"  # fail, check, wait_for, run_case, summary
+TG_APISERVER_ARGS="--runtime-config=scheduling.k8s.io/v1alpha2=true --feature-gates=$gates" \
+  TG_KCM_ARGS="--controllers=*,-statefulset-controller,-node-lifecycle-controller --feature-gates=$gates" \
+  e2e_cluster_up workloads --controller-manager
 
 # ---- helpers ---------------------------------------------------------------
 newns() { $K create ns "$1" >/dev/null; }

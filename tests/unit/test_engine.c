@@ -21,6 +21,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 static int64_t clock_ms;
@@ -504,6 +505,67 @@ static void queue_change_keeps_usage(void **state)
     free(y2);
 }
 
+/* Time fairness across a restart (scheduler/daemon/usage.c reads it back):
+ * usage saved one half-life ago comes back halved for a queue that takes
+ * part; one for a queue not defined yet waits and comes back when that Queue
+ * appears, decayed over the engine time in between too; a bad amount is
+ * refused; with time fairness off nothing is kept. The saved text names
+ * every queue with its usage (tg__usage_json reads the same accessors). */
+static void saved_usage_comes_back(void **state)
+{
+    (void)state;
+    char *y = NULL, *y2 = NULL;
+    tu_node(&y, "n0", "", "r0", 8, NULL);
+    const char *qa = "---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+                     "spec: {resources: {nvidia.com/gpu: {quota: \"4\"}}}\n";
+    tu_cat(&y, "%s", qa);
+    tu_cat(&y2, "%s---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-c}\n"
+                "spec: {resources: {nvidia.com/gpu: {quota: \"4\"}}}\n", qa);
+    struct tg_simdata d, d2;
+    load(&d, y);
+    load(&d2, y2);
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    pol.usage_half_life_s = 3600;
+    struct tg_engine *e = NULL;
+    struct tg_clock clk = {test_clock, NULL};
+    clock_ms = 5000000;
+    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
+    assert_int_equal(tg_engine_node_set(e, tg_node_clone(d.nodes[0])), 0);
+    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d.queues, d.nqueues), 0);
+    uint32_t gpu = (uint32_t)tg_res_lookup("nvidia.com/gpu", 14);
+    uint32_t ta = tg_intern("team-a"), tc = tg_intern("team-c");
+    assert_int_equal(tg_engine_queue_usage_seed(e, ta, gpu, 8000, 3600 * 1000), 0);
+    assert_int_equal(tg_engine_queue_usage_seed(e, tc, gpu, 6000, 0), 0);
+    assert_int_equal(tg_engine_queue_usage_seed(e, ta, gpu, -1, 0), TG_EINVAL);
+    assert_int_equal(tg_engine_queue_usage_seed(e, ta, gpu, NAN, 0), TG_EINVAL);
+    const struct tg_fairshare *fs = tg_engine_fairshare(e);
+    int a = tg_fairshare_find(fs, ta);
+    assert_true(fabs(tg_fairshare_usage(fs, (uint32_t)a, gpu) - 4000) < 1e-6);
+    assert_int_equal(tg_fairshare_find(fs, tc), -1);
+    clock_ms += 3600 * 1000; /* an hour later team-c is defined: its 6000, halved */
+    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d2.queues, d2.nqueues), 0);
+    fs = tg_engine_fairshare(e);
+    int c = tg_fairshare_find(fs, tc);
+    assert_true(c >= 0);
+    assert_true(fabs(tg_fairshare_usage(fs, (uint32_t)c, gpu) - 3000) < 1e-6);
+    assert_true(tg_fairshare_usage(fs, (uint32_t)tg_fairshare_find(fs, ta), gpu) > 0);
+    tg_engine_delete(e);
+    /* time fairness off: nothing kept */
+    pol.usage_half_life_s = 0;
+    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
+    assert_int_equal(tg_engine_node_set(e, tg_node_clone(d.nodes[0])), 0);
+    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d.queues, d.nqueues), 0);
+    assert_int_equal(tg_engine_queue_usage_seed(e, ta, gpu, 8000, 0), 0);
+    fs = tg_engine_fairshare(e);
+    assert_true(tg_fairshare_usage(fs, (uint32_t)tg_fairshare_find(fs, ta), gpu) == 0);
+    tg_engine_delete(e);
+    tg_simdata_free(&d);
+    tg_simdata_free(&d2);
+    free(y);
+    free(y2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +576,7 @@ int main(void)
         cmocka_unit_test(queue_limit_holds_when_nodes_come_later),
         cmocka_unit_test(queue_status_update_builds_nothing),
         cmocka_unit_test(queue_change_keeps_usage),
+        cmocka_unit_test(saved_usage_comes_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
