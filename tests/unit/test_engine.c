@@ -449,6 +449,21 @@ static void queue_status_update_builds_nothing(void **state)
     free(yn);
 }
 
+/* An engine on the test clock with queues.usageHalfLifeSeconds half_life_s,
+ * d's first node and its Queues. */
+static struct tg_engine *fair_engine(const struct tg_simdata *d, int64_t half_life_s)
+{
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    pol.usage_half_life_s = half_life_s;
+    struct tg_engine *e = NULL;
+    struct tg_clock clk = {test_clock, NULL};
+    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
+    assert_int_equal(tg_engine_node_set(e, tg_node_clone(d->nodes[0])), 0);
+    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d->queues, d->nqueues), 0);
+    return e;
+}
+
 /* Time fairness survives a change of the Queues: team-a's 8 GPUs held for
  * 10 minutes (queues.usageHalfLifeSeconds 3600) are decayed usage; a spec
  * change (team-b's quota) builds a new division, which keeps that usage
@@ -471,15 +486,8 @@ static void queue_change_keeps_usage(void **state)
     struct tg_simdata d, d2;
     load(&d, y);
     load(&d2, y2);
-    struct tg_policy pol;
-    tg_policy_default(&pol);
-    pol.usage_half_life_s = 3600;
-    struct tg_engine *e = NULL;
-    struct tg_clock clk = {test_clock, NULL};
     clock_ms = 1000000;
-    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
-    assert_int_equal(tg_engine_node_set(e, tg_node_clone(d.nodes[0])), 0);
-    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d.queues, d.nqueues), 0);
+    struct tg_engine *e = fair_engine(&d, 3600);
     tg_engine_podgroup_set(e, d.pgs[0]);
     assert_int_equal(tg_engine_bound_set(e, d.pods[0].pod), 0);
     struct tg_decision dc;
@@ -524,15 +532,8 @@ static void saved_usage_comes_back(void **state)
     struct tg_simdata d, d2;
     load(&d, y);
     load(&d2, y2);
-    struct tg_policy pol;
-    tg_policy_default(&pol);
-    pol.usage_half_life_s = 3600;
-    struct tg_engine *e = NULL;
-    struct tg_clock clk = {test_clock, NULL};
     clock_ms = 5000000;
-    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
-    assert_int_equal(tg_engine_node_set(e, tg_node_clone(d.nodes[0])), 0);
-    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d.queues, d.nqueues), 0);
+    struct tg_engine *e = fair_engine(&d, 3600);
     uint32_t gpu = (uint32_t)tg_res_lookup("nvidia.com/gpu", 14);
     uint32_t ta = tg_intern("team-a"), tc = tg_intern("team-c");
     assert_int_equal(tg_engine_queue_usage_seed(e, ta, gpu, 8000, 3600 * 1000), 0);
@@ -551,11 +552,7 @@ static void saved_usage_comes_back(void **state)
     assert_true(fabs(tg_fairshare_usage(fs, (uint32_t)c, gpu) - 3000) < 1e-6);
     assert_true(tg_fairshare_usage(fs, (uint32_t)tg_fairshare_find(fs, ta), gpu) > 0);
     tg_engine_delete(e);
-    /* time fairness off: nothing kept */
-    pol.usage_half_life_s = 0;
-    assert_int_equal(tg_engine_new(&e, &pol, &clk), 0);
-    assert_int_equal(tg_engine_node_set(e, tg_node_clone(d.nodes[0])), 0);
-    assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d.queues, d.nqueues), 0);
+    e = fair_engine(&d, 0); /* time fairness off: nothing kept */
     assert_int_equal(tg_engine_queue_usage_seed(e, ta, gpu, 8000, 0), 0);
     fs = tg_engine_fairshare(e);
     assert_true(tg_fairshare_usage(fs, (uint32_t)tg_fairshare_find(fs, ta), gpu) == 0);
