@@ -266,6 +266,118 @@ static void test_size_by_rank(void **state)
     free(y);
 }
 
+/* ---- the sub-grouped gang packs as the gang without sub-groups ----------- */
+
+/* The gang ml/g of n ranked one-GPU pods "r-<i>" with the PodGroup's extra
+ * spec lines `subs` ("" none), on the cluster y0; the node of each pod into
+ * nodes[] (sorted), and the cliques used into out ("c1 c2 "). */
+static void pack_run(const char *y0, int n, const char *subs, char nodes[][16], char *out)
+{
+    char *y = NULL;
+    tu_cat(&y, "%s", y0);
+    podgroup(&y, "g", n, subs);
+    sgpods(&y, "r", "g", NULL, n, 0);
+    cJSON *res = tu_simulate(POLICY, y);
+    assert_string_equal(tu_str(tu_gang(res, "ml/g"), "status"), "Scheduled");
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        char name[32], cl[16];
+        snprintf(name, sizeof name, "ml/r-%d", i);
+        assert_non_null(tu_node_of(res, name));
+        snprintf(nodes[i], 16, "%s", tu_node_of(res, name));
+        assert_non_null(clique_of(res, "r", i, cl));
+        strcat(cl, " ");
+        if (!strstr(out, cl))
+            strcat(out, cl);
+    }
+    qsort(nodes, (size_t)n, 16, (int (*)(const void *, const void *))strcmp);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Alike sub-groups take their domains as the gang's pods would: best fit at
+ * the levels between the gang's and theirs. Block b1: clique c1 with four
+ * empty 8-GPU nodes, c2 with two. Two node-sized sub-groups (subGroupSize
+ * 8, required node) fit c2 exactly, as the 16 pods without sub-groups do;
+ * dealt out by "the clique holding the most sub-groups first" they took c1
+ * (stranding half of it). */
+static void test_alike_pack_best_fit(void **state)
+{
+    (void)state;
+    char *y = NULL, nodes[16][16], cl[64];
+    for (int i = 0; i < 4; i++) {
+        char n[16];
+        snprintf(n, sizeof n, "c1-n%d", i);
+        node(&y, n, "b1", "c1", 8);
+    }
+    node(&y, "c2-n0", "b1", "c2", 8);
+    node(&y, "c2-n1", "b1", "c2", 8);
+    pack_run(y, 16, "", nodes, cl);
+    assert_string_equal(cl, "c2 ");
+    pack_run(y, 16, "  subGroupSize: 8\n  subGroupTopology: {required: node}\n", nodes, cl);
+    assert_string_equal(cl, "c2 ");
+    free(y);
+}
+
+/* Sub-groups whose level is the gang's add nothing inside the gang domain:
+ * the gang takes exactly the nodes it takes without them (one fill, as the
+ * plain path). Cliques of one node with room 5, 4 and 3: eight pods take
+ * 5 + 3 (the largest, then the best fit for the rest); two sub-groups of 4
+ * filled one by one took 4 + 4 (c2, then c1 with one GPU stranded). */
+static void test_gang_level_subgroups_pack_as_one(void **state)
+{
+    (void)state;
+    char *y = NULL, plain[8][16], sub[8][16], cl[64];
+    node(&y, "c1-n0", "b1", "c1", 5);
+    node(&y, "c2-n0", "b1", "c2", 4);
+    node(&y, "c3-n0", "b1", "c3", 3);
+    pack_run(y, 8, "", plain, cl);
+    assert_non_null(strstr(cl, "c1 "));
+    assert_non_null(strstr(cl, "c3 "));
+    assert_null(strstr(cl, "c2 "));
+    pack_run(y, 8, "  subGroupSize: 4\n  subGroupTopology: {required: block}\n", sub, cl);
+    for (int i = 0; i < 8; i++)
+        assert_string_equal(sub[i], plain[i]);
+    free(y);
+}
+
+/* Sub-groups that differ (searched depth first) try their domains in the
+ * plain path's packing order too: the clique that holds the whole gang
+ * with least to spare before the tightest node anywhere. Clique c1: nodes
+ * of 8 and 5 GPUs (13: the best fit for 12 pods, where the gang without
+ * sub-groups goes); c2: 8, 4 and 6. Sub-groups of 8 and 4 pods, each
+ * required on one node: both in c1; the flat tightest-first list put the
+ * 4 on c2's 4-GPU node, the gang across two cliques. */
+static void test_search_packs_as_plain(void **state)
+{
+    (void)state;
+    char *y = NULL, nodes[12][16], cl[64];
+    node(&y, "c1-n0", "b1", "c1", 8);
+    node(&y, "c1-n1", "b1", "c1", 5);
+    node(&y, "c2-n0", "b1", "c2", 8);
+    node(&y, "c2-n1", "b1", "c2", 4);
+    node(&y, "c2-n2", "b1", "c2", 6);
+    pack_run(y, 12, "", nodes, cl);
+    assert_string_equal(cl, "c1 ");
+    char *z = NULL;
+    tu_cat(&z, "%s", y);
+    podgroup(&z, "g", 12, "  subGroups:\n"
+             "  - {name: a, minMember: 8, topology: {required: node}}\n"
+             "  - {name: b, minMember: 4, topology: {required: node}}\n");
+    sgpods(&z, "a", "g", "a", 8, -1);
+    sgpods(&z, "b", "g", "b", 4, -1);
+    cJSON *res = tu_simulate(POLICY, z);
+    assert_string_equal(tu_str(tu_gang(res, "ml/g"), "status"), "Scheduled");
+    char a[16], b[16];
+    assert_one_clique(res, "a", 8, a);
+    assert_one_clique(res, "b", 4, b);
+    assert_string_equal(a, "c1");
+    assert_string_equal(b, "c1");
+    cJSON_Delete(res);
+    free(z);
+    free(y);
+}
+
 /* Preemption knows sub-groups: 16 GPUs are free in b1 (8 per domain), as
  * many as the gang asks, but its 10-pod sub-group needs one domain with 10:
  * one lower-priority gang goes, and the placement keeps each sub-group in
@@ -768,6 +880,9 @@ int main(void)
         cmocka_unit_test(test_gang_level_holds),
         cmocka_unit_test(test_min_member_and_bad_label),
         cmocka_unit_test(test_size_by_rank),
+        cmocka_unit_test(test_alike_pack_best_fit),
+        cmocka_unit_test(test_gang_level_subgroups_pack_as_one),
+        cmocka_unit_test(test_search_packs_as_plain),
         cmocka_unit_test(test_kai_subgroups),
         cmocka_unit_test(test_preemption_honours_subgroups),
         cmocka_unit_test(test_jobset_child_jobs),
