@@ -520,17 +520,19 @@ struct member {
 };
 
 /* A derived gang's sub-group (gang.c made pg->subs from the workload): the
- * pod's controller Job by name (a JobSet), or its LWS group index; -1 when it
- * is in none of them (a replicated job without a level has no sub-groups). */
+ * pod's controller Job by name (a JobSet), its LWS group index, or its LWS
+ * subgroup index; -1 when it is in none of them (a replicated job without a
+ * level has no sub-groups; an LWS leader under LeaderExcluded). */
 static int64_t derived_sub(const struct tg_podgroup *pg, const struct member *p)
 {
     uint32_t v = 0;
     if (pg->sub_by == TG_SUB_BY_JOB) {
         v = p->owner_kind && !strcmp(tg_str(p->owner_kind), "Job") ? p->owner_name : 0;
     } else {
-        uint32_t key = tg_intern_lookup(TG_LABEL_LWS_GROUP, strlen(TG_LABEL_LWS_GROUP));
+        const char *lk = pg->sub_by == TG_SUB_BY_LWS_SUBGROUP ? TG_LABEL_LWS_SUBGROUP : TG_LABEL_LWS_GROUP;
+        uint32_t key = tg_intern_lookup(lk, strlen(lk));
         v = key == TG_STR_NONE ? TG_STR_NONE : tg_labels_get(p->labels, p->nlabels, key);
-        /* groups are listed in index order, sub-group i named "i": no scan */
+        /* groups (subgroups) are listed in index order, sub-group i named "i": no scan */
         char *end;
         unsigned long i = v && v != TG_STR_NONE ? strtoul(tg_str(v), &end, 10) : ULONG_MAX;
         if (i < pg->nsubs && pg->subs[i].name == v)
