@@ -653,6 +653,63 @@ EOF
   wipe bad
 }
 
+# LWS's subGroupPolicy (issue 20): one group of 3 pods x 8 GPUs,
+# subGroupSize 2 with LeaderExcluded and subgroup-exclusive-topology on
+# the cliques: the two workers (subgroup 0, labelled as LWS's webhook
+# labels them) share a clique, the leader goes beside them. Packed without
+# it, ranks 0-1 (leader, worker 1) take one clique and worker 2 the other.
+sub_pod() {  # sub_pod NS LWS WORKER STS-UID
+  local ns=$1 lws=$2 w=$3 name=$2-0 sg=""
+  [ "$w" = 0 ] || { name=$2-0-$3; sg=', leaderworkerset.sigs.k8s.io/subgroup-index: "0"'; }
+  $K create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  labels: {leaderworkerset.sigs.k8s.io/name: $lws, leaderworkerset.sigs.k8s.io/group-index: "0", leaderworkerset.sigs.k8s.io/worker-index: "$w"$sg}
+  annotations: {leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: nvidia.com/gpu.clique}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: $lws, uid: $4, controller: true, blockOwnerDeletion: true}]
+spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
+EOF
+}
+case_lws_subgroups() {
+  newns lwss
+  $K create -n lwss -f - >/dev/null <<EOF
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: ls, annotations: {leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: nvidia.com/gpu.clique}}
+spec:
+  replicas: 1
+  startupPolicy: LeaderCreated
+  leaderWorkerTemplate:
+    size: 3
+    subGroupPolicy: {subGroupSize: 2, subGroupPolicyType: LeaderExcluded}
+    workerTemplate: {spec: {containers: [$(gpus 8)]}}
+EOF
+  $K create -n lwss -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: ls
+  ownerReferences: [{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: ls, uid: $(uid_of leaderworkerset ls lwss), controller: true, blockOwnerDeletion: true}]
+spec:
+  replicas: 0
+  serviceName: ls
+  selector: {matchLabels: {leaderworkerset.sigs.k8s.io/name: ls}}
+  template:
+    metadata: {labels: {leaderworkerset.sigs.k8s.io/name: ls}}
+    spec: {schedulerName: topogang, containers: [$(gpus 8)]}
+EOF
+  local suid; suid=$(uid_of statefulset ls lwss)
+  sub_pod lwss ls 0 "$suid"
+  sub_pod lwss ls 1 "$suid"
+  sub_pod lwss ls 2 "$suid"
+  wait_for 30 "3 pods bound" bound_is lwss leaderworkerset.sigs.k8s.io/name=ls 3 || return
+  check "the workers (subgroup 0) in one clique" one_clique lwss leaderworkerset.sigs.k8s.io/subgroup-index=0
+  check "the group in one rack" one_rack lwss leaderworkerset.sigs.k8s.io/name=ls
+  wipe lwss
+}
+
 run_case case_discovery
 run_case case_job
 run_case case_rank_order
@@ -661,6 +718,7 @@ run_case case_jobset_exclusive
 run_case case_trainjob
 run_case case_lws
 run_case case_lws_whole
+run_case case_lws_subgroups
 run_case case_kubeflow
 run_case case_upstream
 run_case case_peers_status_untouched
