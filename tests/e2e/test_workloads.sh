@@ -426,34 +426,39 @@ metadata:
 spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
 EOF
 }
-case_lws_whole() {
-  newns lwsw
-  $K create -n lwsw -f - >/dev/null <<EOF
+# An LWS of 8-GPU pods and its leader StatefulSet (no pods: the cases make
+# them); prints the StatefulSet's uid.
+lws_8gpu() {  # lws_8gpu NS LWS ANNOTATIONS REPLICAS TEMPLATE-LINES
+  $K create -n "$1" -f - >/dev/null <<EOF
 apiVersion: leaderworkerset.x-k8s.io/v1
 kind: LeaderWorkerSet
-metadata: {name: ws, annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique}}
+metadata: {name: $2, annotations: {$3}}
 spec:
-  replicas: 2
+  replicas: $4
   startupPolicy: LeaderCreated
   leaderWorkerTemplate:
-    size: 2
+$5
     workerTemplate: {spec: {containers: [$(gpus 8)]}}
 EOF
-  $K create -n lwsw -f - >/dev/null <<EOF
+  $K create -n "$1" -f - >/dev/null <<EOF
 apiVersion: apps/v1
 kind: StatefulSet
 metadata:
-  name: ws
-  ownerReferences: [{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: ws, uid: $(uid_of leaderworkerset ws lwsw), controller: true, blockOwnerDeletion: true}]
+  name: $2
+  ownerReferences: [{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: $2, uid: $(uid_of leaderworkerset "$2" "$1"), controller: true, blockOwnerDeletion: true}]
 spec:
   replicas: 0
-  serviceName: ws
-  selector: {matchLabels: {leaderworkerset.sigs.k8s.io/name: ws}}
+  serviceName: $2
+  selector: {matchLabels: {leaderworkerset.sigs.k8s.io/name: $2}}
   template:
-    metadata: {labels: {leaderworkerset.sigs.k8s.io/name: ws}}
+    metadata: {labels: {leaderworkerset.sigs.k8s.io/name: $2}}
     spec: {schedulerName: topogang, containers: [$(gpus 8)]}
 EOF
-  local suid; suid=$(uid_of statefulset ws lwsw)
+  uid_of statefulset "$2" "$1"
+}
+case_lws_whole() {
+  newns lwsw
+  local suid; suid=$(lws_8gpu lwsw ws "leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique" 2 "    size: 2")
   whole_pod lwsw ws 0 0 "$suid"
   whole_pod lwsw ws 0 1 "$suid"
   wait_for 20 "group 0's 2 pods" pods_are lwsw leaderworkerset.sigs.k8s.io/group-index=0 2 || return
@@ -674,33 +679,9 @@ EOF
 }
 case_lws_subgroups() {
   newns lwss
-  $K create -n lwss -f - >/dev/null <<EOF
-apiVersion: leaderworkerset.x-k8s.io/v1
-kind: LeaderWorkerSet
-metadata: {name: ls, annotations: {leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: nvidia.com/gpu.clique}}
-spec:
-  replicas: 1
-  startupPolicy: LeaderCreated
-  leaderWorkerTemplate:
-    size: 3
-    subGroupPolicy: {subGroupSize: 2, subGroupPolicyType: LeaderExcluded}
-    workerTemplate: {spec: {containers: [$(gpus 8)]}}
-EOF
-  $K create -n lwss -f - >/dev/null <<EOF
-apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: ls
-  ownerReferences: [{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: ls, uid: $(uid_of leaderworkerset ls lwss), controller: true, blockOwnerDeletion: true}]
-spec:
-  replicas: 0
-  serviceName: ls
-  selector: {matchLabels: {leaderworkerset.sigs.k8s.io/name: ls}}
-  template:
-    metadata: {labels: {leaderworkerset.sigs.k8s.io/name: ls}}
-    spec: {schedulerName: topogang, containers: [$(gpus 8)]}
-EOF
-  local suid; suid=$(uid_of statefulset ls lwss)
+  local suid; suid=$(lws_8gpu lwss ls "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: nvidia.com/gpu.clique" 1 \
+    "    size: 3
+    subGroupPolicy: {subGroupSize: 2, subGroupPolicyType: LeaderExcluded}")
   sub_pod lwss ls 0 "$suid"
   sub_pod lwss ls 1 "$suid"
   sub_pod lwss ls 2 "$suid"
