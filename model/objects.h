@@ -366,8 +366,10 @@ struct tg_podgroup {
 /* How a member names its sub-group in pg->subs: the label topogang.io/sub-group
  * (kai.scheduler/subgroup-name for a KAI PodGroup); a derived JobSet gang's
  * pod, by the name of its controller Job; a whole-LWS gang's pod, by its
- * label leaderworkerset.sigs.k8s.io/group-index. */
-enum tg_sub_by { TG_SUB_BY_LABEL, TG_SUB_BY_JOB, TG_SUB_BY_LWS_GROUP };
+ * label leaderworkerset.sigs.k8s.io/group-index; an LWS group's pod, by its
+ * label leaderworkerset.sigs.k8s.io/subgroup-index (LWS's subGroupPolicy;
+ * with a whole-LWS gang, sub-group "<group>-<subgroup>", by both labels). */
+enum tg_sub_by { TG_SUB_BY_LABEL, TG_SUB_BY_JOB, TG_SUB_BY_LWS_GROUP, TG_SUB_BY_LWS_SUBGROUP };
 
 /* The MemberLoss condition of a PodGroup's status: its reasons, indexed by
  * enum tg_pg_loss (TG_PGLOSS_NONE: no such condition, or not True). */

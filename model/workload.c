@@ -508,6 +508,42 @@ static uint32_t excl_of(struct wdec *x, const cJSON *annotations, const char *ke
     return id == TG_STR_NONE ? 0 : id;
 }
 
+/* An LWS's spec.leaderWorkerTemplate.subGroupPolicy (LWS's own rules: size
+ * or size - 1 a multiple of subGroupSize, size - 1 under LeaderExcluded)
+ * and its subgroup-exclusive-topology annotation; a bad one is the
+ * workload's problem, naming the field. */
+static void decode_lws_subgroups(struct wdec *x, const cJSON *obj, const cJSON *t, struct tg_workload *w)
+{
+    const cJSON *sp = tg__get(t, "subGroupPolicy");
+    int64_t n = 0;
+    if (!sp)
+        return;
+    if (opt_int(x, sp, "subGroupSize", "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize", 1,
+                100000, &n) != 1)
+        return;
+    const char *type = opt_str(x, sp, "subGroupPolicyType",
+                               "spec.leaderWorkerTemplate.subGroupPolicy.subGroupPolicyType");
+    int excluded = type && !strcmp(type, "LeaderExcluded");
+    if (type && !excluded && strcmp(type, "LeaderWorker")) {
+        tg__problem(&x->c, tg__get(sp, "subGroupPolicyType"),
+                    "spec.leaderWorkerTemplate.subGroupPolicy.subGroupPolicyType",
+                    "must be LeaderWorker or LeaderExcluded, not \"%s\"", type);
+        return;
+    }
+    int64_t size = w->size;
+    if (n > size || (excluded ? (size - 1) % n : size % n && (size - 1) % n)) {
+        tg__problem(&x->c, tg__get(sp, "subGroupSize"),
+                    "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize",
+                    "%lld does not divide spec.leaderWorkerTemplate.size %lld%s", (long long)n,
+                    (long long)size, excluded ? " - 1 (LeaderExcluded)" : " or size - 1");
+        return;
+    }
+    w->sub_size = (int32_t)n;
+    w->sub_leader_excluded = (uint8_t)excluded;
+    w->sub_excl = excl_of(x, tg__get(tg__get(obj, "metadata"), "annotations"),
+                          TG_ANN_LWS_SUB_EXCLUSIVE, "metadata");
+}
+
 static void decode_jobset(struct wdec *x, const cJSON *obj, const cJSON *spec, struct tg_workload *w)
 {
     const cJSON *rjs = tg__get(spec, "replicatedJobs"), *rj;
@@ -634,6 +670,7 @@ static void decode_wl_spec(struct wdec *x, const cJSON *obj, const cJSON *spec, 
         w->replicas = (int32_t)reps;
         w->excl = excl_of(x, tg__get(tg__get(obj, "metadata"), "annotations"), TG_ANN_LWS_EXCLUSIVE,
                           "metadata");
+        decode_lws_subgroups(x, obj, t, w);
         const char *sp = opt_str(x, spec, "startupPolicy", "spec.startupPolicy");
         if (sp && !strcmp(sp, "LeaderReady") && v > 1)
             tg__problem(&x->c, tg__get(spec, "startupPolicy"), "spec.startupPolicy",

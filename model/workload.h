@@ -103,6 +103,8 @@ struct tg_wl_rjob {
 #define TG_ANN_LWS_EXCLUSIVE    "leaderworkerset.sigs.k8s.io/exclusive-topology"
 #define TG_ANN_GANG_SCOPE       "topogang.io/gang-scope"
 #define TG_LABEL_LWS_GROUP      "leaderworkerset.sigs.k8s.io/group-index"
+#define TG_ANN_LWS_SUB_EXCLUSIVE "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
+#define TG_LABEL_LWS_SUBGROUP   "leaderworkerset.sigs.k8s.io/subgroup-index"
 
 /* An owner whose pods form one gang (an LWS: one gang per group, or one for
  * the whole LWS when its pods carry topogang.io/gang-scope: lws). */
@@ -128,6 +130,13 @@ struct tg_workload {
     struct tg_wl_rjob *rjobs;
     int32_t replicas;
     uint32_t excl;
+    /* An LWS's spec.leaderWorkerTemplate.subGroupPolicy: subGroupSize (0
+     * none), subGroupPolicyType LeaderExcluded (the leader in no subgroup),
+     * and its subgroup-exclusive-topology annotation (interned node label
+     * key, 0 none). */
+    int32_t sub_size;
+    uint8_t sub_leader_excluded;
+    uint32_t sub_excl;
 };
 
 /* Decodes a Job, JobSet, LeaderWorkerSet, PyTorchJob, MPIJob or TrainJob

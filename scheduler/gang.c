@@ -846,7 +846,13 @@ static void sub_set(struct tg_podgroup *e, uint32_t k, const char *name, int32_t
  *    by their controller Job;
  *  - a whole LWS (gang "LeaderWorkerSet/name"): each group ("0".."replicas-1")
  *    at the LWS's exclusive-topology level, when it has one; pods join by
- *    their group-index label.
+ *    their group-index label;
+ *  - an LWS group (gang "LeaderWorkerSet/name/<group>") whose LWS sets
+ *    spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize and the
+ *    subgroup-exclusive-topology annotation: each subgroup ("0".."n-1", as
+ *    LWS numbers them: the leader in the first, one more member there when
+ *    size - 1 is the multiple; in none under LeaderExcluded) at that level;
+ *    pods join by their subgroup-index label (LWS's webhook sets it).
  * Child Jobs and groups without a level form no sub-group (their members go
  * anywhere in the gang's domain). */
 static void derived_subs(struct tg_gangs *gs, struct tg_grec *g, const struct tg_workload *w,
@@ -859,17 +865,34 @@ static void derived_subs(struct tg_gangs *gs, struct tg_grec *g, const struct tg
         n += w->rjobs[r].excl ? (uint64_t)w->rjobs[r].replicas : 0;
     if (whole_lws && w->excl)
         n = (uint64_t)w->replicas;
+    int lws_group = w->kind == TG_WL_LWS && !whole_lws && w->sub_size > 0 && w->sub_excl;
+    int32_t extra = 0; /* the leader, one more in subgroup 0 (LeaderWorker, size - 1 the multiple) */
+    if (lws_group) {
+        extra = !w->sub_leader_excluded && w->size % w->sub_size;
+        n = (uint64_t)((w->size - (w->sub_leader_excluded || extra)) / w->sub_size);
+    }
     if (!n)
         return;
     char f[300], name[600];
     if (n > TG_MAX_SUBGROUPS) {
         eff_problem(g, "%s: %llu sub-groups (one per %s with an exclusive-topology), more than %d",
-                    whole_lws ? "spec.replicas" : "spec.replicatedJobs", (unsigned long long)n,
-                    whole_lws ? "group" : "child Job", TG_MAX_SUBGROUPS);
+                    lws_group ? "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize"
+                    : whole_lws ? "spec.replicas" : "spec.replicatedJobs", (unsigned long long)n,
+                    lws_group ? "subgroup" : whole_lws ? "group" : "child Job", TG_MAX_SUBGROUPS);
         return;
     }
     if (!(e->subs = calloc(n, sizeof *e->subs))) {
         eff_problem(g, "out of memory for its sub-groups");
+        return;
+    }
+    if (lws_group) {
+        e->sub_by = TG_SUB_BY_LWS_SUBGROUP;
+        uint32_t lvl = excl_level(gs, g, w->sub_excl,
+                                  "metadata.annotations[" TG_ANN_LWS_SUB_EXCLUSIVE "]");
+        for (uint32_t i = 0; i < n; i++) {
+            snprintf(name, sizeof name, "%u", i);
+            sub_set(e, e->nsubs++, name, w->sub_size + (i ? 0 : extra), lvl);
+        }
         return;
     }
     if (whole_lws) {

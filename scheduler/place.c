@@ -1752,72 +1752,92 @@ static int sg_plan(struct pc *x)
     return rc || p->bad ? rc : sg_fixed(x);
 }
 
-/* Members of each set in the order sub-groups are filled: deepest level
- * first (lvl), then by index; members in no sub-group last. A counting sort:
- * O(members + sub-groups). Returns 0 or TG_ENOMEM. */
-static int sg_order(struct pc *x, const uint32_t *lvl)
+/* Whether sub-group k is filled with the members in no sub-group: its
+ * domain is the gang domain d (its level not below the gang's), so it
+ * holds no more than they do, and the whole run is packed as one, as the
+ * plain path packs a gang (filled one by one, each would take the child
+ * that best fits its own few members: sub-groups of 4 in a rack of
+ * NVLink domains of 5 would take 4 + 4 where the gang takes 5 + 3).
+ * Extras (opt) stay apart: placed as room allows, last. */
+static int sg_with_rest(const struct sgplan *p, uint32_t k, uint32_t d)
+{
+    return p->dom[k] == d && !p->opt[k];
+}
+
+/* Members of each set in the order they are filled: the sub-groups placed
+ * below the gang domain d, deepest level first (lvl), then by index; then
+ * in one run those filled with the members in no sub-group (sg_with_rest)
+ * and those members; the extras last. A counting sort: O(members +
+ * sub-groups). Returns 0 or TG_ENOMEM. */
+static int sg_order(struct pc *x, uint32_t d, const uint32_t *lvl)
 {
     struct sgplan *p = x->sg;
     uint32_t n = p->nsg, maxl = 0;
     uint32_t *pos = tg_arena_calloc(x->a, n + 2, sizeof *pos);
-    uint32_t *start = tg_arena_calloc(x->a, n + 2, sizeof *start);
+    uint32_t *start = tg_arena_calloc(x->a, n + 3, sizeof *start);
     uint32_t *bylvl = tg_arena_calloc(x->a, TG_MAX_LEVELS + 2, sizeof *bylvl);
     uint32_t *tmp = tg_arena_alloc(x->a, (x->g->npods + 1) * sizeof *tmp);
     if (!pos || !start || !bylvl || !tmp)
         return TG_ENOMEM;
+    uint32_t nopt = 0, nrest = 0;
     for (uint32_t k = 0; k < n; k++) {
-        bylvl[lvl[k]] += !p->opt[k];
+        nopt += p->opt[k];
+        nrest += sg_with_rest(p, k, d);
+        bylvl[lvl[k]] += !p->opt[k] && !sg_with_rest(p, k, d);
         maxl = lvl[k] > maxl ? lvl[k] : maxl;
     }
-    /* position of sub-group k: those at deeper levels, then lower index,
-     * first; optional ones (extras) after all that must be placed */
-    uint32_t at = 0, nopt = 0;
-    for (uint32_t k = 0; k < n; k++)
-        nopt += p->opt[k];
+    uint32_t at = 0;
     for (uint32_t l = maxl + 1; l-- > 0;) {
         uint32_t c = bylvl[l];
         bylvl[l] = at;
         at += c;
     }
-    for (uint32_t k = 0, o = n - nopt; k < n; k++)
-        pos[k] = p->opt[k] ? o++ : bylvl[lvl[k]]++;
+    /* buckets: [below d, by level][with the rest][the rest: rest][extras] */
+    uint32_t w = at, rest = at + nrest, o = rest + 1;
+    for (uint32_t k = 0; k < n; k++)
+        pos[k] = p->opt[k] ? o++ : sg_with_rest(p, k, d) ? w++ : bylvl[lvl[k]]++;
     for (uint32_t s = 0; s < x->nsets; s++) {
         struct set *st = &x->sets[s];
-        memset(start, 0, (n + 2) * sizeof *start);
+        memset(start, 0, (n + 3) * sizeof *start);
         for (uint32_t i = 0; i < st->nmem; i++) {
             int32_t k = p->of[st->mem[i]];
-            start[(k < 0 ? n : pos[k]) + 1]++;
+            start[(k < 0 ? rest : pos[k]) + 1]++;
         }
-        for (uint32_t i = 1; i <= n + 1; i++)
+        for (uint32_t i = 1; i <= n + 2; i++)
             start[i] += start[i - 1];
         for (uint32_t i = 0; i < st->nmem; i++) {
             int32_t k = p->of[st->mem[i]];
-            tmp[start[k < 0 ? n : pos[k]]++] = st->mem[i];
+            tmp[start[k < 0 ? rest : pos[k]]++] = st->mem[i];
         }
         memcpy(st->mem, tmp, st->nmem * sizeof *tmp);
     }
     return 0;
 }
 
-/* Fills each sub-group into p->dom[k], then the rest into d; *ok when every
- * member went where it should (else rolled back). */
+/* Fills each sub-group into p->dom[k], then the rest (with the sub-groups
+ * whose domain is d) into d; *ok when every member went where it should
+ * (else rolled back). */
 static int sg_fill(struct pc *x, uint32_t d, const uint32_t *lvl, int *ok)
 {
     struct sgplan *p = x->sg;
     *ok = 0;
-    int rc = sg_order(x, lvl);
+    int rc = sg_order(x, d, lvl);
     if (rc)
         return rc;
     for (uint32_t s = 0; s < x->nsets; s++) {
         struct set *st = &x->sets[s];
+        uint32_t together = p->rest[s];
+        for (uint32_t k = 0; k < p->nsg; k++)
+            together += sg_with_rest(p, k, d) ? p->need[(size_t)k * x->nsets + s] : 0;
         while (st->next < st->nmem) {
             int32_t k = p->of[st->mem[st->next]];
-            uint32_t want = k < 0 ? p->rest[s] : p->need[(size_t)k * x->nsets + s];
+            int with = k < 0 || sg_with_rest(p, (uint32_t)k, d);
+            uint32_t want = with ? together : p->need[(size_t)k * x->nsets + s];
             uint32_t placed = 0;
-            rc = fill(x, st, k < 0 ? d : p->dom[k], want, &placed);
+            rc = fill(x, st, with ? d : p->dom[k], want, &placed);
             if (rc)
                 return rc;
-            if (placed < want && k >= 0 && p->opt[k]) {
+            if (placed < want && !with && p->opt[k]) {
                 st->next += want - placed; /* extras: as many as room allows */
                 continue;
             }

@@ -26,6 +26,7 @@ struct solver {
     uint32_t *nlist;
     uint32_t *pick;                     /* per position in order: index chosen in its list */
     uint64_t *remain;                   /* per position x set: members still to place from there */
+    uint64_t total;                     /* members of the sub-groups searched */
     uint64_t steps;
     uint64_t budget;
     struct tg_sgwhy *why;
@@ -88,10 +89,30 @@ static uint64_t dom_total(const struct solver *v, uint32_t d)
     return n;
 }
 
+/* The domains of one level in the order the search tries them: packed as
+ * place.c's fill packs a gang's pods. Top down through the levels between
+ * the gang domain's and theirs, their ancestors: those whose counts hold
+ * every sub-group to place (v->total members) first, the tightest of them
+ * first, then the others, the largest first; then, under one parent, the
+ * tightest domain first (best fit). */
 static int list_cmp(const void *a, const void *b, void *ud)
 {
     const struct solver *cmp_v = ud;
+    const struct tg_tree *t = cmp_v->p->t;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint32_t lx = t->dom[x].level, gl = t->dom[cmp_v->gang].level;
+    for (uint32_t l = gl + 1; l < lx && x != y; l++) {
+        uint32_t ax = tg_tree_ancestor(t, x, l), ay = tg_tree_ancestor(t, y, l);
+        if (ax == ay)
+            continue;
+        uint64_t cx = dom_total(cmp_v, ax), cy = dom_total(cmp_v, ay);
+        int fx = cx >= cmp_v->total, fy = cy >= cmp_v->total;
+        if (fx != fy)
+            return fx ? -1 : 1;
+        if (cx != cy)
+            return (cx < cy) == fx ? -1 : 1;
+        return ax < ay ? -1 : 1;
+    }
     uint64_t cx = dom_total(cmp_v, x), cy = dom_total(cmp_v, y);
     if (cx != cy)
         return cx < cy ? -1 : 1; /* best fit: the tightest domain first */
@@ -99,7 +120,8 @@ static int list_cmp(const void *a, const void *b, void *ud)
 }
 
 /* The domains of tree level lvl under the gang domain whose nodes carry
- * lvl's label, tightest first; the gang domain alone when lvl is its level. */
+ * lvl's label, in list_cmp's order; the gang domain alone when lvl is its
+ * level. */
 static int make_list(struct solver *v, struct tg_arena *a, uint32_t lvl)
 {
     const struct tg_tree *t = v->p->t;
@@ -268,76 +290,87 @@ static uint32_t alike_fit(const struct solver *v, uint32_t k0, uint32_t d)
     return fit;
 }
 
-struct alike_ord {
-    const struct solver *v;
-    const uint32_t *agg;                /* per domain: sub-groups its domains at lvl hold */
-    const uint32_t *anc;                /* per entry: its ancestors at the levels between */
-    const uint32_t *dom;                /* per entry: the domain */
-    uint32_t span;                      /* levels between */
+/* Pack in sub-groups, as place.c's fill packs pods: below domain d, the
+ * child that holds all `want` left with the least to spare, else the one
+ * holding the most; ties to the tighter in members (less room stranded),
+ * then the lower id. */
+struct alike_pack {
+    struct solver *v;
+    uint32_t lvl;                       /* the sub-groups' level */
+    const uint32_t *agg;                /* per domain: sub-groups like them it holds */
+    uint8_t *done;                      /* per domain: taken already */
+    uint32_t placed;                    /* sub-groups given a domain so far */
 };
 
-/* Domains at lvl grouped by their ancestors between the gang's level and
- * lvl, the ancestor holding the most sub-groups first (fewest ancestors
- * used: fewer boundaries for a ring over the sub-groups); within one, the
- * tightest first (as make_list). */
-static int alike_cmp(const void *pa, const void *pb, void *ud)
+static int pack_better(const struct alike_pack *q, uint32_t c, uint32_t b, uint32_t want)
 {
-    const struct alike_ord *o = ud;
-    uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
-    for (uint32_t j = 0; j < o->span; j++) {
-        uint32_t ax = o->anc[(size_t)x * o->span + j], ay = o->anc[(size_t)y * o->span + j];
-        if (ax == ay)
-            continue;
-        if (o->agg[ax] != o->agg[ay])
-            return o->agg[ax] > o->agg[ay] ? -1 : 1;
-        return ax < ay ? -1 : 1;
-    }
-    return list_cmp(&o->dom[x], &o->dom[y], (void *)o->v);
+    uint32_t ac = q->agg[c], ab = q->agg[b];
+    int fc = ac >= want, fb = ab >= want;
+    if (fc != fb)
+        return fc;
+    if (ac != ab)
+        return fc ? ac < ab : ac > ab;
+    uint64_t tc = dom_total(q->v, c), tb = dom_total(q->v, b);
+    if (tc != tb)
+        return tc < tb;
+    return c < b;
 }
 
-/* v->list[lvl] reordered by alike_cmp (scratch from a); unchanged when no
- * level lies between the gang's and lvl, or out of memory. */
-static void alike_order(struct solver *v, uint32_t k0, uint32_t lvl, struct tg_arena *a)
+/* Up to `want` sub-groups (in v->order from q->placed on) into domains of
+ * q->lvl at or below d. Recursion depth: the levels between. */
+static void pack_alike(struct alike_pack *q, uint32_t d, uint32_t want)
 {
-    const struct tg_tree *t = v->p->t;
-    uint32_t top = t->dom[v->gang].level + 1, n = v->nlist[lvl], span = lvl - top;
-    if (top >= lvl || n < 2)
-        return;
-    uint32_t *agg = tg_arena_calloc(a, t->ndom + 1, sizeof *agg);
-    uint32_t *anc = tg_arena_alloc(a, (size_t)n * span * sizeof *anc);
-    uint32_t *idx = tg_arena_alloc(a, n * sizeof *idx), *dom = v->list[lvl];
-    uint32_t *out = tg_arena_alloc(a, n * sizeof *out);
-    if (!agg || !anc || !idx || !out)
-        return;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t f = alike_fit(v, k0, dom[i]);
-        idx[i] = i;
-        for (uint32_t u = t->dom[dom[i]].parent; t->dom[u].level >= top; u = t->dom[u].parent) {
-            anc[(size_t)i * span + (t->dom[u].level - top)] = u;
-            agg[u] += f;
+    struct solver *v = q->v;
+    const struct tg_domain *dd = &v->p->t->dom[d];
+    if (dd->level >= q->lvl) {
+        for (uint32_t f = q->agg[d]; f && want && q->placed < v->n; f--, want--) {
+            uint32_t k = v->order[q->placed++];
+            v->dom[k] = d;
+            apply(v, k, d, +1);
         }
+        return;
     }
-    struct alike_ord o = {v, agg, anc, dom, span};
-    qsort_r(idx, n, sizeof *idx, alike_cmp, &o);
-    for (uint32_t i = 0; i < n; i++)
-        out[i] = dom[idx[i]];
-    memcpy(dom, out, n * sizeof *out);
+    while (want) {
+        uint32_t best = NONE;
+        for (uint32_t i = 0; i < dd->nchild; i++) {
+            uint32_t c = dd->child[i];
+            if (!q->done[c] && q->agg[c] && (best == NONE || pack_better(q, c, best, want)))
+                best = c;
+        }
+        if (best == NONE)
+            return;
+        q->done[best] = 1;
+        uint32_t before = q->placed;
+        pack_alike(q, best, q->agg[best] < want ? q->agg[best] : want);
+        want -= q->placed - before;
+    }
 }
 
 /* Identical sub-groups at one level: how many fit in each domain. Exact
- * whatever the order the domains are taken in (counts at the levels between
- * hold what their domains hold), so they are taken grouped (alike_order). */
+ * whatever the domains they take (counts at the levels between hold what
+ * their domains hold), so they are packed as the plain path packs pods
+ * (pack_alike): the gang's sub-groups in as few domains between the gang's
+ * level and theirs as hold them, best fit first. Returns 1 found, 0 none, or
+ * TG_ENOMEM. */
 static int solve_alike(struct solver *v, struct tg_arena *a)
 {
-    uint32_t k0 = v->order[0], lvl = eff_level(v, k0), placed = 0;
-    alike_order(v, k0, lvl, a);
-    for (uint32_t i = 0; i < v->nlist[lvl] && placed < v->n; i++) {
-        uint32_t d = v->list[lvl][i], fit = alike_fit(v, k0, d);
-        for (; fit && placed < v->n; fit--) {
-            v->dom[v->order[placed++]] = d;
-            apply(v, v->order[placed - 1], d, +1);
+    const struct tg_tree *t = v->p->t;
+    uint32_t k0 = v->order[0], lvl = eff_level(v, k0);
+    uint32_t *agg = tg_arena_calloc(a, t->ndom + 1, sizeof *agg);
+    uint8_t *done = tg_arena_calloc(a, t->ndom + 1, 1);
+    if (!agg || !done)
+        return TG_ENOMEM;
+    for (uint32_t i = 0; i < v->nlist[lvl]; i++) {
+        uint32_t d = v->list[lvl][i], f = alike_fit(v, k0, d);
+        agg[d] = f;
+        for (uint32_t u = d; u != v->gang;) {
+            u = t->dom[u].parent;
+            agg[u] += f;
         }
     }
+    struct alike_pack q = {v, lvl, agg, done, 0};
+    pack_alike(&q, v->gang, v->n);
+    uint32_t placed = q.placed;
     if (placed == v->n && fits_gang(v))
         return 1;
     v->why->sg = v->order[placed < v->n ? placed : v->n - 1];
@@ -379,6 +412,8 @@ static int solver_init(struct solver *v, const struct tg_sgprob *p, uint32_t gan
         if (!p->fixed || p->fixed[k] == NONE)
             v->order[v->n++] = k;
     qsort_r(v->order, v->n, sizeof *v->order, order_cmp, v);
+    for (uint32_t i = 0; i < v->n; i++)
+        v->total += need_total(p, v->order[i]);
     for (uint32_t i = v->n; i-- > 0;)
         for (uint32_t s = 0; s < p->nsets; s++)
             v->remain[(size_t)i * p->nsets + s] =
@@ -485,17 +520,19 @@ struct member {
 };
 
 /* A derived gang's sub-group (gang.c made pg->subs from the workload): the
- * pod's controller Job by name (a JobSet), or its LWS group index; -1 when it
- * is in none of them (a replicated job without a level has no sub-groups). */
+ * pod's controller Job by name (a JobSet), its LWS group index, or its LWS
+ * subgroup index; -1 when it is in none of them (a replicated job without a
+ * level has no sub-groups; an LWS leader under LeaderExcluded). */
 static int64_t derived_sub(const struct tg_podgroup *pg, const struct member *p)
 {
     uint32_t v = 0;
     if (pg->sub_by == TG_SUB_BY_JOB) {
         v = p->owner_kind && !strcmp(tg_str(p->owner_kind), "Job") ? p->owner_name : 0;
     } else {
-        uint32_t key = tg_intern_lookup(TG_LABEL_LWS_GROUP, strlen(TG_LABEL_LWS_GROUP));
+        const char *lk = pg->sub_by == TG_SUB_BY_LWS_SUBGROUP ? TG_LABEL_LWS_SUBGROUP : TG_LABEL_LWS_GROUP;
+        uint32_t key = tg_intern_lookup(lk, strlen(lk));
         v = key == TG_STR_NONE ? TG_STR_NONE : tg_labels_get(p->labels, p->nlabels, key);
-        /* groups are listed in index order, sub-group i named "i": no scan */
+        /* groups (subgroups) are listed in index order, sub-group i named "i": no scan */
         char *end;
         unsigned long i = v && v != TG_STR_NONE ? strtoul(tg_str(v), &end, 10) : ULONG_MAX;
         if (i < pg->nsubs && pg->subs[i].name == v)

@@ -20,10 +20,13 @@
  * of that set its nodes hold, summed up the tree). With one pod set the
  * answer is exact: an arrangement fits iff, for every domain, the members
  * of the sub-groups placed inside it are at most its count (capacities on a
- * tree: filling the deepest first never strands room). Identical sub-groups
- * at one level are counted (how many fit per domain: exact, linear); others
- * are searched depth first, deepest level first, with pruning (room left at
- * the gang domain, interchangeable domains tried once) and a step bound. With
+ * tree: filling the deepest first never strands room). Domains are taken
+ * as place.c packs a gang's pods (best fit down the levels between the
+ * gang's and the sub-groups'). Identical sub-groups at one level are counted
+ * (how many fit per domain: exact, linear) and dealt out that way; others
+ * are searched depth first, deepest level first, their domains in that
+ * order, with pruning (room left at the gang domain, interchangeable
+ * domains tried once) and a step bound. With
  * several pod sets the counts ignore sets competing for one node, so the
  * caller's placement verifies the arrangement. */
 #ifndef TG_SCHEDULER_SUBGROUP_H

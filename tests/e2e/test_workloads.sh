@@ -410,34 +410,39 @@ metadata:
 spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
 EOF
 }
-case_lws_whole() {
-  newns lwsw
-  $K create -n lwsw -f - >/dev/null <<EOF
+# An LWS of 8-GPU pods and its leader StatefulSet (no pods: the cases make
+# them); prints the StatefulSet's uid.
+lws_8gpu() {  # lws_8gpu NS LWS ANNOTATIONS REPLICAS TEMPLATE-LINES
+  $K create -n "$1" -f - >/dev/null <<EOF
 apiVersion: leaderworkerset.x-k8s.io/v1
 kind: LeaderWorkerSet
-metadata: {name: ws, annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique}}
+metadata: {name: $2, annotations: {$3}}
 spec:
-  replicas: 2
+  replicas: $4
   startupPolicy: LeaderCreated
   leaderWorkerTemplate:
-    size: 2
+$5
     workerTemplate: {spec: {containers: [$(gpus 8)]}}
 EOF
-  $K create -n lwsw -f - >/dev/null <<EOF
+  $K create -n "$1" -f - >/dev/null <<EOF
 apiVersion: apps/v1
 kind: StatefulSet
 metadata:
-  name: ws
-  ownerReferences: [{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: ws, uid: $(uid_of leaderworkerset ws lwsw), controller: true, blockOwnerDeletion: true}]
+  name: $2
+  ownerReferences: [{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: $2, uid: $(uid_of leaderworkerset "$2" "$1"), controller: true, blockOwnerDeletion: true}]
 spec:
   replicas: 0
-  serviceName: ws
-  selector: {matchLabels: {leaderworkerset.sigs.k8s.io/name: ws}}
+  serviceName: $2
+  selector: {matchLabels: {leaderworkerset.sigs.k8s.io/name: $2}}
   template:
-    metadata: {labels: {leaderworkerset.sigs.k8s.io/name: ws}}
+    metadata: {labels: {leaderworkerset.sigs.k8s.io/name: $2}}
     spec: {schedulerName: topogang, containers: [$(gpus 8)]}
 EOF
-  local suid; suid=$(uid_of statefulset ws lwsw)
+  uid_of statefulset "$2" "$1"
+}
+case_lws_whole() {
+  newns lwsw
+  local suid; suid=$(lws_8gpu lwsw ws "leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique" 2 "    size: 2")
   whole_pod lwsw ws 0 0 "$suid"
   whole_pod lwsw ws 0 1 "$suid"
   wait_for 20 "group 0's 2 pods" pods_are lwsw leaderworkerset.sigs.k8s.io/group-index=0 2 || return
@@ -637,6 +642,39 @@ EOF
   wipe bad
 }
 
+# LWS's subGroupPolicy (issue 20): one group of 3 pods x 8 GPUs,
+# subGroupSize 2 with LeaderExcluded and subgroup-exclusive-topology on
+# the cliques: the two workers (subgroup 0, labelled as LWS's webhook
+# labels them) share a clique, the leader goes beside them. Packed without
+# it, ranks 0-1 (leader, worker 1) take one clique and worker 2 the other.
+sub_pod() {  # sub_pod NS LWS WORKER STS-UID
+  local ns=$1 lws=$2 w=$3 name=$2-0 sg=""
+  [ "$w" = 0 ] || { name=$2-0-$3; sg=', leaderworkerset.sigs.k8s.io/subgroup-index: "0"'; }
+  $K create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  labels: {leaderworkerset.sigs.k8s.io/name: $lws, leaderworkerset.sigs.k8s.io/group-index: "0", leaderworkerset.sigs.k8s.io/worker-index: "$w"$sg}
+  annotations: {leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: nvidia.com/gpu.clique}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: $lws, uid: $4, controller: true, blockOwnerDeletion: true}]
+spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
+EOF
+}
+case_lws_subgroups() {
+  newns lwss
+  local suid; suid=$(lws_8gpu lwss ls "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: nvidia.com/gpu.clique" 1 \
+    "    size: 3
+    subGroupPolicy: {subGroupSize: 2, subGroupPolicyType: LeaderExcluded}")
+  sub_pod lwss ls 0 "$suid"
+  sub_pod lwss ls 1 "$suid"
+  sub_pod lwss ls 2 "$suid"
+  wait_for 30 "3 pods bound" bound_is lwss leaderworkerset.sigs.k8s.io/name=ls 3 || return
+  check "the workers (subgroup 0) in one clique" one_clique lwss leaderworkerset.sigs.k8s.io/subgroup-index=0
+  check "the group in one rack" one_rack lwss leaderworkerset.sigs.k8s.io/name=ls
+  wipe lwss
+}
+
 run_case case_discovery
 run_case case_job
 run_case case_rank_order
@@ -645,6 +683,7 @@ run_case case_jobset_exclusive
 run_case case_trainjob
 run_case case_lws
 run_case case_lws_whole
+run_case case_lws_subgroups
 run_case case_kubeflow
 run_case case_upstream
 run_case case_peers_status_untouched

@@ -266,6 +266,118 @@ static void test_size_by_rank(void **state)
     free(y);
 }
 
+/* ---- the sub-grouped gang packs as the gang without sub-groups ----------- */
+
+/* The gang ml/g of n ranked one-GPU pods "r-<i>" with the PodGroup's extra
+ * spec lines `subs` ("" none), on the cluster y0; the node of each pod into
+ * nodes[] (sorted), and the cliques used into out ("c1 c2 "). */
+static void pack_run(const char *y0, int n, const char *subs, char nodes[][16], char *out)
+{
+    char *y = NULL;
+    tu_cat(&y, "%s", y0);
+    podgroup(&y, "g", n, subs);
+    sgpods(&y, "r", "g", NULL, n, 0);
+    cJSON *res = tu_simulate(POLICY, y);
+    assert_string_equal(tu_str(tu_gang(res, "ml/g"), "status"), "Scheduled");
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        char name[32], cl[16];
+        snprintf(name, sizeof name, "ml/r-%d", i);
+        assert_non_null(tu_node_of(res, name));
+        snprintf(nodes[i], 16, "%s", tu_node_of(res, name));
+        assert_non_null(clique_of(res, "r", i, cl));
+        strcat(cl, " ");
+        if (!strstr(out, cl))
+            strcat(out, cl);
+    }
+    qsort(nodes, (size_t)n, 16, (int (*)(const void *, const void *))strcmp);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* Alike sub-groups take their domains as the gang's pods would: best fit at
+ * the levels between the gang's and theirs. Block b1: clique c1 with four
+ * empty 8-GPU nodes, c2 with two. Two node-sized sub-groups (subGroupSize
+ * 8, required node) fit c2 exactly, as the 16 pods without sub-groups do;
+ * dealt out by "the clique holding the most sub-groups first" they took c1
+ * (stranding half of it). */
+static void test_alike_pack_best_fit(void **state)
+{
+    (void)state;
+    char *y = NULL, nodes[16][16], cl[64];
+    for (int i = 0; i < 4; i++) {
+        char n[16];
+        snprintf(n, sizeof n, "c1-n%d", i);
+        node(&y, n, "b1", "c1", 8);
+    }
+    node(&y, "c2-n0", "b1", "c2", 8);
+    node(&y, "c2-n1", "b1", "c2", 8);
+    pack_run(y, 16, "", nodes, cl);
+    assert_string_equal(cl, "c2 ");
+    pack_run(y, 16, "  subGroupSize: 8\n  subGroupTopology: {required: node}\n", nodes, cl);
+    assert_string_equal(cl, "c2 ");
+    free(y);
+}
+
+/* Sub-groups whose level is the gang's add nothing inside the gang domain:
+ * the gang takes exactly the nodes it takes without them (one fill, as the
+ * plain path). Cliques of one node with room 5, 4 and 3: eight pods take
+ * 5 + 3 (the largest, then the best fit for the rest); two sub-groups of 4
+ * filled one by one took 4 + 4 (c2, then c1 with one GPU stranded). */
+static void test_gang_level_subgroups_pack_as_one(void **state)
+{
+    (void)state;
+    char *y = NULL, plain[8][16], sub[8][16], cl[64];
+    node(&y, "c1-n0", "b1", "c1", 5);
+    node(&y, "c2-n0", "b1", "c2", 4);
+    node(&y, "c3-n0", "b1", "c3", 3);
+    pack_run(y, 8, "", plain, cl);
+    assert_non_null(strstr(cl, "c1 "));
+    assert_non_null(strstr(cl, "c3 "));
+    assert_null(strstr(cl, "c2 "));
+    pack_run(y, 8, "  subGroupSize: 4\n  subGroupTopology: {required: block}\n", sub, cl);
+    for (int i = 0; i < 8; i++)
+        assert_string_equal(sub[i], plain[i]);
+    free(y);
+}
+
+/* Sub-groups that differ (searched depth first) try their domains in the
+ * plain path's packing order too: the clique that holds the whole gang
+ * with least to spare before the tightest node anywhere. Clique c1: nodes
+ * of 8 and 5 GPUs (13: the best fit for 12 pods, where the gang without
+ * sub-groups goes); c2: 8, 4 and 6. Sub-groups of 8 and 4 pods, each
+ * required on one node: both in c1; the flat tightest-first list put the
+ * 4 on c2's 4-GPU node, the gang across two cliques. */
+static void test_search_packs_as_plain(void **state)
+{
+    (void)state;
+    char *y = NULL, nodes[12][16], cl[64];
+    node(&y, "c1-n0", "b1", "c1", 8);
+    node(&y, "c1-n1", "b1", "c1", 5);
+    node(&y, "c2-n0", "b1", "c2", 8);
+    node(&y, "c2-n1", "b1", "c2", 4);
+    node(&y, "c2-n2", "b1", "c2", 6);
+    pack_run(y, 12, "", nodes, cl);
+    assert_string_equal(cl, "c1 ");
+    char *z = NULL;
+    tu_cat(&z, "%s", y);
+    podgroup(&z, "g", 12, "  subGroups:\n"
+             "  - {name: a, minMember: 8, topology: {required: node}}\n"
+             "  - {name: b, minMember: 4, topology: {required: node}}\n");
+    sgpods(&z, "a", "g", "a", 8, -1);
+    sgpods(&z, "b", "g", "b", 4, -1);
+    cJSON *res = tu_simulate(POLICY, z);
+    assert_string_equal(tu_str(tu_gang(res, "ml/g"), "status"), "Scheduled");
+    char a[16], b[16];
+    assert_one_clique(res, "a", 8, a);
+    assert_one_clique(res, "b", 4, b);
+    assert_string_equal(a, "c1");
+    assert_string_equal(b, "c1");
+    cJSON_Delete(res);
+    free(z);
+    free(y);
+}
+
 /* Preemption knows sub-groups: 16 GPUs are free in b1 (8 per domain), as
  * many as the gang asks, but its 10-pod sub-group needs one domain with 10:
  * one lower-priority gang goes, and the placement keeps each sub-group in
@@ -589,6 +701,149 @@ static void test_lws_group_exclusive(void **state)
     free(y);
 }
 
+/* An LWS of one group of `size` one-GPU pods with
+ * spec.leaderWorkerTemplate.subGroupPolicy (`policy`: its YAML flow map) and
+ * the annotation subgroup-exclusive-topology: `level` (NULL: none); each
+ * pod labelled subgroup-index as LWS's webhook labels it (sub[w], -1:
+ * none). */
+static void lws_sub(char **y, const char *name, int size, const char *policy, const char *level,
+                    const int *sub)
+{
+    tu_cat(y, "---\napiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: %s, "
+              "namespace: ml", name);
+    if (level)
+        tu_cat(y, ", annotations: {leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: %s}", level);
+    tu_cat(y, "}\nspec:\n  replicas: 1\n  leaderWorkerTemplate: {size: %d, subGroupPolicy: %s}\n", size,
+           policy);
+    for (int w = 0; w < size; w++) {
+        char pod[64], sts[64], sg[64] = "";
+        snprintf(pod, sizeof pod, w ? "%s-0-%d" : "%s-0", name, w);
+        snprintf(sts, sizeof sts, w ? "%s-0" : "%s", name);
+        if (sub[w] >= 0)
+            snprintf(sg, sizeof sg, ", leaderworkerset.sigs.k8s.io/subgroup-index: \"%d\"", sub[w]);
+        tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
+                  "  labels: {leaderworkerset.sigs.k8s.io/name: %s, leaderworkerset.sigs.k8s.io/group-index: "
+                  "\"0\", leaderworkerset.sigs.k8s.io/worker-index: \"%d\"%s}\n"
+                  "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: %s, uid: u-%s, "
+                  "controller: true}]\nspec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                  "    resources: {requests: {nvidia.com/gpu: 1}}\n", pod, name, w, sg, sts, sts);
+    }
+}
+
+/* The clique of LWS pod w of group 0 (NULL: unplaced). */
+static const char *lws_clique(const cJSON *res, const char *name, int w, char *buf)
+{
+    char key[64];
+    snprintf(key, sizeof key, w ? "ml/%s-0-%d" : "ml/%s-0", name, w);
+    const char *n = tu_node_of(res, key);
+    if (!n)
+        return NULL;
+    snprintf(buf, 16, "%.*s", (int)strcspn(n, "-"), n);
+    return buf;
+}
+
+/* LWS's subGroupPolicy read as sub-groups of each group's gang: size 9,
+ * subGroupSize 4, LeaderWorker (size - 1 the multiple: the leader is the
+ * extra member of subgroup 0: 5 and 4 pods), each subgroup in one NVLink
+ * domain by subgroup-exclusive-topology. Two cliques of 6: the group packed
+ * without them takes 6 + 3, splitting a subgroup. */
+static void test_lws_subgroup_policy(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_sixes(&y, 2);
+    static const int sub[] = {0, 0, 0, 0, 0, 1, 1, 1, 1};
+    lws_sub(&y, "inf", 9, "{subGroupSize: 4}", "nvidia.com/gpu.clique", sub);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/LeaderWorkerSet/inf/0");
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    const cJSON *subs = cJSON_GetObjectItem(g, "subGroups");
+    assert_int_equal(cJSON_GetArraySize(subs), 2);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(subs, 0), "pods")->valueint, 5);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(subs, 1), "pods")->valueint, 4);
+    assert_string_equal(tu_str(cJSON_GetArrayItem(subs, 1), "level"), "nvlink-domain");
+    char c[9][16];
+    for (int w = 0; w < 9; w++)
+        assert_non_null(lws_clique(res, "inf", w, c[w]));
+    for (int w = 1; w < 9; w++)
+        assert_string_equal(c[w], c[sub[w] ? 5 : 0]);
+    assert_string_not_equal(c[0], c[5]);
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* LeaderExcluded: the leader is in no subgroup (it goes anywhere in the
+ * group's domain), the 8 workers in two subgroups of 4: a clique of 6 and
+ * one of 4 hold them, the leader beside. */
+static void test_lws_subgroup_leader_excluded(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_sixes(&y, 1);
+    node(&y, "c2-n0", "b1", "c2", 2);
+    node(&y, "c2-n1", "b1", "c2", 2);
+    static const int sub[] = {-1, 0, 0, 0, 0, 1, 1, 1, 1};
+    lws_sub(&y, "inf", 9, "{subGroupSize: 4, subGroupPolicyType: LeaderExcluded}",
+            "nvidia.com/gpu.clique", sub);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/LeaderWorkerSet/inf/0");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "subGroups")), 2);
+    char c[9][16];
+    for (int w = 0; w < 9; w++)
+        assert_non_null(lws_clique(res, "inf", w, c[w]));
+    for (int w = 2; w < 9; w++)
+        assert_string_equal(c[w], c[w < 5 ? 1 : 5]);
+    assert_string_not_equal(c[1], c[5]);
+    const cJSON *pod;
+    cJSON_ArrayForEach(pod, cJSON_GetObjectItem(g, "pods"))
+        if (!strcmp(tu_str(pod, "pod"), "ml/inf-0"))
+            assert_null(tu_str(pod, "subGroup"));
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* A subGroupPolicy LWS rejects, a policy type it lacks, and a
+ * subgroup-exclusive-topology naming no level: the group's gang is not
+ * placed, its reason naming the field; the others are served. */
+static void test_lws_subgroup_bad(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *policy, *level, *want;
+    } cases[] = {
+        {"{subGroupSize: 5}", "nvidia.com/gpu.clique",
+         "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize: 5 does not divide "
+         "spec.leaderWorkerTemplate.size 9 or size - 1"},
+        {"{subGroupSize: 3, subGroupPolicyType: LeaderExcluded}", "nvidia.com/gpu.clique",
+         "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize: 3 does not divide "
+         "spec.leaderWorkerTemplate.size 9 - 1 (LeaderExcluded)"},
+        {"{subGroupSize: 4, subGroupPolicyType: Spread}", "nvidia.com/gpu.clique",
+         "spec.leaderWorkerTemplate.subGroupPolicy.subGroupPolicyType: must be LeaderWorker or "
+         "LeaderExcluded, not \"Spread\""},
+        {"{subGroupSize: 4}", "cloud.google.com/gke-nodepool",
+         "metadata.annotations[leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology]: "
+         "\"cloud.google.com/gke-nodepool\" is neither a level"},
+    };
+    static const int sub[] = {0, 0, 0, 0, 0, 1, 1, 1, 1};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *y = NULL;
+        cluster_sixes(&y, 2);
+        lws_sub(&y, "bad", 9, cases[i].policy, cases[i].level, sub);
+        lws(&y, "ok", 1, 2, NULL);
+        cJSON *res = tu_simulate(POLICY, y);
+        const cJSON *g = tu_gang(res, "ml/LeaderWorkerSet/bad/0");
+        assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+        if (!strstr(tu_str(g, "reason"), cases[i].want))
+            fail_msg("case %zu: reason \"%s\" lacks \"%s\"", i, tu_str(g, "reason"), cases[i].want);
+        assert_null(tu_node_of(res, "ml/bad-0"));
+        assert_string_equal(tu_str(tu_gang(res, "ml/LeaderWorkerSet/ok/0"), "status"), "Scheduled");
+        cJSON_Delete(res);
+        free(y);
+    }
+}
+
 /* ---- property: tg_subgroup_solve against brute force ------------------------ */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -768,12 +1023,18 @@ int main(void)
         cmocka_unit_test(test_gang_level_holds),
         cmocka_unit_test(test_min_member_and_bad_label),
         cmocka_unit_test(test_size_by_rank),
+        cmocka_unit_test(test_alike_pack_best_fit),
+        cmocka_unit_test(test_gang_level_subgroups_pack_as_one),
+        cmocka_unit_test(test_search_packs_as_plain),
         cmocka_unit_test(test_kai_subgroups),
         cmocka_unit_test(test_preemption_honours_subgroups),
         cmocka_unit_test(test_jobset_child_jobs),
         cmocka_unit_test(test_jobset_joint_and_bad_level),
         cmocka_unit_test(test_lws_whole_gang),
         cmocka_unit_test(test_lws_group_exclusive),
+        cmocka_unit_test(test_lws_subgroup_policy),
+        cmocka_unit_test(test_lws_subgroup_leader_excluded),
+        cmocka_unit_test(test_lws_subgroup_bad),
         cmocka_unit_test(test_property_vs_brute_force),
         cmocka_unit_test(test_property_simulate),
     };
