@@ -373,6 +373,8 @@ static int on_line(void *ud, const char *line, size_t len)
         return TG_EPARSE;
     }
     const char *t = type->valuestring;
+    void *cached;
+    int named;
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
     int rc = 0;
@@ -395,6 +397,12 @@ static int on_line(void *ud, const char *line, size_t len)
     }
     if (strcmp(t, "BOOKMARK") == 0) {
         r->st.bookmarks++;
+    } else if (t[0] == 'D' && !strcmp(t, "DELETED") && (cached = cached_of(r, obj, &named))) {
+        /* the cached object goes by the name the event gives: its object is
+         * not decoded (the handlers get the cached one; half of a bound
+         * pod's watch events are its DELETED from the pending watch) */
+        r->st.deletes_undecoded++;
+        remove_key(r, r->o.kind->key(cached));
     } else if (!strcmp(t, "ADDED") || !strcmp(t, "MODIFIED") || !strcmp(t, "DELETED")) {
         void *o;
         int drc = r->o.kind->decode(obj, &o);
