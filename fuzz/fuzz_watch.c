@@ -41,8 +41,15 @@ static int on_line(void *ud, const char *line, size_t len)
                !strcmp(type->valuestring, "DELETED")) {
         const struct tg_kind *kind = r->st.kind;
         void *o;
-        int drc = fz_decode(kind, obj, &o);
-        if (drc == TG_ENOMEM) {
+        int named, drc = 1;
+        /* as the reflector: a DELETED of a cached object goes undecoded */
+        void *cached = type->valuestring[0] == 'D' ? tg_store_named(&r->st, obj, &named) : NULL;
+        if (cached) {
+            char key[1024];
+            snprintf(key, sizeof key, "%s", kind->key(cached));
+            kind->free(tg_store_take(&r->st, kind->key(cached)));
+            fz_check(!tg_store_get(&r->st, key), "%s %s: found after its delete", kind->name, key);
+        } else if ((drc = fz_decode(kind, obj, &o)) == TG_ENOMEM) {
             rc = drc;
         } else if (drc == 0 && type->valuestring[0] == 'D') {
             kind->free(tg_store_take(&r->st, kind->key(o)));

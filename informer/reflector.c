@@ -138,30 +138,6 @@ static void decode_failed(struct tg_reflector *r)
         r->o.h.on_decode_failed(r->o.h.ud, r->o.kind->name);
 }
 
-/* The cached object an undecodable event's object names: by metadata.uid,
- * else by "namespace/name" or "name" (the key of every kind but the peers'
- * PodGroups, which have a uid). NULL when none; *named: the object names
- * something at all. */
-static void *cached_of(struct tg_reflector *r, const cJSON *obj, int *named)
-{
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(md, "uid");
-    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
-    int has_uid = cJSON_IsString(uid) && *uid->valuestring;
-    int has_name = cJSON_IsString(name) && *name->valuestring;
-    *named = has_uid || has_name;
-    void *o = has_uid ? tg_store_get_uid(&r->store, uid->valuestring) : NULL;
-    if (o || !has_name)
-        return o;
-    char key[512];
-    if (cJSON_IsString(ns) && *ns->valuestring)
-        snprintf(key, sizeof key, "%s/%s", ns->valuestring, name->valuestring);
-    else
-        snprintf(key, sizeof key, "%s", name->valuestring);
-    return tg_store_get(&r->store, key);
-}
-
 /* A watch event whose object the decoder refused (it logged why): the
  * cached version goes (it no longer says what the cluster holds: a pod's
  * resources would stay counted, a deleted pod would linger); a DELETED
@@ -170,7 +146,7 @@ static int undecodable(struct tg_reflector *r, const char *type, const cJSON *ob
 {
     decode_failed(r);
     int named;
-    void *old = cached_of(r, obj, &named);
+    void *old = tg_store_named(&r->store, obj, &named);
     if (!named && type[0] == 'D') {
         tg_warn(COMP, "%s watch %s: a DELETED object without uid or name: relisting",
                 r->o.kind->name, r->o.path);
@@ -373,6 +349,8 @@ static int on_line(void *ud, const char *line, size_t len)
         return TG_EPARSE;
     }
     const char *t = type->valuestring;
+    void *cached;
+    int named;
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
     int rc = 0;
@@ -395,6 +373,12 @@ static int on_line(void *ud, const char *line, size_t len)
     }
     if (strcmp(t, "BOOKMARK") == 0) {
         r->st.bookmarks++;
+    } else if (!strcmp(t, "DELETED") && (cached = tg_store_named(&r->store, obj, &named))) {
+        /* the cached object goes by the name the event gives: its object is
+         * not decoded (the handlers get the cached one; half of a bound
+         * pod's watch events are its DELETED from the pending watch) */
+        r->st.deletes_undecoded++;
+        remove_key(r, r->o.kind->key(cached));
     } else if (!strcmp(t, "ADDED") || !strcmp(t, "MODIFIED") || !strcmp(t, "DELETED")) {
         void *o;
         int drc = r->o.kind->decode(obj, &o);

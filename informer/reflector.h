@@ -65,6 +65,7 @@ struct tg_reflector_stats {
     uint64_t decode_errors;  /* objects the decoder rejected (skipped) */
     uint64_t decode_drops;   /* cached objects deleted because their new version did not decode */
     uint64_t adds, updates, deletes;
+    uint64_t deletes_undecoded; /* DELETED events of cached objects: removed by name, not decoded */
 };
 
 struct tg_reflector;

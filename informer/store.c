@@ -1,8 +1,11 @@
 /* Object cache with key and uid indexes over a dense array (see store.h). */
 #include "informer/store.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cJSON.h>
 
 #include "util/err.h"
 
@@ -111,4 +114,24 @@ void *tg_store_take(struct tg_store *s, const char *key)
     }
     s->len--;
     return obj;
+}
+
+void *tg_store_named(const struct tg_store *s, const cJSON *obj, int *named)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(md, "uid");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+    int has_uid = cJSON_IsString(uid) && *uid->valuestring;
+    int has_name = cJSON_IsString(name) && *name->valuestring;
+    *named = has_uid || has_name;
+    void *o = has_uid ? tg_store_get_uid(s, uid->valuestring) : NULL;
+    if (o || !has_name)
+        return o;
+    char key[512];
+    if (cJSON_IsString(ns) && *ns->valuestring)
+        snprintf(key, sizeof key, "%s/%s", ns->valuestring, name->valuestring);
+    else
+        snprintf(key, sizeof key, "%s", name->valuestring);
+    return tg_store_get(s, key);
 }

@@ -43,6 +43,12 @@ void *tg_store_get_uid(const struct tg_store *s, const char *uid);
 static inline uint32_t tg_store_len(const struct tg_store *s) { return s->len; }
 static inline void *tg_store_at(const struct tg_store *s, uint32_t i) { return s->items[i]; }
 
+/* The cached object an API object (a cJSON tree) names: by metadata.uid,
+ * else by "namespace/name" or "name" (the key of every kind but the peers'
+ * PodGroups, which have a uid). NULL when none; *named: the object names
+ * something at all. Used for events whose object is not decoded. */
+void *tg_store_named(const struct tg_store *s, const struct cJSON *obj, int *named);
+
 /* Inserts obj (ownership passes to the store) or replaces the object with
  * the same key; *old gets the replaced object (now owned by the caller) or
  * NULL. Returns 0 or TG_ENOMEM (obj is then still the caller's). */
