@@ -151,12 +151,15 @@ static void recount(struct tg__counts *k, struct ent *x, const struct tg_cluster
     int has = 0;
     uint32_t n = fn(ud, slot, &why, &has);
     k->evals++;
+    /* a count > 0 has a Node and a domain; a slot may have neither (tree
+     * arrays not sized for it yet) */
+    uint32_t leaf = n ? t->leaf[slot] : TG_NONE;
     x->e.count[slot] = n;
-    x->e.leaf[slot] = t->leaf[slot];
+    x->e.leaf[slot] = leaf;
     x->e.rej[slot] = (uint8_t)(!n && has);
     x->e.why[slot] = why.reason;
     x->e.arg[slot] = why.arg;
-    sums_add(x, t, t->leaf[slot], n, +1);
+    sums_add(x, t, leaf, n, +1);
 }
 
 /* Finds p's entry, else takes the one used least recently. */

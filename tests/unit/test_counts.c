@@ -302,12 +302,42 @@ static void test_blocks_reason(void **st)
     tg_sched_free(&s);
 }
 
+/* A slot with no Node yet (a pod bound to a node not seen) counts 0 and
+ * has no domain: kept counts read no tree arrays for it (UBSan saw a NULL
+ * leaf array here once), before and after Nodes arrive. */
+static void test_slot_without_node(void **st)
+{
+    (void)st;
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    assert_int_equal(tg_policy_parse(POLICY, strlen(POLICY), "test", &pol, NULL), 0);
+    struct tg_sched s;
+    assert_int_equal(tg_sched_init(&s, &pol), 0);
+    struct tg_pod *ghost = pod("ghost", 2, "\"nodeName\":\"gone\"");
+    assert_int_equal(tg_cluster_pod_update(&s.cluster, ghost), 0);
+    tg_pod_free(&ghost);
+    struct gang g;
+    gang(&g, "one", 1, 8, NULL, 0);
+    struct verdict v;
+    try_gang(&s, &g, &v);
+    assert_int_equal(v.status, TG_GANG_UNSCHEDULABLE);
+    assert_int_equal(tg__counts_evals(s.counts), 1);
+    snprintf(nodename[0], sizeof nodename[0], "n0-0");
+    node(&s, nodename[0], "r0", 8, NULL);
+    try_gang(&s, &g, &v);
+    assert_int_equal(v.status, TG_GANG_SCHEDULED);
+    assert_int_equal(v.slot[0], tg_cluster_slot(&s.cluster, tg_intern("n0-0"), 0));
+    gang_free(&g);
+    tg_sched_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recounts_only_changed),
         cmocka_unit_test(test_changes_decide_as_full),
         cmocka_unit_test(test_blocks_reason),
+        cmocka_unit_test(test_slot_without_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
