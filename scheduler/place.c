@@ -4,6 +4,9 @@
  *    the largest set is placed first.
  * 2. Count: for each shape, every plugin's filter and count per node slot;
  *    the counts are summed up the topology tree (cost: nodes x levels).
+ *    A set whose count reads only the node takes them from the counts kept
+ *    between tries (counts.h: only the nodes changed since are recounted),
+ *    blocks applied on top (count_cached).
  * 3. Place: from the preferred level up to the required level, the domains
  *    whose counts cover the gang are candidates. pack takes the best fit
  *    (least room left over); spread the one with the most room. Inside it,
