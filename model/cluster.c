@@ -26,8 +26,34 @@ int tg_cluster_listen(struct tg_cluster *c, const struct tg_cluster_hooks *h)
     return 0;
 }
 
+/* Notes a change to slot's room or Node (see struct tg_cluster). */
+static void slot_changed(struct tg_cluster *c, uint32_t slot)
+{
+    c->nchanges++;
+    c->changed_at[slot] = c->nchanges;
+    c->clog[c->nchanges % TG_CLUSTER_CLOG] = slot;
+}
+
+uint32_t tg_cluster_changed(const struct tg_cluster *c, uint64_t since, uint32_t *out)
+{
+    uint32_t n = 0;
+    if (c->nchanges - since > TG_CLUSTER_CLOG) {
+        for (uint32_t s = 0; s < c->nslots; s++)
+            if (c->changed_at[s] > since)
+                out[n++] = s;
+        return n;
+    }
+    for (uint64_t k = since + 1; k <= c->nchanges; k++) {
+        uint32_t s = c->clog[k % TG_CLUSTER_CLOG];
+        if (c->changed_at[s] == k) /* its last change: listed once */
+            out[n++] = s;
+    }
+    return n;
+}
+
 static void node_changed(struct tg_cluster *c, uint32_t slot)
 {
+    slot_changed(c, slot);
     EACH_HOOK(c, h)
         if (h->node_changed)
             h->node_changed(h->ud, c, slot);
@@ -35,6 +61,7 @@ static void node_changed(struct tg_cluster *c, uint32_t slot)
 
 static void usage_changed(struct tg_cluster *c, struct tg_usage *u, int sign)
 {
+    slot_changed(c, u->slot);
     EACH_HOOK(c, h)
         if (h->usage_changed)
             h->usage_changed(h->ud, c, u, sign);
@@ -78,6 +105,7 @@ void tg_cluster_free(struct tg_cluster *c)
     free(c->nodes);
     free(c->alloc);
     free(c->used);
+    free(c->changed_at);
     tg_imap_free(&c->by_name);
     memset(c, 0, sizeof *c);
 }
@@ -130,6 +158,10 @@ uint32_t tg_cluster_slot(struct tg_cluster *c, uint32_t name, int create)
         if (!nu)
             return TG_NONE;
         c->used = nu;
+        uint64_t *ca = realloc(c->changed_at, nc * sizeof *ca);
+        if (!ca)
+            return TG_NONE;
+        c->changed_at = ca;
         c->cap = nc;
     }
     uint32_t s = c->nslots;
@@ -139,6 +171,7 @@ uint32_t tg_cluster_slot(struct tg_cluster *c, uint32_t name, int create)
     memset(c->alloc + (size_t)s * c->stride, 0, c->stride * sizeof *c->alloc);
     memset(c->used + (size_t)s * c->stride, 0, c->stride * sizeof *c->used);
     c->nslots++;
+    slot_changed(c, s);
     return s;
 }
 
@@ -438,5 +471,6 @@ int tg_cluster_set_levels(struct tg_cluster *c, const uint32_t *level_labels, ui
     tg_tree_free(&c->tree);
     c->tree = t;
     c->generation++;
+    c->epoch++;
     return 0;
 }

@@ -89,6 +89,7 @@ struct tg_cluster_hooks {
 };
 
 #define TG_CLUSTER_MAX_HOOKS 4
+#define TG_CLUSTER_CLOG 1024
 
 struct tg_cluster {
     struct tg_node *nodes;
@@ -102,6 +103,14 @@ struct tg_cluster {
     struct tg_cluster_hooks hooks[TG_CLUSTER_MAX_HOOKS];
     uint32_t nhooks;
     uint64_t generation;                /* bumped by every change that frees room */
+    /* Changes to a slot's room or Node (a record counted or not, hidden or
+     * shown; a Node set or removed), numbered 1, 2, ...: nchanges is the
+     * last one's, changed_at[slot] the slot's last one's, clog[k % TG_CLUSTER_CLOG]
+     * the slot of change k (tg_cluster_changed). epoch: bumped when the
+     * tree is rebuilt (domain ids renumbered). */
+    uint64_t nchanges, epoch;
+    uint64_t *changed_at;
+    uint32_t clog[TG_CLUSTER_CLOG];
     /* State of the plugin layer over the whole cluster (plugins/registry.c),
      * freed by ext_free first thing in tg_cluster_free. */
     void *ext;
@@ -150,6 +159,12 @@ void tg_cluster_usage_hide(struct tg_cluster *c, struct tg_usage *u, int hide);
  * them all, move, show them all, so that no node is ever over-committed).
  * Returns 0, or TG_EINVAL when u is not hidden or slot is not a slot. */
 int tg_cluster_usage_move(struct tg_cluster *c, struct tg_usage *u, uint32_t slot);
+
+/* The slots changed after change number since (c->nchanges when the caller
+ * last looked), each once, into out (room for c->nslots); returns how
+ * many. Cost: the changes since, or the slots when more than
+ * TG_CLUSTER_CLOG changes happened since. */
+uint32_t tg_cluster_changed(const struct tg_cluster *c, uint64_t since, uint32_t *out);
 
 static inline int64_t tg_alloc(const struct tg_cluster *c, uint32_t slot, uint32_t res)
 {

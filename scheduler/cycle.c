@@ -1,6 +1,7 @@
 /* The scheduler's state across cycles: policy, model, scratch; the gang's
  * levels and the queue order. Placement itself is in place.c. */
 #include "scheduler/cycle.h"
+#include "scheduler/counts.h"
 #include "plugins/plugin.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -25,6 +26,7 @@ void tg_sched_free(struct tg_sched *s)
     tg_cluster_free(&s->cluster);
     tg_objstore_free(&s->store);
     tg_arena_free(&s->scratch);
+    tg__counts_free(&s->counts);
 }
 
 int tg_sched_set_policy(struct tg_sched *s, const struct tg_policy *p)
@@ -40,6 +42,7 @@ int tg_sched_set_policy(struct tg_sched *s, const struct tg_policy *p)
             return rc;
     }
     s->policy = *p;
+    tg__counts_flush(s->counts); /* counts read the policy (NUMA) */
     return 0;
 }
 

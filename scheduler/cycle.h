@@ -67,6 +67,8 @@ struct tg_subplace {
     uint32_t npods;                     /* members placed in it */
 };
 
+struct tg__counts;
+
 struct tg_sched {
     struct tg_cluster cluster;
     struct tg_policy policy;
@@ -76,6 +78,7 @@ struct tg_sched {
     /* Set by the caller for the next tg_sched_gang / what-if session only. */
     struct tg_block blocks[TG_MAX_BLOCKS];
     uint32_t nblocks;
+    struct tg__counts *counts;          /* per-node counts kept between tries (counts.h), owned */
 };
 
 /* Copies the policy and builds an empty model. Returns 0 or TG_ENOMEM. */

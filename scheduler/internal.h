@@ -148,8 +148,9 @@ void tg__tenants_order(struct tg_engine *e);
 #define TG__MAXREQ 32
 /* req[0..nreq) added into out[0..n) (same resource summed); the new n. */
 uint32_t tg__rq_add(struct tg_rq *out, uint32_t n, const struct tg_rq *req, uint32_t nreq);
-/* What g's members not placed yet ask for, summed, into out (TG__MAXREQ). */
-uint32_t tg__tenants_request(const struct tg_engine *e, const struct tg_grec *g, struct tg_rq *out);
+/* What the gang view v (its members not placed yet, as its queue's limits
+ * and its elastic size trimmed them) asks for, summed, into out (TG__MAXREQ). */
+uint32_t tg__tenants_request(const struct tg_gang *v, struct tg_rq *out);
 
 /* ---- reclaim between queues (scheduler/reclaim.c) ------------------------------------ */
 

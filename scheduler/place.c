@@ -4,6 +4,9 @@
  *    the largest set is placed first.
  * 2. Count: for each shape, every plugin's filter and count per node slot;
  *    the counts are summed up the topology tree (cost: nodes x levels).
+ *    A set whose count reads only the node takes them from the counts kept
+ *    between tries (counts.h: only the nodes changed since are recounted),
+ *    blocks applied on top (count_cached).
  * 3. Place: from the preferred level up to the required level, the domains
  *    whose counts cover the gang are candidates. pack takes the best fit
  *    (least room left over); spread the one with the most room. Inside it,
@@ -35,6 +38,7 @@
  * gaining its first match), the set's counts are redone. Shapes without
  * such terms skip those plugins (prefilter) and keep the plain path. */
 #include "scheduler/cycle.h"
+#include "scheduler/counts.h"
 #include "scheduler/rank.h"
 #include "scheduler/subgroup.h"
 #include "scheduler/loss.h"
@@ -90,6 +94,10 @@ struct set {
     uint8_t stale;                      /* every node's count is to be redone */
     uint8_t after;                      /* members of other sets may satisfy its affinity */
     uint8_t soft;                       /* a score states the pod's own preferences */
+    uint8_t hist_due;                   /* hist is still to be made from crej (hist_ready) */
+    uint64_t plugins;                   /* act as bits of tg_plugins[] indices */
+    uint8_t *crej, *cwhy;               /* per slot, counted from the cache (count_cached): */
+    uint32_t *carg;                     /* a rejection, its reason and argument */
 };
 
 struct pc {
@@ -141,6 +149,39 @@ static void hist_add(struct hist *h, uint8_t reason, uint32_t arg)
     }
 }
 
+/* Filter + count of one shape on one slot by its plugins alone; on a
+ * rejection *has = 1 and *status says why. */
+static uint32_t eval_plugins(struct pc *x, struct set *st, uint32_t slot, struct tg_status *status,
+                             int *has)
+{
+    for (uint32_t i = 0; i < st->nfilt; i++)
+        if (!st->filt[i](&x->cx, &st->sh, slot, status)) {
+            *has = 1;
+            return 0;
+        }
+    uint32_t n = UINT32_MAX;
+    for (uint32_t i = 0; i < st->ncnt && n; i++) {
+        uint32_t k = st->cnt[i](&x->cx, &st->sh, slot, status);
+        if (k < n)
+            n = k;
+        if (n == 0)
+            *has = 1;
+    }
+    return n == UINT32_MAX ? 1u << 20 : n;
+}
+
+/* The first block over slot (s->blocks), NULL: none. */
+static const struct tg_block *blocked_by(const struct pc *x, uint32_t slot)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    for (uint32_t b = 0; b < x->s->nblocks; b++) {
+        const struct tg_block *bl = &x->s->blocks[b];
+        if (tg_tree_ancestor(t, t->leaf[slot], t->dom[bl->domain].level) == bl->domain)
+            return bl;
+    }
+    return NULL;
+}
+
 /* Filter + count of one shape on one slot; records a rejection in hist. */
 static uint32_t eval_slot(struct pc *x, struct set *st, uint32_t slot, struct hist *h)
 {
@@ -153,30 +194,17 @@ static uint32_t eval_slot(struct pc *x, struct set *st, uint32_t slot, struct hi
             hist_add(h, status.reason, status.arg);
         return 0; /* a replacement never goes to a failing node */
     }
-    for (uint32_t b = 0; b < x->s->nblocks; b++) {
-        const struct tg_block *bl = &x->s->blocks[b];
-        if (tg_tree_ancestor(&c->tree, c->tree.leaf[slot], c->tree.dom[bl->domain].level) ==
-            bl->domain) {
-            if (h)
-                hist_add(h, TG_R_RESERVED, bl->owner);
-            return 0;
-        }
+    const struct tg_block *bl = blocked_by(x, slot);
+    if (bl) {
+        if (h)
+            hist_add(h, TG_R_RESERVED, bl->owner);
+        return 0;
     }
-    for (uint32_t i = 0; i < st->nfilt; i++)
-        if (!st->filt[i](&x->cx, &st->sh, slot, &status)) {
-            if (h)
-                hist_add(h, status.reason, status.arg);
-            return 0;
-        }
-    uint32_t n = UINT32_MAX;
-    for (uint32_t i = 0; i < st->ncnt && n; i++) {
-        uint32_t k = st->cnt[i](&x->cx, &st->sh, slot, &status);
-        if (k < n)
-            n = k;
-        if (n == 0 && h)
-            hist_add(h, status.reason, status.arg);
-    }
-    return n == UINT32_MAX ? 1u << 20 : n;
+    int has = 0;
+    uint32_t n = eval_plugins(x, st, slot, &status, &has);
+    if (!n && has && h)
+        hist_add(h, status.reason, status.arg);
+    return n;
 }
 
 static void propagate(struct pc *x, struct set *st, uint32_t slot, int64_t delta)
@@ -229,6 +257,93 @@ static void count_all(struct pc *x, struct set *st)
     }
     for (uint32_t i = 0; i < x->ncslots; i++)
         count_slot(x, st, x->cslots[i]);
+}
+
+/* tg__count_fn over a set (count_cached): a slot without Node or domain
+ * counts 0, as in eval_slot. */
+struct cnt_ud {
+    struct pc *x;
+    struct set *st;
+};
+
+static uint32_t count_fn(void *ud, uint32_t slot, struct tg_status *why, int *has)
+{
+    struct cnt_ud *u = ud;
+    const struct tg_cluster *c = &u->x->s->cluster;
+    if (!c->nodes[slot].obj || c->tree.leaf[slot] == NONE)
+        return 0;
+    return eval_plugins(u->x, u->st, slot, why, has);
+}
+
+/* Zeroes st's counts on the nodes under blocks, as eval_slot does, and
+ * notes the block as their reason (the first block over a node wins). */
+static int cached_blocks(struct pc *x, struct set *st)
+{
+    const struct tg_cluster *c = &x->s->cluster;
+    uint32_t *slots = tg_arena_alloc(x->a, (c->nslots + 1) * sizeof *slots);
+    if (!slots)
+        return TG_ENOMEM;
+    for (uint32_t b = x->s->nblocks; b-- > 0;) {
+        const struct tg_block *bl = &x->s->blocks[b];
+        uint32_t n = tg_tree_slots_under(&c->tree, bl->domain, slots);
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t slot = slots[i];
+            if (!c->nodes[slot].obj)
+                continue;
+            if (st->sh.count[slot]) {
+                propagate(x, st, slot, -(int64_t)st->sh.count[slot]);
+                propagate_elig(x, st, slot, -1);
+                st->sh.count[slot] = 0;
+            }
+            st->crej[slot] = 1;
+            st->cwhy[slot] = TG_R_RESERVED;
+            st->carg[slot] = bl->owner;
+        }
+    }
+    return 0;
+}
+
+/* Counts st from the counts kept between tries (counts.h) when they hold
+ * for it: no home, within, domain constraints or plugins that read beyond
+ * the node. Its rejection histogram is made when first read (hist_ready).
+ * Returns 1 when counted so, 0: count it in full, or TG_ENOMEM. */
+static int count_cached(struct pc *x, struct set *st)
+{
+    if (x->home || x->cslots || st->ndcs || st->blocked.code != TG_SUCCESS ||
+        !tg__counts_cacheable(st->sh.pod, st->plugins))
+        return 0;
+    struct cnt_ud u = {x, st};
+    const struct tg__centry *e =
+        tg__counts_get(&x->s->counts, &x->s->cluster, st->sh.pod, st->plugins, count_fn, &u);
+    if (!e)
+        return 0;
+    uint32_t ns = e->nslots;
+    st->crej = tg_arena_alloc(x->a, ns + 1);
+    st->cwhy = tg_arena_alloc(x->a, ns + 1);
+    st->carg = tg_arena_alloc(x->a, (ns + 1) * sizeof *st->carg);
+    if (!st->crej || !st->cwhy || !st->carg)
+        return TG_ENOMEM;
+    memcpy(st->sh.count, e->count, ns * sizeof *e->count);
+    memcpy(st->dcount, e->dcount, e->ndom * sizeof *e->dcount);
+    memcpy(st->delig, e->delig, e->ndom * sizeof *e->delig);
+    memcpy(st->crej, e->rej, ns);
+    memcpy(st->cwhy, e->why, ns);
+    memcpy(st->carg, e->arg, ns * sizeof *e->arg);
+    st->hist_due = 1;
+    int rc = x->s->nblocks ? cached_blocks(x, st) : 0;
+    return rc ? rc : 1;
+}
+
+/* Makes st->hist from the reasons count_cached copied, in slot order as
+ * the full count records them. */
+static void hist_ready(struct pc *x, struct set *st)
+{
+    if (!st->hist_due)
+        return;
+    st->hist_due = 0;
+    for (uint32_t slot = 0; slot < x->s->cluster.nslots; slot++)
+        if (st->crej[slot])
+            hist_add(&st->hist, st->cwhy[slot], st->carg[slot]);
 }
 
 /* The set's count on slot afresh. */
@@ -500,8 +615,10 @@ static int fill(struct pc *x, struct set *st, uint32_t dom, uint32_t want, uint3
         const struct tg_dcons *why = NULL;
         uint32_t k = clamp(x, st, dom, &why);
         if (k < want) {
-            if (!k && why)
+            if (!k && why) {
+                hist_ready(x, st);
                 hist_put(&st->hist, why->reason, why->arg, st->delig[dom], 1);
+            }
             want = k;
         }
         if (!want)
@@ -1177,7 +1294,8 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
     explain_limits(x, &b);
     /* merge the rejection histograms of all sets, most frequent first */
     struct hist all = {0};
-    for (uint32_t i = 0; i < x->nsets; i++)
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        hist_ready(x, &x->sets[i]);
         for (uint32_t k = 0; k < x->sets[i].hist.len; k++) {
             const struct hist *h = &x->sets[i].hist;
             uint32_t j = 0;
@@ -1192,6 +1310,7 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
             if (j < all.len && h->n[k] > all.n[j])
                 all.n[j] = h->n[k];
         }
+    }
     uint32_t lack = lacking(x, (uint32_t)required);
     if (lack && all.len < MAX_HIST) {
         all.reason[all.len] = TG_R_LEVEL_LABEL;
@@ -1401,6 +1520,7 @@ static int prefilter(struct pc *x, struct set *st)
                 st->blocked = v;
         }
         st->act[st->nact++] = p;
+        st->plugins |= 1ull << i;
         if (p->filter)
             st->filt[st->nfilt++] = p->filter;
         if (p->count)
@@ -1533,7 +1653,10 @@ static int pc_init(struct pc *x, struct tg_sched *s, struct tg_arena *a, const s
         classify(x);
     for (uint32_t i = 0; i < x->nsets; i++) {
         struct set *st = &x->sets[i];
-        count_all(x, st);
+        if ((rc = count_cached(x, st)) < 0)
+            return rc;
+        if (!rc)
+            count_all(x, st);
         for (uint32_t k = 0; k < st->ndcs; k++)
             st->dcs[k].gen = *st->dcs[k].dc->gen;
         if (st->rising)

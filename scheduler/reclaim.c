@@ -253,7 +253,7 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
     if (rq < 0 || !tg_fairshare_usable(fs, (uint32_t)rq))
         return 0;
     struct tg_rq req[TG__MAXREQ];
-    uint32_t n = tg__tenants_request(e, g, req);
+    uint32_t n = tg__tenants_request(base->gang, req); /* as its queue's limit trimmed it */
     struct rctx c = {e, fs, rq, 0, base->now_ms, e->sched.policy.reclaim_min_runtime_s * 1000, ""};
     double ask;
     char x[48], y[48], z[48];

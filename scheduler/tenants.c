@@ -425,14 +425,11 @@ uint32_t tg__rq_add(struct tg_rq *out, uint32_t n, const struct tg_rq *req, uint
     return n;
 }
 
-uint32_t tg__tenants_request(const struct tg_engine *e, const struct tg_grec *g, struct tg_rq *out)
+uint32_t tg__tenants_request(const struct tg_gang *v, struct tg_rq *out)
 {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < g->npending; i++) {
-        const struct tg_pod *p = g->pending[i];
-        if (!tg_cluster_usage(&e->sched.cluster, p->key))
-            n = tg__rq_add(out, n, p->req, p->nreq);
-    }
+    for (uint32_t i = 0; i < v->npods; i++)
+        n = tg__rq_add(out, n, v->pods[i]->req, v->pods[i]->nreq);
     return n;
 }
 

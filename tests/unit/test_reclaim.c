@@ -138,6 +138,43 @@ static void test_reclaim_below_share(void **state)
     free(y);
 }
 
+/* A reclaim is sized from what the queue's limit lets the gang place now,
+ * not from all its members: one rack of 4 nodes (32 GPUs), team-a quota
+ * and limit 16, team-b quota 16 holding all 32 in four 1-pod gangs. team-a's
+ * gang (minMember 1) has 3 pods of 8: its limit trims it to 2 (16 GPUs),
+ * within its share of 16, so it reclaims (one of team-b's gangs, for the
+ * member it must place now); sized from all 3 (24 > 16) it waited with "no
+ * reclaim: queue team-a would pass its fair share: 0 + 24 > 16". */
+static void test_sized_by_limit(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    nodes(&y, 1, 4);
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+               "spec:\n  resources:\n    nvidia.com/gpu: {quota: \"16\", limit: \"16\"}\n");
+    queue(&y, "team-b", 16);
+    for (int i = 0; i < 4; i++) {
+        char g[8], n[16];
+        snprintf(g, sizeof g, "b%d", i);
+        snprintf(n, sizeof n, "r0-n%d", i);
+        group(&y, g, "team-b", 1, 100, NULL);
+        bound(&y, g, 0, n, 8, NULL);
+    }
+    group(&y, "a", "team-a", 1, 1, NULL);
+    pending(&y, "a", 3, 8);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/a");
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(reclaims(res), 1);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "preempts")), 1);
+    const char *why = tu_str(g, "preemptReason");
+    if (!why || !strstr(why, "reclaimed 8 nvidia.com/gpu from queue team-b (fair share 16, "
+                             "allocated 32) for queue team-a (fair share 16, allocated 0)"))
+        fail_msg("reason: %s", why ? why : "(none)");
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* 16 GPUs; quotas a 8, b 4, c 4, all asked for: shares 8, 4, 4. team-b
  * holds 12 (8 on n0, 4 on n1), team-c 4 on n1; team-a's gang of one 8-GPU
  * pod needs a whole node. With team-b's 12 in one gang, evicting it takes
@@ -441,6 +478,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reclaim_below_share),
+        cmocka_unit_test(test_sized_by_limit),
         cmocka_unit_test(test_not_below_victim_share),
         cmocka_unit_test(test_not_at_or_above_share),
         cmocka_unit_test(test_one_domain_whole_gangs),
