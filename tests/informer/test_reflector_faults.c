@@ -330,6 +330,26 @@ static const struct step undecodable_script[] = {
     {"resourceVersion=20&", NULL},
 };
 
+/* A pod reflector against the scripted server sv (its n steps), its
+ * deletes and decode failures counted in *seen and decode_failures, run
+ * until sv served them. */
+static struct tg_reflector *pod_reflector_run(struct server *sv, const struct step *steps, int n,
+                                              uv_loop_t *loop, struct tg_client **c,
+                                              struct seen *seen)
+{
+    server_start(sv, steps, n);
+    *c = client_on(loop, sv, NULL, 1);
+    decode_failures = 0;
+    struct tg_reflector_opts o = {.kind = &tg_kind_pod, .path = "/api/v1/pods",
+                                  .backoff_min_ms = 10, .backoff_max_ms = 50,
+                                  .h = {h_add, h_update, h_delete, NULL, seen, h_decode_failed}};
+    struct tg_reflector *r;
+    assert_int_equal(tg_reflector_new(*c, &o, &r), 0);
+    assert_int_equal(tg_reflector_start(r), 0);
+    run_until(loop, sv, n);
+    return r;
+}
+
 /* Issue 18: an event that fails to decode must not leave the old object in
  * the cache (a modified pod's old requests would stay counted, a deleted pod
  * would linger); a DELETED object that names nothing relists. */
@@ -337,18 +357,10 @@ static void undecodable_events_drop_the_cached_object(void **s)
 {
     (void)s;
     struct server sv;
-    server_start(&sv, undecodable_script, 4);
     uv_loop_t loop;
-    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct tg_client *c;
     struct seen seen = {0};
-    decode_failures = 0;
-    struct tg_reflector_opts o = {.kind = &tg_kind_pod, .path = "/api/v1/pods",
-                                  .backoff_min_ms = 10, .backoff_max_ms = 50,
-                                  .h = {h_add, h_update, h_delete, NULL, &seen, h_decode_failed}};
-    struct tg_reflector *r;
-    assert_int_equal(tg_reflector_new(c, &o, &r), 0);
-    assert_int_equal(tg_reflector_start(r), 0);
-    run_until(&loop, &sv, 4);
+    struct tg_reflector *r = pod_reflector_run(&sv, undecodable_script, 4, &loop, &c, &seen);
     for (int i = 0; i < sv.at && i < 32; i++)
         printf("# request %d: %s\n", i, sv.paths[i]);
     assert_int_equal(sv.mismatch, 0);
@@ -394,18 +406,10 @@ static void deleted_events_are_not_decoded(void **s)
 {
     (void)s;
     struct server sv;
-    server_start(&sv, deleted_script, 3);
     uv_loop_t loop;
-    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct tg_client *c;
     struct seen seen = {0};
-    decode_failures = 0;
-    struct tg_reflector_opts o = {.kind = &tg_kind_pod, .path = "/api/v1/pods",
-                                  .backoff_min_ms = 10, .backoff_max_ms = 50,
-                                  .h = {h_add, h_update, h_delete, NULL, &seen, h_decode_failed}};
-    struct tg_reflector *r;
-    assert_int_equal(tg_reflector_new(c, &o, &r), 0);
-    assert_int_equal(tg_reflector_start(r), 0);
-    run_until(&loop, &sv, 3);
+    struct tg_reflector *r = pod_reflector_run(&sv, deleted_script, 3, &loop, &c, &seen);
     assert_int_equal(sv.mismatch, 0);
     const struct tg_reflector_stats *st = tg_reflector_stats(r);
     assert_int_equal(st->decode_errors, 0);
