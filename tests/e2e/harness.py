@@ -290,22 +290,8 @@ class FaultProxy:
                     if w.startswith("answered ")]
 
     def kubeconfig(self):
-        path = os.path.join(self.work, f"proxy-{self.port}.kubeconfig")
-        with open(path, "w") as f:
-            f.write(f"""apiVersion: v1
-kind: Config
-clusters:
-- name: proxy
-  cluster: {{server: "http://127.0.0.1:{self.port}"}}
-users:
-- name: u
-  user: {{token: via-proxy}}
-contexts:
-- name: proxy
-  context: {{cluster: proxy, user: u}}
-current-context: proxy
-""")
-        return path
+        return write_kubeconfig(os.path.join(self.work, f"proxy-{self.port}.kubeconfig"),
+                                f"http://127.0.0.1:{self.port}", "via-proxy")
 
     def close(self):
         self.unstalled.set()
@@ -454,6 +440,26 @@ def http_get(port, path, timeout=2):
         return r.status, r.read().decode(errors="replace")
     except (OSError, http.client.HTTPException) as e:
         return 0, str(e)
+
+
+def write_kubeconfig(path, server, token, ca=None):
+    """A kubeconfig at path for server with a bearer token (and a CA file). Returns path."""
+    ca_line = f', certificate-authority: "{ca}"' if ca else ""
+    with open(path, "w") as f:
+        f.write(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {{server: "{server}"{ca_line}}}
+users:
+- name: u
+  user: {{token: "{token}"}}
+contexts:
+- name: c
+  context: {{cluster: c, user: u}}
+current-context: c
+""")
+    return path
 
 
 class Scheduler:

@@ -52,7 +52,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, blocker_pod, wipe_pods, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, blocker_pod, wipe_pods, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup, write_kubeconfig)  # noqa: E402
 
 RACK = "topogang.io/rack"
 
@@ -337,22 +337,8 @@ def apf_setup(ctx):
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
         "spec": {"expirationSeconds": 3600}})["status"]["token"]
     c = ctx["cluster"]
-    path = os.path.join(ctx["work"], "apf.kubeconfig")
-    with open(path, "w") as f:
-        f.write(f"""apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {{server: "{c.server}", certificate-authority: "{os.path.join(c.dir, 'ca.crt')}"}}
-users:
-- name: sa
-  user: {{token: "{tok}"}}
-contexts:
-- name: c
-  context: {{cluster: c, user: sa}}
-current-context: c
-""")
-    return path
+    return write_kubeconfig(os.path.join(ctx["work"], "apf.kubeconfig"), c.server, tok,
+                            os.path.join(c.dir, "ca.crt"))
 
 
 def apf_rejected(ctx):
