@@ -34,25 +34,15 @@ of 4). A gang's life is read from the API (scheduler/loss.h):
     (the fault proxy) while a 256-pod gang binds: no rollback, nothing
     deleted, every member bound after the storm.
 
-  apf_throttles_writes: the scheduler as a ServiceAccount whose requests a
-    real API Priority and Fairness FlowSchema puts in a priority level of
-    one share that rejects what it cannot run at once (429). 200 one-pod
-    gangs: every pod bound, exactly one Scheduled Event per pod, none lost
-    (the Bindings and Events the apiserver refused are sent again), and the
-    apiserver really refused some (its apiserver_flowcontrol_rejected_requests_total
-    for that level > 0).
-
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import os
-import re
-import subprocess
 import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, blocker_pod, wipe_pods, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup, write_kubeconfig)  # noqa: E402
+from harness import (run_cases, blocker_pod, wipe_pods, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
 
 RACK = "topogang.io/rack"
 
@@ -302,93 +292,8 @@ def case_bind_429_storm(ctx):
     wipe_pods(api, ns)
 
 
-APF_LEVEL, APF_SA = "tg-apf-tight", "topogang-apf"
-
-
-def apf_setup(ctx):
-    """A ServiceAccount (cluster-admin: the test's, not the chart's), its
-    token in a kubeconfig, and a FlowSchema putting all its requests in a
-    priority level of one share that rejects what it cannot run at once."""
-    api, fc = ctx["api"], "/apis/flowcontrol.apiserver.k8s.io/v1"
-    api.request("POST", "/api/v1/namespaces/default/serviceaccounts",
-                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": APF_SA}})
-    api.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": APF_SA},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [{"kind": "ServiceAccount", "name": APF_SA, "namespace": "default"}]})
-    api.request("POST", f"{fc}/prioritylevelconfigurations", {
-        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
-        "metadata": {"name": APF_LEVEL},
-        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "lendablePercent": 0,
-                                                "borrowingLimitPercent": 0,
-                                                "limitResponse": {"type": "Reject"}}}})
-    api.request("POST", f"{fc}/flowschemas", {
-        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
-        "metadata": {"name": APF_LEVEL},
-        "spec": {"priorityLevelConfiguration": {"name": APF_LEVEL}, "matchingPrecedence": 100,
-                 "distinguisherMethod": {"type": "ByUser"},
-                 "rules": [{"subjects": [{"kind": "ServiceAccount",
-                                          "serviceAccount": {"name": APF_SA, "namespace": "default"}}],
-                            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
-                                               "clusterScope": True, "namespaces": ["*"]}],
-                            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}})
-    tok = api.must("POST", f"/api/v1/namespaces/default/serviceaccounts/{APF_SA}/token", {
-        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 3600}})["status"]["token"]
-    c = ctx["cluster"]
-    return write_kubeconfig(os.path.join(ctx["work"], "apf.kubeconfig"), c.server, tok,
-                            os.path.join(c.dir, "ca.crt"))
-
-
-def apf_rejected(ctx):
-    """The apiserver's count of requests of APF_LEVEL it refused."""
-    c = ctx["cluster"]
-    r = subprocess.run([c.kubectl, "--kubeconfig", c.kubeconfig, "get", "--raw", "/metrics"],
-                       capture_output=True, text=True, check=False)
-    return sum(float(m.group(1)) for m in re.finditer(
-        r'^apiserver_flowcontrol_rejected_requests_total\{[^}]*priority_level="%s"[^}]*\} (\S+)$'
-        % APF_LEVEL, r.stdout, re.M))
-
-
-def case_apf_throttles_writes(ctx):
-    api, ns, n = ctx["api"], "apf", 200
-    kubeconfig = apf_setup(ctx)
-    make_namespace(api, ns)
-    s = sched(ctx, "apf", kubeconfig=kubeconfig)
-    for i in range(n):
-        p = gang_pod(ns, f"p-{i}", "-", 1)
-        del p["metadata"]["labels"]  # a gang of one each
-        api.create_pod(ns, p)
-
-    def bound():
-        items = api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
-        return sum(1 for p in items if p["spec"].get("nodeName"))
-    wait(lambda: bound() == n, 180, f"all {n} pods bound through the throttled priority level")
-    per_pod = {}
-
-    def scheduled_events():
-        per_pod.clear()
-        for e in api.events(ns):
-            if e.get("reason") == "Scheduled":
-                k = e.get("regarding", {}).get("name")
-                per_pod[k] = per_pod.get(k, 0) + 1
-        return len(per_pod) == n
-    wait(scheduled_events, 120, f"a Scheduled Event for each of the {n} pods")
-    twice = [k for k, v in per_pod.items() if v > 1]
-    if twice:
-        fail(f"{len(twice)} pod(s) with more than one Scheduled Event, e.g. {twice[:3]}")
-    rejected = apf_rejected(ctx)
-    log(f"    the apiserver refused {rejected:.0f} of the scheduler's requests (429)")
-    if not rejected > 0:
-        fail("the apiserver refused none of the scheduler's requests: the case tested no throttling")
-    s.finish()
-    wipe_pods(api, ns)
-
-
 CASES = [case_restart_keeps_running_members, case_keep_after_grace_across_restart,
-         case_evict_after_grace_is_graceful, case_half_bound_still_rolled_back, case_bind_429_storm,
-         case_apf_throttles_writes]
+         case_evict_after_grace_is_graceful, case_half_bound_still_rolled_back, case_bind_429_storm]
 
 
 def main():
