@@ -868,6 +868,7 @@ done_leaving:
     hide_leaving(&x, 0);
 done:
     out->fit_checks = x.checks;
+    out->fit_runs = x.w ? (uint32_t)tg_whatif_runs(x.w) : 0;
     for (uint32_t i = 0; i < nres; i++)
         free(res[i].vict);
     plan_free(&x);
