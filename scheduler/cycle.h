@@ -120,8 +120,13 @@ uint64_t tg_whatif_holds(struct tg_whatif *w, uint32_t d);
 int tg_whatif_slot_fits(struct tg_whatif *w, uint32_t slot);
 /* Would g be placed inside d now? *ok; when ok and slots != NULL, slots[i]
  * receives g->pods[i]'s node slot (TG_NONE for a member left out). Returns 0
- * or TG_ENOMEM. The model is as before on return. */
+ * or TG_ENOMEM. The model is as before on return. When g has no domain
+ * constraints or sub-groups and d's counts hold fewer than
+ * tg_gang_must(g) members, the answer is no without a dry run (counts only
+ * fall as members are assumed); else a dry run assumes the members. */
 int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots);
+/* Dry runs tg_whatif_fits made in this session (for tests and benches). */
+uint64_t tg_whatif_runs(const struct tg_whatif *w);
 /* Domains at tree level lvl whose counts hold at least tg_gang_must(g)
  * members, best first (pack: best fit; spread: most room); up to cap. Only
  * domains whose nodes carry the labels of lvl and of g's required level. */

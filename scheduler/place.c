@@ -2337,6 +2337,7 @@ struct tg_whatif {
     struct tg_result r;
     uint32_t must;
     int required;
+    uint64_t runs;                      /* dry runs made (tg_whatif_runs) */
 };
 
 int tg_whatif_begin(struct tg_sched *s, const struct tg_gang *g, struct tg_whatif **out)
@@ -2406,8 +2407,15 @@ int tg_whatif_slot_fits(struct tg_whatif *w, uint32_t slot)
 int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots)
 {
     flush(&w->x);
-    struct tg_arena_mark m = tg_arena_mark(&w->arena);
     *ok = 0;
+    /* Without domain constraints or sub-groups a set's counts only fall as
+     * members are assumed, so no fill places more than d's counts hold:
+     * below `must` the dry run cannot succeed (try_in's exact step needs
+     * holds >= must too). Preemption's reprieve fails most tries here. */
+    if (!w->x.any_dcons && !w->x.sg && holds(&w->x, d) < w->must)
+        return 0;
+    w->runs++;
+    struct tg_arena_mark m = tg_arena_mark(&w->arena);
     int rc = try_in(&w->x, d, NONE, w->must, ok);
     if (!rc && *ok && slots)
         memcpy(slots, w->r.slot, w->x.g->npods * sizeof *slots);
@@ -2459,4 +2467,9 @@ uint32_t tg_whatif_best(struct tg_whatif *w, uint32_t lvl, uint64_t *most)
 uint32_t tg_whatif_must(const struct tg_whatif *w)
 {
     return w->must;
+}
+
+uint64_t tg_whatif_runs(const struct tg_whatif *w)
+{
+    return w->runs;
 }

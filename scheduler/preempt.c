@@ -81,6 +81,9 @@ struct plan {
     uint32_t *healthy;
     struct tg_whatif *w;
     uint32_t nsystem;                   /* lower-priority units kept: a system-critical pod */
+    const struct tg_grec *judged;       /* reclaim: the gang rule->victim just accepted, and
+                                           its *over: make_unit asks no second time */
+    double judged_over;
     uint32_t stamp;
     uint32_t checks;
     /* best so far */
@@ -218,7 +221,10 @@ static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage
     un->nrecs = un->npods = g ? g->nmembers : 1;
     un->prio = g ? g->priority : tg_gangs_usage_priority(x->gs, u);
     const struct tg_preempt_in *in = x->in;
-    int ok = (in->reclaim ? g && in->reclaim->victim(in->reclaim->ud, g, &un->over)
+    int judged = g && g == x->judged;
+    if (judged)
+        un->over = x->judged_over;
+    int ok = (in->reclaim ? g && (judged || in->reclaim->victim(in->reclaim->ud, g, &un->over))
                           : un->prio < in->priority &&
                                 (!in->queue || !g || g->queue == in->queue)) &&
              !(g && in->exclude && !strcmp(g->key, in->exclude));
@@ -319,7 +325,11 @@ static int collect_indexed(struct plan *x)
         uint32_t i = 0;
         while (i < g->nmembers && g->members[i]->hidden)
             i++;
-        if (i < g->nmembers && !unit_of(x, g->members[i]))
+        x->judged = r ? g : NULL;
+        x->judged_over = r ? over : 0;
+        struct unit *un = i < g->nmembers ? unit_of(x, g->members[i]) : NULL;
+        x->judged = NULL;
+        if (i < g->nmembers && !un)
             return TG_ENOMEM;
     }
     uint32_t pos = 0;
@@ -363,6 +373,81 @@ static void hide_leaving(struct plan *x, int hide)
 {
     for (uint32_t i = 0; i < x->nleaving; i++)
         tg_whatif_hide(x->w, x->leaving[i], hide);
+}
+
+/* Reclaim: 1 when no domain at tree level lvl can hold the gang even with
+ * every eligible unit and every Terminating pod gone, by resources alone.
+ * For each resource the gang asks, its `must` smallest requests need that
+ * much room inside one domain (NodeResourcesFit counts no member where it
+ * does not fit), and a domain has at most its nodes' free room (each node
+ * at least 0) plus what the units and Terminating pods there hold. A
+ * necessary condition, O(nodes + units' pods) per resource, settled before
+ * the what-if session and its counts (most reclaims that cannot help stop
+ * here). Returns 0 or 1; 0 as well on out of memory (the session decides). */
+static int room_short(struct plan *x, uint32_t lvl)
+{
+    const struct tg_gang *g = x->in->gang;
+    const struct tg_cluster *c = &x->s->cluster;
+    const struct tg_tree *t = &c->tree;
+    uint32_t must = tg_gang_must(g), nslots = c->nslots < t->nslots ? c->nslots : t->nslots;
+    if (!must || must > g->npods || !t->ndom)
+        return 0;
+    struct tg_arena_mark m = tg_arena_mark(&x->a);
+    int64_t *room = tg_arena_alloc(&x->a, (t->ndom + 1) * sizeof *room);
+    int64_t *vals = tg_arena_alloc(&x->a, (g->npods + 1) * sizeof *vals);
+    int short_all = 0;
+    for (uint32_t i = 0; room && vals && i < g->npods && !short_all; i++)
+        for (uint8_t k = 0; k < g->pods[i]->nreq && !short_all; k++) {
+            uint32_t r = g->pods[i]->req[k].res;
+            int seen = 0; /* each resource once: at its first pod */
+            for (uint32_t j = 0; j < i && !seen; j++)
+                for (uint8_t q = 0; q < g->pods[j]->nreq; q++)
+                    seen |= g->pods[j]->req[q].res == r;
+            if (seen || r == TG_RES_PODS)
+                continue;
+            for (uint32_t j = 0; j < g->npods; j++) { /* the must smallest, summed */
+                vals[j] = 0;
+                for (uint8_t q = 0; q < g->pods[j]->nreq; q++)
+                    if (g->pods[j]->req[q].res == r)
+                        vals[j] = g->pods[j]->req[q].val;
+            }
+            int64_t need = 0;
+            for (uint32_t n = 0; n < must; n++) {
+                uint32_t lo = n;
+                for (uint32_t j = n + 1; j < g->npods; j++)
+                    lo = vals[j] < vals[lo] ? j : lo;
+                int64_t v = vals[lo];
+                vals[lo] = vals[n];
+                vals[n] = v;
+                need += v;
+            }
+            if (need <= 0)
+                continue;
+            memset(room, 0, (t->ndom + 1) * sizeof *room);
+            for (uint32_t slot = 0; slot < nslots; slot++) {
+                int64_t f = tg_alloc(c, slot, r) - tg_used(c, slot, r);
+                if (t->leaf[slot] != NONE && f > 0)
+                    room[tg_tree_ancestor(t, t->leaf[slot], lvl)] += f;
+            }
+            for (uint32_t u = 0; u <= x->nunits; u++) {
+                struct tg_usage *const *recs = u < x->nunits ? x->units[u]->recs : x->leaving;
+                uint32_t nr = u < x->nunits ? x->units[u]->nrecs : x->nleaving;
+                for (uint32_t j = 0; j < nr; j++) {
+                    const struct tg_usage *rec = recs[j];
+                    if ((u < x->nunits && rec->deleting) || rec->hidden || rec->slot >= nslots ||
+                        t->leaf[rec->slot] == NONE)
+                        continue; /* a Terminating member counts once, as leaving */
+                    for (uint8_t q = 0; q < rec->nreq; q++)
+                        if (rec->req[q].res == r)
+                            room[tg_tree_ancestor(t, t->leaf[rec->slot], lvl)] += rec->req[q].val;
+                }
+            }
+            short_all = 1;
+            for (uint32_t d = 0; d < t->ndom && short_all; d++)
+                short_all = room[d] < need;
+        }
+    tg_arena_release(&x->a, m);
+    return short_all;
 }
 
 /* ---- cost -------------------------------------------------------------------------- */
@@ -794,6 +879,13 @@ int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_pre
                      "a gang below it)", x.nsystem, TG_PRIO_SYSTEM_CRITICAL);
         goto done;
     }
+    if (in->reclaim && room_short(&x, (uint32_t)required)) {
+        snprintf(out->reason, sizeof out->reason,
+                 "reclaim cannot help: no %s has room for the gang even with all %u unit(s) it "
+                 "may take gone", required ? s->policy.levels[required - 1].name : "cluster",
+                 x.nunits);
+        goto done;
+    }
     if ((rc = tg_whatif_begin(s, g, &x.w)))
         goto done;
     /* 2. candidate domains: counts with every eligible unit gone */
@@ -868,6 +960,7 @@ done_leaving:
     hide_leaving(&x, 0);
 done:
     out->fit_checks = x.checks;
+    out->fit_runs = x.w ? (uint32_t)tg_whatif_runs(x.w) : 0;
     for (uint32_t i = 0; i < nres; i++)
         free(res[i].vict);
     plan_free(&x);

@@ -97,7 +97,9 @@ struct tg_preemption {
     uint32_t nleaving;
     struct tg_pcost cost;
     uint32_t domains_tried;             /* domains evaluated */
-    uint32_t fit_checks;                /* placement dry runs made */
+    uint32_t fit_checks;                /* placement checks asked */
+    uint32_t fit_runs;                  /* dry runs made (a check the counts settle is none:
+                                           tg_whatif_fits) */
     uint8_t exact;                      /* the set was proven cheapest in its domain */
     uint8_t reclaim;                    /* planned by reclaim (in->reclaim), not priority */
     char reason[1024];

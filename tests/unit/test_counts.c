@@ -331,6 +331,63 @@ static void test_slot_without_node(void **st)
     tg_sched_free(&s);
 }
 
+/* A what-if fit (preemption's reprieve asks thousands) that the counts
+ * cannot hold is answered without a dry run, and the same as one: rack r0
+ * holds 1 of a 4 x 8-GPU gang (three nodes taken), r1 all 4; with r0's pods
+ * hidden it holds the gang again. A gang with pod anti-affinity (a domain
+ * constraint) always gets the dry run. */
+static void test_whatif_bound_by_counts(void **st)
+{
+    (void)st;
+    struct tg_sched s;
+    cluster(&s);
+    bind(&s, "a", 0, 8);
+    bind(&s, "b", 1, 8);
+    bind(&s, "c", 2, 8);
+    struct gang g;
+    gang(&g, "four", 4, 8, NULL, 0);
+    struct tg_whatif *w;
+    assert_int_equal(tg_whatif_begin(&s, &g.g, &w), 0);
+    const struct tg_tree *t = &s.cluster.tree;
+    uint32_t r0 = tg_tree_ancestor(t, t->leaf[tg_cluster_slot(&s.cluster, tg_intern(nodename[0]), 0)], 2);
+    uint32_t r1 = tg_tree_ancestor(t, t->leaf[tg_cluster_slot(&s.cluster, tg_intern(nodename[PER_RACK]), 0)], 2);
+    int ok = -1;
+    assert_int_equal(tg_whatif_holds(w, r0), 1);
+    assert_int_equal(tg_whatif_fits(w, r0, &ok, NULL), 0);
+    assert_int_equal(ok, 0);
+    assert_int_equal(tg_whatif_runs(w), 0);
+    uint32_t slots[4];
+    assert_int_equal(tg_whatif_fits(w, r1, &ok, slots), 0);
+    assert_int_equal(ok, 1);
+    assert_int_equal(tg_whatif_runs(w), 1);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(tg_tree_ancestor(t, t->leaf[slots[i]], 2), r1);
+    const char *keys[3] = {"ml/a", "ml/b", "ml/c"};
+    for (int i = 0; i < 3; i++)
+        tg_whatif_hide(w, tg_cluster_usage(&s.cluster, keys[i]), 1);
+    assert_int_equal(tg_whatif_fits(w, r0, &ok, NULL), 0);
+    assert_int_equal(ok, 1);
+    assert_int_equal(tg_whatif_runs(w), 2);
+    for (int i = 0; i < 3; i++)
+        tg_whatif_hide(w, tg_cluster_usage(&s.cluster, keys[i]), 0);
+    assert_int_equal(tg_whatif_fits(w, r0, &ok, NULL), 0);
+    assert_int_equal(ok, 0);
+    assert_int_equal(tg_whatif_runs(w), 2);
+    tg_whatif_end(&w);
+    gang_free(&g);
+    gang(&g, "apart", 4, 8,
+         "\"labels\":{\"app\":\"apart\"},\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+         "[{\"labelSelector\":{\"matchLabels\":{\"app\":\"apart\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}",
+         0);
+    assert_int_equal(tg_whatif_begin(&s, &g.g, &w), 0);
+    assert_int_equal(tg_whatif_fits(w, r0, &ok, NULL), 0);
+    assert_int_equal(ok, 0);
+    assert_int_equal(tg_whatif_runs(w), 1);
+    tg_whatif_end(&w);
+    gang_free(&g);
+    tg_sched_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_changes_decide_as_full),
         cmocka_unit_test(test_blocks_reason),
         cmocka_unit_test(test_slot_without_node),
+        cmocka_unit_test(test_whatif_bound_by_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

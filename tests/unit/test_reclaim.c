@@ -12,7 +12,11 @@
  *   - a system-critical pod is never a victim;
  *   - a property over random cases: no reclaim takes a queue below its share. */
 #include "testutil.h"
+#include "config/policy.h"
+#include "scheduler/counts.h"
 #include "scheduler/internal.h"
+#include "scheduler/preempt.h"
+#include "scheduler/sim/load.h"
 #include "util/intern.h"
 
 #include <stdio.h>
@@ -474,6 +478,113 @@ static void test_priority_stays_in_its_queue(void **state)
     }
 }
 
+static int64_t fixed_clock(void *ud)
+{
+    (void)ud;
+    return 1000000;
+}
+
+/* A rule taking any gang named ml/v*, whatever the shares. */
+static int v_victim(void *ud, const struct tg_grec *g, double *over)
+{
+    (void)ud;
+    *over = 0;
+    return !strncmp(g->key, "ml/v", 4);
+}
+
+static int any_set(void *ud, struct tg_grec *const *gs, uint32_t n, char *buf, size_t len)
+{
+    (void)ud, (void)gs, (void)n, (void)buf, (void)len;
+    return 1;
+}
+
+/* tg_preempt_plan under a reclaim rule for ml/big (3 x 8 GPUs, one rack
+ * required) on two racks of 2 nodes x 8 GPUs, every node full: r0 holds
+ * ml/v (8 GPUs, takeable) and ml/k, r1 ml/k2. No rack's free room plus
+ * what the rule may take covers 24 GPUs, so the plan stops before any
+ * count (no node counted for the gang's shape, no dry run) with the
+ * reason; with v on both of r0's nodes and a 2-member gang it takes v. */
+static void plan_direct(int fits, char *reason, size_t n)
+{
+    char *y = NULL;
+    nodes(&y, 2, 2);
+    group(&y, "v", "team-b", 1, 1, NULL);
+    group(&y, "k", "team-b", 1, 1, NULL);
+    group(&y, "k2", "team-b", 2, 1, NULL);
+    group(&y, "big", "team-a", fits ? 2 : 3, 1, "topology: {required: rack}");
+    bound(&y, "v", 0, "r0-n0", 8, NULL);
+    if (fits)
+        bound(&y, "v", 1, "r0-n1", 8, NULL);
+    else
+        bound(&y, "k", 0, "r0-n1", 8, NULL);
+    bound(&y, "k2", 0, "r1-n0", 8, NULL);
+    bound(&y, "k2", 1, "r1-n1", 8, NULL);
+    pending(&y, "big", fits ? 2 : 3, 8);
+    struct tg_simdata d;
+    struct tg_sb err = {0};
+    tg_simdata_init(&d);
+    d.quiet = 1;
+    assert_int_equal(tg_simdata_load_string(&d, y, strlen(y), "t.yaml", &err), 0);
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    assert_int_equal(tg_policy_parse(POLICY, strlen(POLICY), "policy", &pol, &err), 0);
+    struct tg_engine e;
+    struct tg_clock clk = {fixed_clock, NULL};
+    assert_int_equal(tg_engine_init(&e, &pol, &clk), 0);
+    for (uint32_t i = 0; i < d.nnodes; i++)
+        assert_int_equal(tg_engine_node_set(&e, tg_node_clone(d.nodes[i])), 0);
+    for (uint32_t i = 0; i < d.npgs; i++)
+        tg_engine_podgroup_set(&e, d.pgs[i]);
+    struct tg_pod *pend[4];
+    uint32_t np = 0;
+    const struct tg_podgroup *pg = NULL;
+    for (uint32_t i = 0; i < d.npgs; i++)
+        if (!strcmp(d.pgs[i]->key, "ml/big"))
+            pg = d.pgs[i];
+    assert_non_null(pg);
+    for (uint32_t i = 0; i < d.npods; i++) {
+        struct tg_pod *p = d.pods[i].pod;
+        if (p->node)
+            assert_int_equal(tg_engine_bound_set(&e, p), 0);
+        else
+            pend[np++] = p;
+    }
+    struct tg_gang view = {.name = "ml/big", .pg = pg, .pods = pend, .npods = np,
+                           .anchor = TG_NONE, .within = TG_NONE, .priority = 1};
+    struct tg_reclaim_rule rule = {v_victim, any_set, NULL};
+    struct tg_preempt_in in = {.gang = &view, .priority = 1, .now_ms = 1000000, .reclaim = &rule};
+    uint64_t evals = e.sched.counts ? tg__counts_evals(e.sched.counts) : 0;
+    struct tg_preemption out;
+    assert_int_equal(tg_preempt_plan(&e.sched, &e.gangs, &in, &out), 0);
+    snprintf(reason, n, "%s", out.reason);
+    if (fits) {
+        assert_int_equal(out.nvictims, 1);
+        assert_string_equal(out.victims[0].gang->key, "ml/v");
+        assert_true(out.fit_runs > 0);
+    } else {
+        assert_int_equal(out.nvictims, 0);
+        assert_int_equal(out.domain, TG_NONE);
+        assert_int_equal(out.fit_runs, 0);
+        assert_int_equal(e.sched.counts ? tg__counts_evals(e.sched.counts) : 0, evals);
+    }
+    tg_preemption_free(&out);
+    tg_engine_free(&e);
+    tg_simdata_free(&d);
+    tg_sb_free(&err);
+    free(y);
+}
+
+static void test_plan_stops_on_room(void **state)
+{
+    (void)state;
+    char reason[1024];
+    plan_direct(0, reason, sizeof reason);
+    assert_string_equal(reason, "reclaim cannot help: no rack has room for the gang even with all 1 "
+                                "unit(s) it may take gone");
+    plan_direct(1, reason, sizeof reason);
+    assert_non_null(strstr(reason, "evicting 1 unit(s)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_priority_stays_in_its_queue),
         cmocka_unit_test(test_system_critical_kept),
         cmocka_unit_test(test_property_never_below_share),
+        cmocka_unit_test(test_plan_stops_on_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
