@@ -105,17 +105,16 @@ int tg_api_patch_status_of(struct tg_client *c, const char *group_version, const
                     LEADER, cb, ud);
 }
 
-int tg_api_apply_status_of(struct tg_client *c, const char *group_version, const char *kind,
-                           const char *resource, const char *ns, const char *name,
-                           const char *manager, const char *status_json, tg_done_fn cb, void *ud)
+/* Server-side-applies {apiVersion, kind, metadata: {name, namespace}, field:
+ * json} to path (taken) as field manager `manager`, forcing conflicts: a lease
+ * holder's write. ns NULL: cluster-scoped. */
+static int apply_send(struct tg_client *c, struct tg_sb *path, const char *manager,
+                      const char *group_version, const char *kind, const char *ns,
+                      const char *name, const char *field, const char *json, tg_done_fn cb,
+                      void *ud)
 {
-    if ((ns && bad_name(ns)) || bad_name(name) || bad_name(manager) || !status_json ||
-        !group_version || !kind || !resource || strchr(group_version, '?') ||
-        strchr(resource, '/') || strchr(manager, '&'))
-        return TG_EINVAL;
-    struct tg_sb p = {0}, b = {0};
-    status_path(&p, group_version, resource, ns, name);
-    tg_sb_printf(&p, "?fieldManager=%s&force=true", manager);
+    struct tg_sb b = {0};
+    tg_sb_printf(path, "?fieldManager=%s&force=true", manager);
     tg_sb_puts(&b, "{\"apiVersion\":");
     tg_sb_json_str(&b, group_version);
     tg_sb_puts(&b, ",\"kind\":");
@@ -126,8 +125,21 @@ int tg_api_apply_status_of(struct tg_client *c, const char *group_version, const
         tg_sb_puts(&b, ",\"namespace\":");
         tg_sb_json_str(&b, ns);
     }
-    tg_sb_printf(&b, "},\"status\":%s}", status_json);
-    return api_send(c, "PATCH", &p, &b, "application/apply-patch+yaml", LEADER, cb, ud);
+    tg_sb_printf(&b, "},\"%s\":%s}", field, json);
+    return api_send(c, "PATCH", path, &b, "application/apply-patch+yaml", LEADER, cb, ud);
+}
+
+int tg_api_apply_status_of(struct tg_client *c, const char *group_version, const char *kind,
+                           const char *resource, const char *ns, const char *name,
+                           const char *manager, const char *status_json, tg_done_fn cb, void *ud)
+{
+    if ((ns && bad_name(ns)) || bad_name(name) || bad_name(manager) || !status_json ||
+        !group_version || !kind || !resource || strchr(group_version, '?') ||
+        strchr(resource, '/') || strchr(manager, '&'))
+        return TG_EINVAL;
+    struct tg_sb p = {0};
+    status_path(&p, group_version, resource, ns, name);
+    return apply_send(c, &p, manager, group_version, kind, ns, name, "status", status_json, cb, ud);
 }
 
 int tg_api_configmap_get(struct tg_client *c, const char *ns, const char *name, tg_done_fn cb,
@@ -145,15 +157,9 @@ int tg_api_configmap_apply(struct tg_client *c, const char *ns, const char *name
 {
     if (bad_name(ns) || bad_name(name) || bad_name(manager) || strchr(manager, '&') || !data_json)
         return TG_EINVAL;
-    struct tg_sb p = {0}, b = {0};
-    tg_sb_printf(&p, "/api/v1/namespaces/%s/configmaps/%s?fieldManager=%s&force=true", ns, name,
-                 manager);
-    tg_sb_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":");
-    tg_sb_json_str(&b, name);
-    tg_sb_puts(&b, ",\"namespace\":");
-    tg_sb_json_str(&b, ns);
-    tg_sb_printf(&b, "},\"data\":%s}", data_json);
-    return api_send(c, "PATCH", &p, &b, "application/apply-patch+yaml", LEADER, cb, ud);
+    struct tg_sb p = {0};
+    tg_sb_printf(&p, "/api/v1/namespaces/%s/configmaps/%s", ns, name);
+    return apply_send(c, &p, manager, "v1", "ConfigMap", ns, name, "data", data_json, cb, ud);
 }
 
 int tg_api_patch_pod_status(struct tg_client *c, const char *ns, const char *name,

@@ -375,15 +375,60 @@ static void hide_leaving(struct plan *x, int hide)
         tg_whatif_hide(x->w, x->leaving[i], hide);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* What the gang's `must` smallest requests of resource r add up to (vals:
+ * room for g->npods). */
+static int64_t need_of(const struct tg_gang *g, uint32_t r, uint32_t must, int64_t *vals)
+{
+    for (uint32_t j = 0; j < g->npods; j++)
+        vals[j] = tg_rq_get(g->pods[j]->req, g->pods[j]->nreq, r);
+    qsort(vals, g->npods, sizeof *vals, cmp_i64);
+    int64_t need = 0;
+    for (uint32_t n = 0; n < must; n++)
+        need += vals[n];
+    return need;
+}
+
+/* Per domain of tree level lvl, the most of resource r it could offer:
+ * its nodes' free room (each at least 0) plus what the units and
+ * Terminating pods there hold (a Terminating member counts once, as
+ * leaving). room: t->ndom + 1 entries. */
+static void room_of(const struct plan *x, uint32_t lvl, uint32_t r, uint32_t nslots, int64_t *room)
+{
+    const struct tg_cluster *c = &x->s->cluster;
+    const struct tg_tree *t = &c->tree;
+    memset(room, 0, (t->ndom + 1) * sizeof *room);
+    for (uint32_t slot = 0; slot < nslots; slot++) {
+        int64_t f = tg_alloc(c, slot, r) - tg_used(c, slot, r);
+        if (t->leaf[slot] != NONE && f > 0)
+            room[tg_tree_ancestor(t, t->leaf[slot], lvl)] += f;
+    }
+    for (uint32_t u = 0; u <= x->nunits; u++) {
+        struct tg_usage *const *recs = u < x->nunits ? x->units[u]->recs : x->leaving;
+        uint32_t nr = u < x->nunits ? x->units[u]->nrecs : x->nleaving;
+        for (uint32_t j = 0; j < nr; j++) {
+            const struct tg_usage *rec = recs[j];
+            if ((u < x->nunits && rec->deleting) || rec->hidden || rec->slot >= nslots ||
+                t->leaf[rec->slot] == NONE)
+                continue;
+            room[tg_tree_ancestor(t, t->leaf[rec->slot], lvl)] += tg_rq_get(rec->req, rec->nreq, r);
+        }
+    }
+}
+
 /* Reclaim: 1 when no domain at tree level lvl can hold the gang even with
  * every eligible unit and every Terminating pod gone, by resources alone.
  * For each resource the gang asks, its `must` smallest requests need that
  * much room inside one domain (NodeResourcesFit counts no member where it
- * does not fit), and a domain has at most its nodes' free room (each node
- * at least 0) plus what the units and Terminating pods there hold. A
- * necessary condition, O(nodes + units' pods) per resource, settled before
- * the what-if session and its counts (most reclaims that cannot help stop
- * here). Returns 0 or 1; 0 as well on out of memory (the session decides). */
+ * does not fit), and a domain has at most room_of. A necessary condition,
+ * O(nodes + units' pods) per resource, settled before the what-if session
+ * and its counts (most reclaims that cannot help stop here). Returns 0 or
+ * 1; 0 as well on out of memory (the session decides). */
 static int room_short(struct plan *x, uint32_t lvl)
 {
     const struct tg_gang *g = x->in->gang;
@@ -395,53 +440,18 @@ static int room_short(struct plan *x, uint32_t lvl)
     struct tg_arena_mark m = tg_arena_mark(&x->a);
     int64_t *room = tg_arena_alloc(&x->a, (t->ndom + 1) * sizeof *room);
     int64_t *vals = tg_arena_alloc(&x->a, (g->npods + 1) * sizeof *vals);
+    uint8_t seen[TG_RES_MAX] = {0}; /* each resource once: at its first pod */
     int short_all = 0;
     for (uint32_t i = 0; room && vals && i < g->npods && !short_all; i++)
         for (uint8_t k = 0; k < g->pods[i]->nreq && !short_all; k++) {
             uint32_t r = g->pods[i]->req[k].res;
-            int seen = 0; /* each resource once: at its first pod */
-            for (uint32_t j = 0; j < i && !seen; j++)
-                for (uint8_t q = 0; q < g->pods[j]->nreq; q++)
-                    seen |= g->pods[j]->req[q].res == r;
-            if (seen || r == TG_RES_PODS)
+            if (r >= TG_RES_MAX || seen[r] || r == TG_RES_PODS)
                 continue;
-            for (uint32_t j = 0; j < g->npods; j++) { /* the must smallest, summed */
-                vals[j] = 0;
-                for (uint8_t q = 0; q < g->pods[j]->nreq; q++)
-                    if (g->pods[j]->req[q].res == r)
-                        vals[j] = g->pods[j]->req[q].val;
-            }
-            int64_t need = 0;
-            for (uint32_t n = 0; n < must; n++) {
-                uint32_t lo = n;
-                for (uint32_t j = n + 1; j < g->npods; j++)
-                    lo = vals[j] < vals[lo] ? j : lo;
-                int64_t v = vals[lo];
-                vals[lo] = vals[n];
-                vals[n] = v;
-                need += v;
-            }
+            seen[r] = 1;
+            int64_t need = need_of(g, r, must, vals);
             if (need <= 0)
                 continue;
-            memset(room, 0, (t->ndom + 1) * sizeof *room);
-            for (uint32_t slot = 0; slot < nslots; slot++) {
-                int64_t f = tg_alloc(c, slot, r) - tg_used(c, slot, r);
-                if (t->leaf[slot] != NONE && f > 0)
-                    room[tg_tree_ancestor(t, t->leaf[slot], lvl)] += f;
-            }
-            for (uint32_t u = 0; u <= x->nunits; u++) {
-                struct tg_usage *const *recs = u < x->nunits ? x->units[u]->recs : x->leaving;
-                uint32_t nr = u < x->nunits ? x->units[u]->nrecs : x->nleaving;
-                for (uint32_t j = 0; j < nr; j++) {
-                    const struct tg_usage *rec = recs[j];
-                    if ((u < x->nunits && rec->deleting) || rec->hidden || rec->slot >= nslots ||
-                        t->leaf[rec->slot] == NONE)
-                        continue; /* a Terminating member counts once, as leaving */
-                    for (uint8_t q = 0; q < rec->nreq; q++)
-                        if (rec->req[q].res == r)
-                            room[tg_tree_ancestor(t, t->leaf[rec->slot], lvl)] += rec->req[q].val;
-                }
-            }
+            room_of(x, lvl, r, nslots, room);
             short_all = 1;
             for (uint32_t d = 0; d < t->ndom && short_all; d++)
                 short_all = room[d] < need;

@@ -33,7 +33,6 @@
 #include "util/vec.h"
 
 #include <math.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,11 +308,6 @@ int tg__tenants_same(const struct tg_engine *e, const struct tg_queue_obj *const
     return 1;
 }
 
-/* A new division from the Queue objects qs (copied: built again when a Node
- * first offers a resource a Queue names, which the division ignores until
- * then: the daemon may hear of its Queues before its Nodes); every entry
- * counted again (a Queue change is an administrator's act: O(pods) then is
- * fine). n == 0: queues off. */
 /* ---- time fairness across a restart --------------------------------------------------- */
 
 enum { MAX_SEEDS = 4096 };
@@ -366,6 +360,11 @@ void tg_engine_queues_tick(struct tg_engine *e)
         tg_fairshare_tick(e->tenants.fs, tg_engine_now(e));
 }
 
+/* A new division from the Queue objects qs (copied: built again when a Node
+ * first offers a resource a Queue names, which the division ignores until
+ * then: the daemon may hear of its Queues before its Nodes); every entry
+ * counted again (a Queue change is an administrator's act: O(pods) then is
+ * fine). n == 0: queues off. */
 int tg__tenants_replace(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n)
 {
     struct tg_tenants *t = &e->tenants;

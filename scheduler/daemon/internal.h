@@ -156,9 +156,6 @@ int tg__usage_ready(const struct tg__usage *u);
 /* Saves the usage every TG_USAGE_SAVE_MS while leading (final: now, on
  * SIGTERM). loop_ms: the loop's clock. */
 void tg__usage_tick(struct tg__usage *u, int64_t loop_ms, int final);
-/* The text saved (free()), the engine's queues ticked to now first; NULL
- * while queues are off or out of memory. */
-char *tg__usage_json(struct tg_engine *e, int64_t wall_ms);
 
 /* ---- binder.c: the binds of a PLACE decision -------------------------------------------- */
 

@@ -240,8 +240,9 @@ static void on_saved(void *ud, const struct tg_resp *resp)
     }
 }
 
-/* usage.json's text (free()), or NULL (nothing to save, or out of memory). */
-char *tg__usage_json(struct tg_engine *e, int64_t wall_ms)
+/* usage.json's text (free()), the engine's queues ticked to now first; NULL
+ * while queues are off or out of memory. */
+static char *usage_json(struct tg_engine *e, int64_t wall_ms)
 {
     tg_engine_queues_tick(e);
     const struct tg_fairshare *fs = tg_engine_fairshare(e);
@@ -278,7 +279,7 @@ char *tg__usage_json(struct tg_engine *e, int64_t wall_ms)
 static void save(struct tg__usage *u, int64_t loop_ms)
 {
     u->saved_ms = loop_ms;
-    char *text = tg__usage_json(u->engine, tg__wall_ms());
+    char *text = usage_json(u->engine, tg__wall_ms());
     if (!text)
         return;
     struct tg_sb data = {0};

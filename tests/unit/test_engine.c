@@ -517,8 +517,7 @@ static void queue_change_keeps_usage(void **state)
  * usage saved one half-life ago comes back halved for a queue that takes
  * part; one for a queue not defined yet waits and comes back when that Queue
  * appears, decayed over the engine time in between too; a bad amount is
- * refused; with time fairness off nothing is kept. The saved text names
- * every queue with its usage (tg__usage_json reads the same accessors). */
+ * refused; with time fairness off nothing is kept. */
 static void saved_usage_comes_back(void **state)
 {
     (void)state;
