@@ -145,6 +145,21 @@ static void test_least_privilege(void **state)
     /* another Node: refused by the admission policy (it exists, RBAC allows) */
     assert_int_equal(tgc_sh("sed 's/gpu-a/gpu-b/g' '%s/node.json' > '%s/node-b.json'", C.dir, C.dir), 0);
     assert_int_equal(tgc_kubectl(&C, "create -f '%s/node-b.json' >/dev/null", C.dir), 0);
+    /* The apiserver loads a new ValidatingAdmissionPolicy through its own
+     * informer and recompiles policies on a timer, so `apply` returning does
+     * not mean it is enforced yet (CI of 377b533: the agent patched gpu-b
+     * moments after the apply). Wait, up to 60 s, until a server-side dry run
+     * of the agent's own patch on gpu-b is refused by the policy; the agent
+     * itself must then fail. */
+    int enforced = 0;
+    for (int i = 0; i < 120 && !enforced; i++) {
+        enforced = tgc_sh("'%s/kubectl' --kubeconfig '%s' label node gpu-b "
+                          "topogang.io/gpu-domains=1 --dry-run=server 2>&1 "
+                          "| grep -q 'ValidatingAdmissionPolicy'", C.bin, kc) == 0;
+        if (!enforced)
+            usleep(500 * 1000);
+    }
+    assert_true(enforced);
     assert_int_not_equal(tgc_sh("ASAN_OPTIONS=detect_leaks=0 '%s' agent --once --node-name gpu-b "
                                 "--kubeconfig '%s' --topology-xml '%s' 2>/dev/null",
                                 getenv("TOPOGANG_BIN"), kc, td_path("hwloc/llnl-pascal_2s-broadwell_2xP100_1xmlx5-asymmetric.xml",
