@@ -1,71 +1,79 @@
-/* The watch-event stream of one collection: the newline-delimited JSON
- * splitter (informer/jsonl.h) and, per line, what that collection's
- * reflector does with an event (informer/reflector.c on_line): parse
- * {"type","object"}, decode the object with the collection's kind and apply
- * ADDED/MODIFIED/DELETED to its store; BOOKMARK passes, ERROR ends the
- * stream (TG_EAGAIN), a malformed event or an unknown type too (TG_EPARSE).
- * The first input byte picks the collection (fuzz/collection.h: every kind
- * the daemon watches), the rest is the stream.
+/* The watch-event stream of one collection, through the reflector's own
+ * event handling (informer/reflector.c, fed by tg__reflector_feed_watch: the
+ * newline-delimited JSON splitter, then per event ADDED/MODIFIED/DELETED
+ * applied to its store with the handlers called, BOOKMARK passing, ERROR or
+ * a malformed event ending the stream). The first input byte picks the
+ * collection (fuzz/collection.h: every kind the daemon watches), the rest is
+ * the stream.
  *
- * The stream is fed twice, whole and in pieces of 1 to 64 bytes: the lines
- * delivered, the verdicts and the stores left behind must be the same, every
- * stored object must be found by its key, and a decoded object keeps its
- * key, uid and resourceVersion when decoded again. */
+ * The stream is fed twice, whole and in pieces of 1 to 64 bytes: the
+ * verdicts, the counters, the handlers' calls (in order, by key) and the
+ * stores left behind must be the same, and every stored object must be
+ * found by its key. The splitter alone is checked too: every line it gives
+ * is one line without its newline, and the same lines whole and in pieces. */
 #include "fuzz/collection.h"
 
 #include "informer/jsonl.h"
+#include "informer/reflector.h"
 #include "util/log.h"
 
 struct run {
-    struct tg_jsonl jl;
-    struct tg_store st;
-    uint64_t hash;
-    size_t lines, events;
+    const struct tg_kind *kind;
+    struct tg_reflector *r;
+    uint64_t calls;            /* hash of the handlers' calls, in order */
+    struct tg_jsonl jl;        /* the splitter alone */
+    uint64_t lines_hash;
+    size_t lines;
 };
+
+static void call(struct run *u, char what, const void *obj)
+{
+    const char *k = u->kind->key(obj);
+    fz_check(k && *k, "%s: handler given an object without a key", u->kind->name);
+    u->calls = fz_hash(u->calls, &what, 1);
+    u->calls = fz_hash(u->calls, k, strlen(k));
+}
+
+static void on_add(void *ud, const void *obj)
+{
+    call(ud, 'a', obj);
+}
+
+static void on_update(void *ud, const void *old, const void *obj)
+{
+    struct run *u = ud;
+    fz_check(!strcmp(u->kind->key(old), u->kind->key(obj)), "%s %s updated as %s",
+             u->kind->name, u->kind->key(old), u->kind->key(obj));
+    call(ud, 'u', obj);
+}
+
+static void on_delete(void *ud, const void *obj)
+{
+    call(ud, 'd', obj);
+}
 
 static int on_line(void *ud, const char *line, size_t len)
 {
-    struct run *r = ud;
+    struct run *u = ud;
     fz_check(len > 0 && line[len - 1] != '\n' && !memchr(line, '\n', len), "bad line cut");
-    r->lines++;
-    r->hash = fz_hash(r->hash, line, len);
-    cJSON *ev = cJSON_ParseWithLength(line, len);
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
-    int rc = 0;
-    if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
-        rc = TG_EPARSE;
-    } else if (!strcmp(type->valuestring, "ERROR")) {
-        rc = TG_EAGAIN;
-    } else if (!strcmp(type->valuestring, "ADDED") || !strcmp(type->valuestring, "MODIFIED") ||
-               !strcmp(type->valuestring, "DELETED")) {
-        const struct tg_kind *kind = r->st.kind;
-        void *o;
-        int named, drc = 1;
-        /* as the reflector: a DELETED of a cached object goes undecoded */
-        void *cached = type->valuestring[0] == 'D' ? tg_store_named(&r->st, obj, &named) : NULL;
-        if (cached) {
-            char key[1024];
-            snprintf(key, sizeof key, "%s", kind->key(cached));
-            kind->free(tg_store_take(&r->st, kind->key(cached)));
-            fz_check(!tg_store_get(&r->st, key), "%s %s: found after its delete", kind->name, key);
-        } else if ((drc = fz_decode(kind, obj, &o)) == TG_ENOMEM) {
-            rc = drc;
-        } else if (drc == 0 && type->valuestring[0] == 'D') {
-            kind->free(tg_store_take(&r->st, kind->key(o)));
-            fz_check(!tg_store_get(&r->st, kind->key(o)), "%s %s: found after its delete",
-                     kind->name, kind->key(o));
-            kind->free(o);
-        } else if (drc == 0) {
-            rc = fz_put(&r->st, o);
-        }
-        r->events++;
-        r->hash = fz_hash(r->hash, &drc, sizeof drc);
-    } else if (strcmp(type->valuestring, "BOOKMARK") != 0) {
-        rc = TG_EPARSE;
-    }
-    cJSON_Delete(ev);
-    return rc;
+    u->lines++;
+    u->lines_hash = fz_hash(u->lines_hash, line, len);
+    return 0;
+}
+
+static void run_init(struct run *u, const struct tg_kind *kind)
+{
+    struct tg_reflector_opts o = {
+        .kind = kind, .path = "/fuzz",
+        .h = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ud = u}};
+    u->kind = kind;
+    fz_check(tg__reflector_new_offline(&o, &u->r) == 0, "reflector not made");
+}
+
+static void run_free(struct run *u)
+{
+    tg__reflector_free_offline(&u->r);
+    tg_jsonl_free(&u->jl);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -81,28 +89,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct tg_kind *kind = tg_informer_kind(fz_collection(&data, &size));
     const char *d = (const char *)data;
     struct run whole = {0}, cut = {0};
-    tg_store_init(&whole.st, kind);
-    tg_store_init(&cut.st, kind);
-    int rw = tg_jsonl_feed(&whole.jl, d, size, on_line, &whole);
+    run_init(&whole, kind);
+    run_init(&cut, kind);
+    int rw = tg__reflector_feed_watch(whole.r, d, size);
+    tg_jsonl_feed(&whole.jl, d, size, on_line, &whole);
     int rc = 0;
     uint64_t seed = fz_hash(14695981039346656037ULL, data, size);
-    for (size_t off = 0, n; off < size && rc == 0; off += n) {
+    for (size_t off = 0, n; off < size; off += n) {
         n = fz_chunk(&seed, size - off);
-        rc = tg_jsonl_feed(&cut.jl, d + off, n, on_line, &cut);
+        if (rc == 0)
+            rc = tg__reflector_feed_watch(cut.r, d + off, n);
+        tg_jsonl_feed(&cut.jl, d + off, n, on_line, &cut);
     }
     fz_check(rw == rc, "whole feed returned %d, in pieces %d", rw, rc);
-    fz_check(whole.lines == cut.lines && whole.hash == cut.hash && whole.events == cut.events,
+    fz_check(rw == 0 || rw == TG_EPARSE || rw == TG_EAGAIN || rw == TG_ENOMEM,
+             "feed returned %d (%s)", rw, tg_err_name(rw));
+    fz_check(whole.lines == cut.lines && whole.lines_hash == cut.lines_hash,
              "lines differ: %zu vs %zu", whole.lines, cut.lines);
-    fz_check(tg_store_len(&whole.st) == tg_store_len(&cut.st), "%s store differs", kind->name);
-    for (uint32_t i = 0; i < tg_store_len(&whole.st); i++)
-        fz_check(tg_store_get(&cut.st, kind->key(tg_store_at(&whole.st, i))),
-                 "%s %s: stored whole, not in pieces", kind->name,
-                 kind->key(tg_store_at(&whole.st, i)));
-    fz_check_store(&whole.st);
-    fz_check_store(&cut.st);
-    tg_jsonl_free(&whole.jl);
-    tg_jsonl_free(&cut.jl);
-    tg_store_free(&whole.st);
-    tg_store_free(&cut.st);
+    const struct tg_reflector_stats *a = tg_reflector_stats(whole.r), *b = tg_reflector_stats(cut.r);
+    fz_check(a->events == b->events && a->bookmarks == b->bookmarks && a->adds == b->adds &&
+                 a->updates == b->updates && a->deletes == b->deletes &&
+                 a->deletes_undecoded == b->deletes_undecoded &&
+                 a->decode_errors == b->decode_errors && a->decode_drops == b->decode_drops &&
+                 a->parse_errors == b->parse_errors,
+             "%s counters differ whole and in pieces (events %llu vs %llu)", kind->name,
+             (unsigned long long)a->events, (unsigned long long)b->events);
+    fz_check(whole.calls == cut.calls, "%s handlers called differently", kind->name);
+    fz_check(a->adds + a->updates + a->deletes <= a->events, "%s: more changes than events",
+             kind->name);
+    const struct tg_store *sw = tg_reflector_store(whole.r), *sc = tg_reflector_store(cut.r);
+    fz_check(tg_store_len(sw) == tg_store_len(sc), "%s store differs", kind->name);
+    for (uint32_t i = 0; i < tg_store_len(sw); i++)
+        fz_check(tg_store_get(sc, kind->key(tg_store_at(sw, i))),
+                 "%s %s: stored whole, not in pieces", kind->name, kind->key(tg_store_at(sw, i)));
+    fz_check_store(sw);
+    fz_check_store(sc);
+    run_free(&whole);
+    run_free(&cut);
     return 0;
 }

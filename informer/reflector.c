@@ -489,8 +489,8 @@ static char *dup_opt(const char *s, int *bad)
     return d;
 }
 
-int tg_reflector_new(struct tg_client *c, const struct tg_reflector_opts *o,
-                     struct tg_reflector **out)
+/* The reflector's state for o, without its client and retry timer. */
+static int reflector_alloc(const struct tg_reflector_opts *o, struct tg_reflector **out)
 {
     *out = NULL;
     if (!o->kind || !o->path)
@@ -499,7 +499,6 @@ int tg_reflector_new(struct tg_client *c, const struct tg_reflector_opts *o,
     if (!r)
         return TG_ENOMEM;
     int bad = 0;
-    r->c = c;
     r->o = *o;
     r->o.path = dup_opt(o->path, &bad);
     r->o.field_selector = dup_opt(o->field_selector, &bad);
@@ -519,9 +518,19 @@ int tg_reflector_new(struct tg_client *c, const struct tg_reflector_opts *o,
         r->o.backoff_max_ms = 30000;
     r->backoff_ms = r->o.backoff_min_ms;
     tg_store_init(&r->store, o->kind);
-    uv_timer_init(tg_client_loop(c), &r->retry);
     r->retry.data = r;
     *out = r;
+    return 0;
+}
+
+int tg_reflector_new(struct tg_client *c, const struct tg_reflector_opts *o,
+                     struct tg_reflector **out)
+{
+    int rc = reflector_alloc(o, out);
+    if (rc)
+        return rc;
+    (*out)->c = c;
+    uv_timer_init(tg_client_loop(c), &(*out)->retry);
     return 0;
 }
 
@@ -547,6 +556,23 @@ static void on_closed(uv_handle_t *h)
     free((char *)r->o.field_selector);
     free((char *)r->o.label_selector);
     free(r);
+}
+
+int tg__reflector_new_offline(const struct tg_reflector_opts *o, struct tg_reflector **out)
+{
+    return reflector_alloc(o, out);
+}
+
+int tg__reflector_feed_watch(struct tg_reflector *r, const char *data, size_t len)
+{
+    return on_watch_chunk(r, data, len);
+}
+
+void tg__reflector_free_offline(struct tg_reflector **pr)
+{
+    if (*pr)
+        on_closed((uv_handle_t *)&(*pr)->retry);
+    *pr = NULL;
 }
 
 void tg_reflector_free(struct tg_reflector **pr)

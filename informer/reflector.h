@@ -90,4 +90,14 @@ void tg_reflector_break(struct tg_reflector *r);
 /* Internal (informer.c): a second on_synced callback, run after h.on_synced. */
 void tg__reflector_set_synced_hook(struct tg_reflector *r, void (*fn)(void *), void *ud);
 
+/* For fuzz targets: a reflector with no client and no loop, fed a watch
+ * stream's bytes by tg__reflector_feed_watch through the same event handling
+ * as a live watch (its store, stats and handlers as then). The feed returns
+ * what a live watch would act on: 0, TG_EPARSE (a malformed or unknown
+ * event), TG_EAGAIN (an ERROR event, or a DELETED naming nothing: the watch
+ * ends), TG_ENOMEM. Free with tg__reflector_free_offline only. */
+int tg__reflector_new_offline(const struct tg_reflector_opts *o, struct tg_reflector **out);
+int tg__reflector_feed_watch(struct tg_reflector *r, const char *data, size_t len);
+void tg__reflector_free_offline(struct tg_reflector **r);
+
 #endif
