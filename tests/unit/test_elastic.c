@@ -135,6 +135,70 @@ static void grows_inside_its_domain(void **state)
     free(y);
 }
 
+/* Nodes "<rk>-<cl>-n<i>" of 8 GPUs in rack rk, NVLink domain cl. */
+static void clique(char **y, const char *rk, const char *cl, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char name[48], labels[200];
+        snprintf(name, sizeof name, "%s-%s-n%d", rk, cl, i);
+        snprintf(labels, sizeof labels, "topogang.io/rack: %s, nvidia.com/gpu.clique: %s, "
+                 "kubernetes.io/hostname: %s", rk, cl, name);
+        tu_node_labels(y, name, labels, 8);
+    }
+}
+
+/* Placed members of gang g whose node name starts with prefix. */
+static int placed_in(const cJSON *g, const char *prefix)
+{
+    int n = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(g, "pods"))
+    {
+        const char *node = tu_str(p, "node");
+        n += node && !strncmp(node, prefix, strlen(prefix));
+    }
+    return n;
+}
+
+/* An elastic gang's first domain is chosen for its desired size: minMember
+ * 4, maxMember 8, required rack, preferred NVLink domain. Rack r0 is one
+ * NVLink domain of 4 free nodes (it holds minMember at the preferred level,
+ * but the gang could never grow there); rack r1 holds all 8 in NVLink
+ * domains of 3, 3 and 2. All 8 go to r1. With r1 too small for 8 (two
+ * domains of 3) no domain holds the desired size: the gang still starts,
+ * with minMember at least (never made to wait). */
+static void domain_for_desired_size(void **state)
+{
+    (void)state;
+    static const char *pol =
+        "topology:\n  levels:\n"
+        "    - {name: rack, nodeLabel: topogang.io/rack}\n"
+        "    - {name: nvlink-domain, nodeLabel: nvidia.com/gpu.clique}\n"
+        "    - {name: node, nodeLabel: kubernetes.io/hostname}\n";
+    for (int small = 0; small < 2; small++) {
+        char *y = NULL;
+        clique(&y, "r0", "c0", 4);
+        clique(&y, "r1", "c1", 3);
+        clique(&y, "r1", "c2", 3);
+        if (!small)
+            clique(&y, "r1", "c3", 2);
+        group(&y, "el", 4, 8, 10, "topology: {required: rack, preferred: nvlink-domain}");
+        pending(&y, "el", 0, 8);
+        cJSON *res = tu_simulate(pol, y);
+        const cJSON *g = tu_gang(res, "ml/el");
+        assert_non_null(g);
+        assert_string_equal(tu_str(g, "status"), "Scheduled");
+        if (!small) {
+            assert_int_equal(placed(g), 8);
+            assert_int_equal(placed_in(g, "r1-"), 8);
+        } else {
+            assert_true(placed(g) >= 4);
+        }
+        cJSON_Delete(res);
+        free(y);
+    }
+}
+
 /* minMember 2, maxMember 3, five pods, room for all: three placed. */
 static void desired_bound(void **state)
 {
@@ -818,6 +882,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(grows_inside_its_domain),
+        cmocka_unit_test(domain_for_desired_size),
         cmocka_unit_test(desired_bound),
         cmocka_unit_test(cap_keeps_lowest_ranks),
         cmocka_unit_test(six_of_eight),
