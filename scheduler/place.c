@@ -1859,8 +1859,10 @@ static int sg_plan(struct pc *x)
         for (uint32_t s = 0; s < ns; s++)
             pend += p->need[(size_t)k * ns + s];
         /* a sub-group with nothing to place waits for nothing once the gang
-         * runs or is elastic (its members beyond maxMember wait whole) */
-        if (!pend && (g->nbound || pg->max_member > 0))
+         * runs or is elastic (its members beyond maxMember wait whole); a
+         * Volcano one whose members all left is none */
+        if (!pend && (g->nbound || pg->max_member > 0 ||
+                      (pg->sub_by == TG_SUB_BY_VOLCANO && !p->placed[k])))
             continue;
         char name[128];
         p->opt[k] = g->nbound && p->placed[k] >= min;
