@@ -358,6 +358,37 @@ static void test_volcano_subgroup_policy(void **state)
     tg_podgroup_free(&g);
 }
 
+/* KAI's nested sub-groups (spec.subGroups[].parent): a parent only groups
+ * its leaves (the leaves are the sub-groups, each with its own constraint);
+ * a parent with a topologyConstraint of its own is refused naming the field. */
+static void test_kai_nested_subgroups(void **state)
+{
+    (void)state;
+    struct tg_podgroup *g = pg(
+        "{\"apiVersion\":\"scheduling.run.ai/v2alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
+        "{\"name\":\"k\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":4,\"subGroups\":["
+        "{\"name\":\"decode\"},"
+        "{\"name\":\"d0\",\"parent\":\"decode\",\"minMember\":2,\"topologyConstraint\":"
+        "{\"requiredTopologyLevel\":\"nvidia.com/gpu.clique\"}},"
+        "{\"name\":\"d1\",\"parent\":\"decode\",\"minMember\":2}]}}");
+    assert_null(g->problem);
+    assert_int_equal(g->nsubs, 2);
+    assert_string_equal(tg_str(g->subs[0].name), "d0");
+    assert_string_equal(tg_str(g->subs[0].required), "nvidia.com/gpu.clique");
+    assert_string_equal(tg_str(g->subs[1].name), "d1");
+    assert_int_equal(g->subs[1].required, 0);
+    tg_podgroup_free(&g);
+    g = pg("{\"apiVersion\":\"scheduling.run.ai/v2alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"k\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":4,\"subGroups\":["
+           "{\"name\":\"decode\",\"topologyConstraint\":{\"requiredTopologyLevel\":\"topogang.io/rack\"}},"
+           "{\"name\":\"d0\",\"parent\":\"decode\",\"minMember\":2}]}}");
+    assert_non_null(g->problem);
+    assert_non_null(strstr(g->problem, "spec.subGroups[0].topologyConstraint: a constraint over "
+                                       "nested sub-groups is not supported yet"));
+    assert_true(nwarn >= 1);
+    tg_podgroup_free(&g);
+}
+
 static void test_kai_podgroup(void **state)
 {
     (void)state;
@@ -957,6 +988,7 @@ int main(void)
         cmocka_unit_test(test_scheduler_plugins_podgroup),
         cmocka_unit_test(test_volcano_podgroup),
         cmocka_unit_test(test_volcano_subgroup_policy),
+        cmocka_unit_test(test_kai_nested_subgroups),
         cmocka_unit_test(test_kai_podgroup),
         cmocka_unit_test(test_job_size),
         cmocka_unit_test(test_jobset_lws_kubeflow_size),
