@@ -505,10 +505,14 @@ void tg_engine_forget(struct tg_engine *e, const char *key)
     }
 }
 
-/* The fields of a PodGroup that placement and the queue read. */
+/* The fields of a PodGroup that placement and the queue read; a peer's
+ * whole spec through metadata.generation (its sub-group policy, its
+ * networkTopology: 0 for topogang.io PodGroups, whose status writes
+ * never move it anyway). */
 static int pg_same_spec(const struct tg_podgroup *a, const struct tg_podgroup *b)
 {
-    return a->min_member == b->min_member && a->max_member == b->max_member &&
+    return a->generation == b->generation &&
+           a->min_member == b->min_member && a->max_member == b->max_member &&
            a->timeout_s == b->timeout_s &&
            a->priority == b->priority && a->has_priority == b->has_priority &&
            a->prio_class == b->prio_class && a->strategy == b->strategy &&
