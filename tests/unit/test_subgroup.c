@@ -1,6 +1,7 @@
 /* Sub-groups (issue 20) through `simulate`: a joint arrangement found where
  * best-fit-decreasing fails, all or nothing, the gang's required level, the
- * sub-groups' minMember, bad labels, subGroupSize by rank; and a property test
+ * sub-groups' minMember, bad labels, subGroupSize by rank, KAI's and Volcano's
+ * forms (spec.subGroupPolicy: sub-groups by label values); and a property test
  * of tg_subgroup_solve against brute force on small random trees. */
 #include "testutil.h"
 #include "model/objects.h"
@@ -579,6 +580,27 @@ static void test_volcano_subgroup_policy(void **state)
     assert_string_not_equal(tu_str(g, "status"), "Scheduled");
     assert_non_null(strstr(tu_str(g, "reason"), "spec.subGroupPolicy[0].networkTopology."
                                                 "highestTierAllowed: tier 7 does not exist"));
+    cJSON_Delete(res);
+    free(y);
+
+    /* the pods before their PodGroup: the sub-groups are listed from the
+     * members the gang already has when the PodGroup comes; two partitions
+     * of 6 in NVLink domains of 10 (1 GPU each): one domain each */
+    y = NULL;
+    cluster_two_tens(&y);
+    vc_pods(&y, "pa", "volcano.sh/partition: a", 6);
+    vc_pods(&y, "pb", "volcano.sh/partition: b", 6);
+    vc_group(&y, 12, "  - name: p\n    subGroupSize: 6\n    matchLabelKeys: [volcano.sh/partition]\n"
+                     "    networkTopology: {mode: hard, highestTierAllowed: 1}\n");
+    res = tu_simulate(POLICY, y);
+    g = gang_v(res);
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "subGroups")), 2);
+    char ca[16], cb[16];
+    assert_one_clique(res, "pa", 6, ca);
+    assert_one_clique(res, "pb", 6, cb);
+    assert_string_not_equal(ca, cb);
     cJSON_Delete(res);
     free(y);
 }
