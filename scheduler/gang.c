@@ -817,11 +817,12 @@ static void volcano_subs(struct tg_gangs *gs, struct tg_grec *g, struct tg_podgr
         if (sp->tier >= 0) {
             int l = tier_level(gs->policy, sp->tier);
             char lvs[512];
-            levels_text(gs->policy, lvs, sizeof lvs);
-            if (l < 1)
+            if (l < 1) {
+                levels_text(gs->policy, lvs, sizeof lvs);
                 eff_problem(g, "spec.subGroupPolicy[%u].networkTopology.highestTierAllowed: tier "
                             "%d does not exist (tiers count the policy's levels from the nodes "
                             "up; %s)", i, sp->tier, lvs);
+            }
             lv = l < 1 ? 0 : level_name(gs->policy, l);
         } else if (sp->tier_name) {
             snprintf(f, sizeof f, "spec.subGroupPolicy[%u].networkTopology.highestTierName", i);
