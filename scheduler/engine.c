@@ -1120,6 +1120,11 @@ static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     set_hint(g, &d->view);
     if ((rc = attempt(e, g, d, &placed)))
         return rc;
+    /* an elastic gang with sub-groups that does not fit at its desired
+     * size starts at minMember where that fits (elastic.h); the view stays
+     * cut for what follows (a nomination's domain, preemption) */
+    if (!placed && tg_elastic_fallback(g, &d->view) && (rc = attempt(e, g, d, &placed)))
+        return rc;
     if (!placed && g->q.nom) {
         if (victims_remaining(e, g->q.nom)) {
             d->kind = TG_D_NOMINATED;

@@ -802,6 +802,50 @@ static void cap_keeps_subgroups_whole(void **state)
     free(y);
 }
 
+/* minMember 8, maxMember 16, sub-groups of 4 consecutive ranks (each in
+ * one rack), sixteen pods, room for two sub-groups only (racks r0, r1 of 4
+ * nodes, r2 of 3): not whole at its desired size, it starts at minMember
+ * (ranks 0-7, two whole sub-groups, each in one rack) instead of waiting.
+ * Before, every sub-group it started was required: "sub-group 2: no rack
+ * ... has room" and nothing placed. */
+static void subgroups_start_at_min(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 4);
+    rack(&y, "r1", 4);
+    rack(&y, "r2", 3);
+    group(&y, "el", 8, 16, 10, "subGroupSize: 4, subGroupTopology: {required: rack}");
+    for (int r = 0; r < 16; r++)
+        tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: el-%d\n  namespace: ml\n"
+                   "  labels: {topogang.io/pod-group: el, topogang.io/rank: \"%d\"}\n"
+                   "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                   "    resources: {requests: {nvidia.com/gpu: 8}}\n", r, r);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/el");
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(placed(g), 8);
+    char rk[2][8] = {"", ""};
+    for (int r = 0; r < 16; r++) {
+        char pod[16];
+        snprintf(pod, sizeof pod, "ml/el-%d", r);
+        const char *n = tu_node_of(res, pod);
+        if (r >= 8) {
+            assert_null(n);
+            continue;
+        }
+        assert_non_null(n);
+        if (!rk[r / 4][0])
+            snprintf(rk[r / 4], sizeof rk[0], "%.2s", n);
+        assert_memory_equal(rk[r / 4], n, 2); /* each sub-group in one rack */
+    }
+    assert_string_not_equal(rk[0], "r2");
+    assert_string_not_equal(rk[1], "r2");
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* el (minMember 3; sub-groups a: minMember 2, b: minMember 1) runs a0, a1
  * (the youngest) and b0, b1 in r0, b2 in r1 beside a gang of priority 1000.
  * A gang of priority 100 needing two nodes of a rack takes b0 and b1 (b can
@@ -896,6 +940,7 @@ int main(void)
         cmocka_unit_test(growth_woken_by_room),
         cmocka_unit_test(replay_extra_leaves_its_run),
         cmocka_unit_test(cap_keeps_subgroups_whole),
+        cmocka_unit_test(subgroups_start_at_min),
         cmocka_unit_test(extras_respect_subgroup_min),
         cmocka_unit_test(growth_inside_subgroup_domains),
     };
