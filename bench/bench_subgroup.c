@@ -1,6 +1,6 @@
 /* Sub-group placement benchmark (issue 20), medians.
  *
- *   bench_subgroup [--nodes N] [--runs R]
+ *   bench_subgroup [--nodes N] [--runs R] [--volcano]
  *
  * Cluster: N nodes (default 10,000) of 4 GPUs; zone (4 blocks) / block (32
  * NVLink domains, 576 nodes) / rack = nvlink-domain (18 nodes) / node.
@@ -11,9 +11,13 @@
  * (ranks from topogang.io/rank), each sub-group `required: nvlink-domain`,
  * the gang `required: block`: 128 sub-groups, 4 per domain, the whole of
  * one block. Measures tg_sched_gang (the core: count, search, fill) placed
- * and rolled back R times. */
+ * and rolled back R times. --volcano: the same gang as a Volcano PodGroup's
+ * spec.subGroupPolicy (one entry, subGroupSize 8, matchLabelKeys [part],
+ * pods labelled part: <rank / 8>; the 128 sub-groups listed as the gang
+ * layer lists them), so each member's sub-group is found by its labels. */
 #include "config/policy.h"
 #include "model/objects.h"
+#include "model/workload.h"
 #include "scheduler/cycle.h"
 #include "util/intern.h"
 #include "util/strbuf.h"
@@ -102,13 +106,16 @@ static void load(struct loadctx *x, struct tg_sb *b)
 int main(int argc, char **argv)
 {
     uint32_t nodes = 10000, runs = 15;
+    int volcano = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--nodes") && i + 1 < argc)
             nodes = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--volcano"))
+            volcano = 1;
         else {
-            fprintf(stderr, "usage: bench_subgroup [--nodes N] [--runs R]\n");
+            fprintf(stderr, "usage: bench_subgroup [--nodes N] [--runs R] [--volcano]\n");
             return 2;
         }
     }
@@ -133,14 +140,32 @@ int main(int argc, char **argv)
     }
     for (uint32_t r = 0; r < GANG; r++)
         tg_sb_printf(&b, "---\nkind: Pod\nmetadata:\n  name: w-%04u\n  namespace: ml\n  labels: "
-                         "{topogang.io/pod-group: tp, topogang.io/rank: \"%u\"}\nspec:\n"
-                         "  schedulerName: topogang\n  containers:\n  - name: c\n"
-                         "    resources: {requests: {nvidia.com/gpu: 2}}\n", r, r);
+                         "{topogang.io/pod-group: tp, topogang.io/rank: \"%u\", part: \"%u\"}\n"
+                         "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                         "    resources: {requests: {nvidia.com/gpu: 2}}\n", r, r, r / SIZE);
     load(&x, &b);
     tg_sb_free(&b);
     struct tg_podgroup pg = {.min_member = GANG, .required = tg_intern("block"), .key = "ml/tp",
                              .sub_size = SIZE,
                              .sub_topo = {.min_member = SIZE, .required = tg_intern("nvlink-domain")}};
+    static struct tg_subgroup subs[GANG / SIZE];
+    uint32_t part = tg_intern("part");
+    struct tg_sgpolicy sp = {.name = tg_intern("part"), .size = SIZE, .keys = &part, .nkeys = 1,
+                             .tier_hard = 1, .tier = 1};
+    if (volcano) { /* what scheduler/gang.c's volcano_subs makes of it */
+        char name[32];
+        for (uint32_t k = 0; k < GANG / SIZE; k++) {
+            snprintf(name, sizeof name, "part-%u", k);
+            subs[k] = (struct tg_subgroup){tg_intern(name), SIZE, tg_intern("nvlink-domain"), 0};
+        }
+        pg.sub_size = 0;
+        pg.subs = subs;
+        pg.nsubs = GANG / SIZE;
+        pg.sgpol = &sp;
+        pg.nsgpol = 1;
+        pg.sub_by = TG_SUB_BY_VOLCANO;
+        pg.api = TG_PG_VOLCANO;
+    }
     struct tg_gang g = {.name = "ml/tp", .pg = &pg, .pods = pending, .npods = x.npending,
                         .anchor = TG_NONE, .within = TG_NONE};
     double *t = calloc(runs + 1, sizeof *t), *cpu = calloc(runs + 1, sizeof *cpu);
@@ -162,9 +187,10 @@ int main(int argc, char **argv)
     }
     qsort(t, runs, sizeof *t, cmp_d);
     qsort(cpu, runs, sizeof *cpu, cmp_d);
-    printf("1,024-pod gang of 128 sub-groups of 8 (required nvlink-domain, gang required block) on "
+    printf("1,024-pod gang of 128 sub-groups of 8%s (required nvlink-domain, gang required block) on "
            "%u nodes, %u blocks rejected by the joint search first: median %.2f ms, p90 %.2f ms "
-           "(thread CPU: median %.2f ms; %u runs; placed in %s)\n", nodes, full > 1 ? full - 1 : 0,
+           "(thread CPU: median %.2f ms; %u runs; placed in %s)\n",
+           volcano ? " by Volcano's subGroupPolicy" : "", nodes, full > 1 ? full - 1 : 0,
            t[runs / 2], t[runs * 9 / 10], cpu[runs / 2], runs, path);
     for (uint32_t i = 0; i < x.npending; i++)
         tg_pod_free(&pending[i]);

@@ -2,6 +2,7 @@
  * Shared by the informer (API server JSON) and `simulate` (YAML via
  * util/yamljson.c). Every problem is reported with the object and the field;
  * a decoder never trusts a type or a count. See objects.h. */
+#include "model/decoding.h"
 #include "model/objects.h"
 #include "model/qos.h"
 #include "model/quantity.h"
@@ -1980,6 +1981,11 @@ void tg_podgroup_free(struct tg_podgroup **pg)
     free(g->rv);
     free(g->problem);
     free(g->subs);
+    for (uint32_t i = 0; i < g->nsgpol; i++) {
+        tg_labelsel_free(&g->sgpol[i].sel);
+        free(g->sgpol[i].keys);
+    }
+    free(g->sgpol);
     free(g);
     *pg = NULL;
 }
@@ -2057,6 +2063,27 @@ static int decode_labelsel(struct dec *x, const cJSON *o, const char *field, str
         }
     }
     return 0;
+}
+
+/* tg__labelsel_decode's reporter: each error becomes a problem of the pass. */
+static void sel_problem(void *ud, int is_error, const cJSON *at, const char *what,
+                        const char *field, const char *msg)
+{
+    (void)is_error, (void)what;
+    tg__problem(ud, at, field, "%s", msg);
+}
+
+int tg__labelsel_decode(struct tg__dec *x, const cJSON *o, const char *field,
+                        struct tg_labelsel *sel)
+{
+    struct tg_diag d = {.report = sel_problem, .ud = x};
+    struct dec dx = {.d = &d};
+    if (!cJSON_IsObject(o)) {
+        tg__problem(x, o, field, "must be a map, not %s", type_name(o));
+        return -1;
+    }
+    int rc = decode_labelsel(&dx, o, field, sel);
+    return rc ? rc : dx.bad ? -1 : 0;
 }
 
 /* An IntOrString budget: 3 or "30%". Returns 1 when given, 0 when absent,

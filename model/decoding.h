@@ -29,4 +29,10 @@ void tg__problem(struct tg__dec *x, const cJSON *at, const char *field, const ch
  * a problem "path.key: unknown field". */
 void tg__known_fields(struct tg__dec *x, const cJSON *o, const char *path, const char *const *known);
 
+/* A metav1.LabelSelector o at `field` into sel (model/decode.c's decoder):
+ * 0, -1 after a problem (sel may hold part: free it either way), or
+ * TG_ENOMEM. */
+int tg__labelsel_decode(struct tg__dec *x, const cJSON *o, const char *field,
+                        struct tg_labelsel *sel);
+
 #endif

@@ -320,6 +320,27 @@ struct tg_subgroup {
 
 #define TG_MAX_SUBGROUPS 4096           /* spec.subGroups entries accepted */
 
+/* One entry of a Volcano PodGroup's spec.subGroupPolicy (model/workload.h):
+ * the members its labelSelector matches (the first entry that matches a pod
+ * takes it) form one sub-group per distinct tuple of values of its
+ * matchLabelKeys (a member lacking one of them, or with one empty, is in
+ * none of this entry's), each of subGroupSize members, named
+ * "<name>-<value>[-<value>...]" ("<name>" without keys), at its
+ * networkTopology (resolved against the policy's levels as the gang's is). */
+struct tg_sgpolicy {
+    uint32_t name;                      /* interned spec.subGroupPolicy[i].name ("<i>" none) */
+    int32_t size;                       /* subGroupSize, >= 1 (default 1) */
+    struct tg_labelsel sel;             /* labelSelector; empty: every member */
+    uint32_t *keys;                     /* matchLabelKeys, interned, owned */
+    uint16_t nkeys;
+    uint8_t tier_hard;                  /* networkTopology.mode hard */
+    int16_t tier;                       /* highestTierAllowed, -1 none */
+    uint32_t tier_name;                 /* highestTierName (level or node label key), 0 none */
+};
+
+#define TG_MAX_SGPOLICIES 64            /* spec.subGroupPolicy entries accepted */
+#define TG_MAX_SGKEYS 16                /* matchLabelKeys per entry */
+
 struct tg_podgroup {
     char *key;                          /* "namespace/name", owned */
     uint32_t ns, name;                  /* interned */
@@ -361,6 +382,10 @@ struct tg_podgroup {
     int32_t sub_size;
     struct tg_subgroup sub_topo;        /* name 0; min_member = sub_size */
     uint8_t sub_by;                     /* enum tg_sub_by: how a pod names its sub-group */
+    /* Volcano's spec.subGroupPolicy (owned, nsgpol of them): the gang layer
+     * lists its sub-groups in subs as members show them (TG_SUB_BY_VOLCANO) */
+    struct tg_sgpolicy *sgpol;
+    uint32_t nsgpol;
 };
 
 /* How a member names its sub-group in pg->subs: the label topogang.io/sub-group
@@ -368,8 +393,10 @@ struct tg_podgroup {
  * pod, by the name of its controller Job; a whole-LWS gang's pod, by its
  * label leaderworkerset.sigs.k8s.io/group-index; an LWS group's pod, by its
  * label leaderworkerset.sigs.k8s.io/subgroup-index (LWS's subGroupPolicy;
- * with a whole-LWS gang, sub-group "<group>-<subgroup>", by both labels). */
-enum tg_sub_by { TG_SUB_BY_LABEL, TG_SUB_BY_JOB, TG_SUB_BY_LWS_GROUP, TG_SUB_BY_LWS_SUBGROUP };
+ * with a whole-LWS gang, sub-group "<group>-<subgroup>", by both labels); a
+ * Volcano PodGroup's, by its subGroupPolicy (struct tg_sgpolicy). */
+enum tg_sub_by { TG_SUB_BY_LABEL, TG_SUB_BY_JOB, TG_SUB_BY_LWS_GROUP, TG_SUB_BY_LWS_SUBGROUP,
+                 TG_SUB_BY_VOLCANO };
 
 /* The MemberLoss condition of a PodGroup's status: its reasons, indexed by
  * enum tg_pg_loss (TG_PGLOSS_NONE: no such condition, or not True). */

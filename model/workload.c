@@ -184,50 +184,161 @@ static void decode_xk8s(struct wdec *x, const cJSON *spec, struct tg_podgroup *g
         g->timeout_s = (int32_t)v;
 }
 
+/* A Volcano networkTopology {mode, highestTierAllowed | highestTierName} at
+ * `path`: mode hard unless soft; *tier the tier (-1 none); *name the tier
+ * name (interned, 0 none). 0, or -1 after a problem. */
+static int decode_nt(struct wdec *x, const cJSON *nt, const char *path, uint8_t *hard,
+                     int16_t *tier, uint32_t *name)
+{
+    char f[160];
+    *hard = 1, *tier = -1, *name = 0;
+    if (!cJSON_IsObject(nt)) {
+        tg__problem(&x->c, nt, path, "must be a map");
+        return -1;
+    }
+    tg__known_fields(&x->c, nt, path, volcano_nt);
+    snprintf(f, sizeof f, "%s.mode", path);
+    const char *mode = opt_str(x, nt, "mode", f);
+    if (mode && strcmp(mode, "hard") && strcmp(mode, "soft")) {
+        tg__problem(&x->c, tg__get(nt, "mode"), f, "must be hard or soft, not \"%s\"", mode);
+        return -1;
+    }
+    *hard = !mode || !strcmp(mode, "hard");
+    int64_t t;
+    snprintf(f, sizeof f, "%s.highestTierAllowed", path);
+    int has_tier = opt_int(x, nt, "highestTierAllowed", f, 0, 64, &t);
+    snprintf(f, sizeof f, "%s.highestTierName", path);
+    const char *tname = opt_str(x, nt, "highestTierName", f);
+    if (has_tier > 0 && tname) {
+        tg__problem(&x->c, nt, path, "highestTierAllowed and highestTierName exclude each other");
+        return -1;
+    }
+    if (has_tier > 0) {
+        *tier = (int16_t)t;
+    } else if (tname && *tname) {
+        *name = tg_intern(tname);
+    } else if (has_tier == 0 && *hard) {
+        snprintf(f, sizeof f, "%s.highestTierAllowed", path);
+        tg__problem(&x->c, nt, f, "is required with mode hard (or highestTierName)");
+        return -1;
+    } else if (has_tier == 0) {
+        *tier = 1; /* soft, no tier: as tight as the first tier above the nodes */
+    }
+    return has_tier < 0 ? -1 : 0;
+}
+
+static const char *const volcano_sgp[] = {"name", "subGroupSize", "labelSelector", "matchLabelKeys",
+                                          "minSubGroups", "networkTopology", NULL};
+
+/* spec.subGroupPolicy[i] at `path` into *sp. Returns 0 or TG_ENOMEM
+ * (problems go to x). */
+static int decode_sgpolicy(struct wdec *x, const cJSON *it, const char *path, uint32_t i,
+                           struct tg_sgpolicy *sp)
+{
+    char f[160];
+    sp->tier = -1;
+    if (!cJSON_IsObject(it)) {
+        tg__problem(&x->c, it, path, "must be a map");
+        return 0;
+    }
+    tg__known_fields(&x->c, it, path, volcano_sgp);
+    snprintf(f, sizeof f, "%s.name", path);
+    const char *name = opt_str(x, it, "name", f);
+    char idx[16];
+    snprintf(idx, sizeof idx, "%u", i);
+    if (name && strlen(name) > 253)
+        tg__problem(&x->c, tg__get(it, "name"), f, "is longer than 253 characters");
+    sp->name = tg_intern(name && *name && strlen(name) <= 253 ? name : idx);
+    int64_t v = 1;
+    snprintf(f, sizeof f, "%s.subGroupSize", path);
+    opt_int(x, it, "subGroupSize", f, 1, 1000000, &v);
+    sp->size = (int32_t)v;
+    snprintf(f, sizeof f, "%s.minSubGroups", path);
+    opt_int(x, it, "minSubGroups", f, 0, 1000000, &v); /* checked, not read (README) */
+    const cJSON *ls = tg__get(it, "labelSelector");
+    snprintf(f, sizeof f, "%s.labelSelector", path);
+    if (ls && !cJSON_IsNull(ls) && tg__labelsel_decode(&x->c, ls, f, &sp->sel) == TG_ENOMEM)
+        return TG_ENOMEM;
+    const cJSON *k, *keys = tg__get(it, "matchLabelKeys");
+    snprintf(f, sizeof f, "%s.matchLabelKeys", path);
+    int nk = keys && !cJSON_IsNull(keys) ? (cJSON_IsArray(keys) ? cJSON_GetArraySize(keys) : -1) : 0;
+    if (nk < 0 || nk > TG_MAX_SGKEYS) {
+        tg__problem(&x->c, keys, f, nk < 0 ? "must be a list of label keys"
+                                           : "has more than %d keys", TG_MAX_SGKEYS);
+        nk = 0;
+    }
+    if (nk && !(sp->keys = calloc((size_t)nk, sizeof *sp->keys)))
+        return TG_ENOMEM;
+    const cJSON *klist = nk ? keys : NULL;
+    cJSON_ArrayForEach(k, klist)
+    {
+        if (!cJSON_IsString(k) || !*k->valuestring || strlen(k->valuestring) > 317) {
+            snprintf(f, sizeof f, "%s.matchLabelKeys[%u]", path, sp->nkeys);
+            tg__problem(&x->c, k, f, "must be a label key (a non-empty string)");
+            return 0;
+        }
+        sp->keys[sp->nkeys++] = tg_intern(k->valuestring);
+    }
+    const cJSON *nt = tg__get(it, "networkTopology");
+    snprintf(f, sizeof f, "%s.networkTopology", path);
+    if (nt && !cJSON_IsNull(nt))
+        decode_nt(x, nt, f, &sp->tier_hard, &sp->tier, &sp->tier_name);
+    return 0;
+}
+
+/* spec.subGroupPolicy into g->sgpol. Returns 0 or TG_ENOMEM. */
+static int decode_sgpolicies(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
+{
+    const cJSON *it, *list = tg__get(spec, "subGroupPolicy");
+    if (!list || cJSON_IsNull(list))
+        return 0;
+    int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+    if (n < 0 || n > TG_MAX_SGPOLICIES) {
+        tg__problem(&x->c, list, "spec.subGroupPolicy", n < 0 ? "must be a list"
+                    : "has more than %d entries", TG_MAX_SGPOLICIES);
+        return 0;
+    }
+    if (!n)
+        return 0;
+    if (!(g->sgpol = calloc((size_t)n, sizeof *g->sgpol)))
+        return TG_ENOMEM;
+    cJSON_ArrayForEach(it, list)
+    {
+        char path[48];
+        uint32_t i = g->nsgpol++;
+        snprintf(path, sizeof path, "spec.subGroupPolicy[%u]", i);
+        if (decode_sgpolicy(x, it, path, i, &g->sgpol[i]))
+            return TG_ENOMEM;
+        for (uint32_t j = 0; j < i; j++)
+            if (g->sgpol[j].name == g->sgpol[i].name) {
+                char f[64];
+                snprintf(f, sizeof f, "%s.name", path);
+                tg__problem(&x->c, tg__get(it, "name"), f, "\"%s\" is the name of "
+                            "spec.subGroupPolicy[%u] too", tg_str(g->sgpol[i].name), j);
+            }
+    }
+    return 0;
+}
+
 static void decode_volcano(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 {
     tg__known_fields(&x->c, spec, "spec", volcano_spec);
     min_member(x, spec, 0, g);
     prio_class(x, spec, g);
     g->tier = -1;
+    if (decode_sgpolicies(x, spec, g))
+        x->nomem = 1;
     const cJSON *nt = tg__get(spec, "networkTopology");
-    if (!nt || cJSON_IsNull(nt))
+    uint32_t tname;
+    if (!nt || cJSON_IsNull(nt) ||
+        decode_nt(x, nt, "spec.networkTopology", &g->tier_hard, &g->tier, &tname) || !tname)
         return;
-    if (!cJSON_IsObject(nt)) {
-        tg__problem(&x->c, nt, "spec.networkTopology", "must be a map");
-        return;
-    }
-    tg__known_fields(&x->c, nt, "spec.networkTopology", volcano_nt);
-    const char *mode = opt_str(x, nt, "mode", "spec.networkTopology.mode");
-    if (mode && strcmp(mode, "hard") && strcmp(mode, "soft")) {
-        tg__problem(&x->c, tg__get(nt, "mode"), "spec.networkTopology.mode", "must be hard or soft, not \"%s\"",
-                mode);
-        return;
-    }
-    g->tier_hard = !mode || !strcmp(mode, "hard");
-    int64_t tier;
-    int has_tier = opt_int(x, nt, "highestTierAllowed", "spec.networkTopology.highestTierAllowed",
-                           0, 64, &tier);
-    const char *tname = opt_str(x, nt, "highestTierName", "spec.networkTopology.highestTierName");
-    if (has_tier > 0 && tname) {
-        tg__problem(&x->c, nt, "spec.networkTopology", "highestTierAllowed and highestTierName exclude "
-                                               "each other");
-        return;
-    }
-    if (has_tier > 0) {
-        g->tier = (int16_t)tier;
-    } else if (tname && *tname) {
-        uint32_t *slot = g->tier_hard ? &g->topo_req : &g->topo_pref;
-        *slot = tg_intern(tname);
-        if (g->tier_hard)
-            g->topo_req_field = "spec.networkTopology.highestTierName";
-        else
-            g->topo_pref_field = "spec.networkTopology.highestTierName";
-    } else if (has_tier == 0 && g->tier_hard) {
-        tg__problem(&x->c, nt, "spec.networkTopology.highestTierAllowed",
-                "is required with mode hard (or highestTierName)");
-    } else if (has_tier == 0) {
-        g->tier = 1; /* soft, no tier: as tight as the first tier above the nodes */
+    if (g->tier_hard) {
+        g->topo_req = tname;
+        g->topo_req_field = "spec.networkTopology.highestTierName";
+    } else {
+        g->topo_pref = tname;
+        g->topo_pref_field = "spec.networkTopology.highestTierName";
     }
 }
 

@@ -113,6 +113,20 @@ uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v)
     return left;
 }
 
+int tg_elastic_fallback(const struct tg_grec *g, struct tg_gang *v)
+{
+    uint32_t min = tg_grec_min(g);
+    if (!tg_elastic_max(g) || !tg_podgroup_has_subs(g->pg) || g->nmembers || v->nbound ||
+        v->npods <= min)
+        return 0;
+    qsort(v->pods, v->npods, sizeof *v->pods, rank_first);
+    uint32_t keep = cap_subgroups(g, v, min);
+    if (keep == UINT32_MAX || keep < min)
+        return 0;
+    v->npods = keep;
+    return 1;
+}
+
 void tg_elastic_explain(const struct tg_grec *g, const char *why, char *buf, size_t n)
 {
     uint32_t placed = g->nmembers, min = tg_grec_min(g), max = tg_elastic_max(g);

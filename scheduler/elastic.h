@@ -38,6 +38,14 @@ int tg_elastic_growing(const struct tg_grec *g);
  * first) or wait whole, then the lowest ranks of whole sub-groups fill the
  * rest. Returns how many pending members it left out. */
 uint32_t tg_elastic_cap(const struct tg_grec *g, struct tg_gang *v);
+/* An elastic gang with sub-groups is placed whole at its desired size or
+ * not at all (each sub-group it starts is required); when that does not
+ * fit, it starts at minMember instead: cuts v (nothing of g placed, more
+ * than minMember in it) to minMember as tg_elastic_cap cuts to the desired
+ * size (sub-groups whole, lowest ranks first). 1 when cut (then try v
+ * again), 0 when not (no such gang, or whole sub-groups cannot make
+ * minMember). */
+int tg_elastic_fallback(const struct tg_grec *g, struct tg_gang *v);
 /* The reason of a growing gang that did not grow now, into buf:
  * "elastic: 6 placed (minMember 4, desired 8); 2 wait for room: <why>", or
  * "elastic: 8 placed = maxMember 8; 2 member(s) beyond it wait". why: the

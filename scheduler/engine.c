@@ -505,10 +505,14 @@ void tg_engine_forget(struct tg_engine *e, const char *key)
     }
 }
 
-/* The fields of a PodGroup that placement and the queue read. */
+/* The fields of a PodGroup that placement and the queue read; a peer's
+ * whole spec through metadata.generation (its sub-group policy, its
+ * networkTopology: 0 for topogang.io PodGroups, whose status writes
+ * never move it anyway). */
 static int pg_same_spec(const struct tg_podgroup *a, const struct tg_podgroup *b)
 {
-    return a->min_member == b->min_member && a->max_member == b->max_member &&
+    return a->generation == b->generation &&
+           a->min_member == b->min_member && a->max_member == b->max_member &&
            a->timeout_s == b->timeout_s &&
            a->priority == b->priority && a->has_priority == b->has_priority &&
            a->prio_class == b->prio_class && a->strategy == b->strategy &&
@@ -1115,6 +1119,11 @@ static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         return limit_wait(e, g, d);
     set_hint(g, &d->view);
     if ((rc = attempt(e, g, d, &placed)))
+        return rc;
+    /* an elastic gang with sub-groups that does not fit at its desired
+     * size starts at minMember where that fits (elastic.h); the view stays
+     * cut for what follows (a nomination's domain, preemption) */
+    if (!placed && tg_elastic_fallback(g, &d->view) && (rc = attempt(e, g, d, &placed)))
         return rc;
     if (!placed && g->q.nom) {
         if (victims_remaining(e, g->q.nom)) {

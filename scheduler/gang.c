@@ -4,6 +4,7 @@
  * through the cluster listener and each record's position (usage.gpos). */
 #include "scheduler/gang.h"
 #include "scheduler/internal.h"
+#include "scheduler/subgroup.h"
 #include "util/err.h"
 #include "util/intern.h"
 #include "util/vec.h"
@@ -80,6 +81,7 @@ struct tg_grec *tg_gangs_of_usage(const struct tg_gangs *gs, const struct tg_usa
 }
 
 static void resolve_pg(struct tg_gangs *gs, struct tg_grec *g);
+static void member_joined(struct tg_grec *g, const struct tg_label *l, uint32_t n);
 static void hints_changed(struct tg_gangs *gs, struct tg_grec *g, const struct tg_pod *p);
 
 static struct tg_grec *get_or_make(struct tg_gangs *gs, const char *key, uint32_t ns, uint32_t group,
@@ -123,9 +125,10 @@ static void grec_free(struct tg_grec *g)
 {
     free(g->pending);
     free(g->members);
-    if (g->eff && g->derived)
-        free(g->eff->subs); /* made by derived_subs; a peer's are borrowed */
+    if (g->eff && (g->derived || g->eff->sub_by == TG_SUB_BY_VOLCANO))
+        free(g->eff->subs); /* made by derived_subs, volcano_subs; a KAI one's are borrowed */
     free(g->eff);
+    free(g->sgpol_lv);
     free(g->eff_problem);
     free(g->key);
     free(g);
@@ -484,6 +487,7 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
     }
     if (is_pending(gs, u->key))
         g->npending_placed++;
+    member_joined(g, u->labels, u->nlabels);
     if (!g->anchor_node)
         g->anchor_node = c->nodes[u->slot].name;
     absorb(gs, g, tg_gangs_usage_priority(gs, u), u->created_ms, 0); /* files g */
@@ -609,6 +613,7 @@ int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, str
         if (was == g && x->pos < g->npending) {
             const struct tg_pod *old = g->pending[x->pos];
             g->pending[x->pos] = p;
+            member_joined(g, p->labels, p->nlabels);
             if (g->derived && (old->hints || p->hints))
                 hints_changed(gs, g, p);
             absorb(gs, g, pod_priority(gs, p), p->created_ms, pod_never(gs, p));
@@ -641,6 +646,7 @@ int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, str
     const struct tg_usage *u = tg_cluster_usage(gs->cluster, p->key);
     if (u && u->gpos != UINT32_MAX && u->kind != TG_USAGE_NOMINATED)
         g->npending_placed++;
+    member_joined(g, p->labels, p->nlabels);
     if (g->derived && p->hints)
         hints_changed(gs, g, p);
     absorb(gs, g, pod_priority(gs, p), p->created_ms, pod_never(gs, p));
@@ -758,10 +764,86 @@ static uint32_t resolve_key(const struct tg_gangs *gs, struct tg_grec *g, uint32
     return 0;
 }
 
+/* Member labels l (n of them) of g, whose PodGroup e is a Volcano one with
+ * spec.subGroupPolicy: its sub-group added to e->subs when new. */
+static void volcano_join(struct tg_grec *g, struct tg_podgroup *e, const struct tg_label *l,
+                         uint32_t n)
+{
+    char name[1024];
+    int i = tg_subgroup_volcano_name(e, l, n, name, sizeof name);
+    uint32_t id = i < 0 ? TG_STR_NONE : tg_intern(name);
+    if (id == TG_STR_NONE)
+        return;
+    for (uint32_t k = 0; k < e->nsubs; k++)
+        if (e->subs[k].name == id)
+            return;
+    if (e->nsubs >= TG_MAX_SUBGROUPS) {
+        eff_problem(g, "spec.subGroupPolicy: its members form more than %d sub-groups",
+                    TG_MAX_SUBGROUPS);
+        e->problem = g->eff_problem;
+        return;
+    }
+    if (tg_grow((void **)&e->subs, &g->capsubs, e->nsubs, sizeof *e->subs))
+        return; /* out of memory: the member is in no sub-group for now */
+    e->subs[e->nsubs++] = (struct tg_subgroup){.name = id, .min_member = e->sgpol[i].size,
+                                               .required = g->sgpol_lv[2 * i],
+                                               .preferred = g->sgpol_lv[2 * i + 1]};
+}
+
+/* A member (pending pod or placed record) joined g: its Volcano sub-group. */
+static void member_joined(struct tg_grec *g, const struct tg_label *l, uint32_t n)
+{
+    if (g->pg && g->pg == g->eff && g->eff->sub_by == TG_SUB_BY_VOLCANO)
+        volcano_join(g, g->eff, l, n);
+}
+
+/* A Volcano PodGroup's sub-groups (spec.subGroupPolicy): each entry's
+ * networkTopology as level names (as the gang's: a tier counts the levels
+ * from the nodes up; a tier name is a level or its node label), then the
+ * sub-groups of the members g has, listed afresh in e->subs. */
+static void volcano_subs(struct tg_gangs *gs, struct tg_grec *g, struct tg_podgroup *e)
+{
+    free(g->sgpol_lv);
+    g->capsubs = 0;
+    if (!(g->sgpol_lv = calloc(2 * (size_t)e->nsgpol, sizeof *g->sgpol_lv))) {
+        eff_problem(g, "out of memory for its sub-groups");
+        return;
+    }
+    e->sub_by = TG_SUB_BY_VOLCANO;
+    for (uint32_t i = 0; i < e->nsgpol; i++) {
+        const struct tg_sgpolicy *sp = &e->sgpol[i];
+        char f[96];
+        uint32_t lv = 0;
+        if (sp->tier >= 0) {
+            int l = tier_level(gs->policy, sp->tier);
+            char lvs[512];
+            if (l < 1) {
+                levels_text(gs->policy, lvs, sizeof lvs);
+                eff_problem(g, "spec.subGroupPolicy[%u].networkTopology.highestTierAllowed: tier "
+                            "%d does not exist (tiers count the policy's levels from the nodes "
+                            "up; %s)", i, sp->tier, lvs);
+            }
+            lv = l < 1 ? 0 : level_name(gs->policy, l);
+        } else if (sp->tier_name) {
+            snprintf(f, sizeof f, "spec.subGroupPolicy[%u].networkTopology.highestTierName", i);
+            lv = resolve_key(gs, g, sp->tier_name, f);
+        }
+        g->sgpol_lv[2 * i + !sp->tier_hard] = lv;
+    }
+    for (uint32_t i = 0; i < g->npending; i++)
+        volcano_join(g, e, g->pending[i]->labels, g->pending[i]->nlabels);
+    for (uint32_t i = 0; i < g->nmembers; i++)
+        volcano_join(g, e, g->members[i]->labels, g->members[i]->nlabels);
+}
+
 static void resolve_peer(struct tg_gangs *gs, struct tg_grec *g, const struct tg_podgroup *raw)
 {
     struct tg_podgroup *e = g->eff;
+    if (e->sub_by == TG_SUB_BY_VOLCANO)
+        free(e->subs);
     *e = *raw;
+    e->subs = raw->api == TG_PG_VOLCANO ? NULL : raw->subs;
+    e->nsubs = raw->api == TG_PG_VOLCANO ? 0 : raw->nsubs;
     e->required = e->preferred = 0;
     if (raw->problem)
         return; /* borrowed, like the rest */
@@ -782,6 +864,8 @@ static void resolve_peer(struct tg_gangs *gs, struct tg_grec *g, const struct tg
         e->required = resolve_key(gs, g, raw->topo_req, raw->topo_req_field);
     if (raw->topo_pref)
         e->preferred = resolve_key(gs, g, raw->topo_pref, raw->topo_pref_field);
+    if (raw->api == TG_PG_VOLCANO && raw->nsgpol)
+        volcano_subs(gs, g, e);
 }
 
 /* The workload of a derived gang (a JobSet's gang falls back on the TrainJob

@@ -96,6 +96,11 @@ struct tg_grec {
     struct tg_podgroup *eff;            /* owned: pg when made here (a peer's, a derived
                                            gang's); its strings are borrowed */
     char *eff_problem;                  /* owned: eff's problem when found here */
+    uint32_t *sgpol_lv;                 /* owned: a Volcano PodGroup's spec.subGroupPolicy
+                                           levels, required and preferred per entry (level
+                                           names, 0 none); its sub-groups in eff->subs
+                                           (owned, room for capsubs) */
+    uint32_t capsubs;
     const struct tg_workload *wl;       /* derived: its workload, NULL none */
     struct tg_ganghints seen;           /* derived: the last member hints resolved */
     uint32_t queue;                     /* interned tenant queue it belongs to, 0: not resolved

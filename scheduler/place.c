@@ -1859,8 +1859,10 @@ static int sg_plan(struct pc *x)
         for (uint32_t s = 0; s < ns; s++)
             pend += p->need[(size_t)k * ns + s];
         /* a sub-group with nothing to place waits for nothing once the gang
-         * runs or is elastic (its members beyond maxMember wait whole) */
-        if (!pend && (g->nbound || pg->max_member > 0))
+         * runs or is elastic (its members beyond maxMember wait whole); a
+         * Volcano one whose members all left is none */
+        if (!pend && (g->nbound || pg->max_member > 0 ||
+                      (pg->sub_by == TG_SUB_BY_VOLCANO && !p->placed[k])))
             continue;
         char name[128];
         p->opt[k] = g->nbound && p->placed[k] >= min;
@@ -2239,6 +2241,50 @@ static void sg_explain(struct pc *x)
     free(old);
 }
 
+/* Tries the domains of each level from `preferred` to `required`, best
+ * first, each asked to hold at least `want` members: 1 placed (x->r says
+ * where), 0 none (*tried counts the domains tried, when not NULL), or a
+ * negative TG_E* code (the caller rolls back). */
+static int try_levels(struct pc *x, int preferred, int required, uint32_t want,
+                      struct cand *cands, uint32_t ncap, int *tried)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    struct tg_result *r = x->r;
+    for (int lvl = preferred; lvl >= required; lvl--) {
+        uint32_t n = candidates(x, (uint32_t)lvl, required, !x->sg, want, cands, ncap);
+        for (uint32_t i = 0; i < n; i++) {
+            int ok, rc;
+            uint32_t slot = cands[i].slot;
+            rc = try_in(x, slot == NONE ? cands[i].d : t->leaf[slot], slot, want, &ok);
+            if (!rc && ok)
+                rc = x->sg ? sg_rank_layout(x) : rank_sets(x);
+            if (rc)
+                return rc;
+            if (ok) {
+                r->status = TG_GANG_SCHEDULED;
+                /* a loose node: named by the tightest real domain holding it */
+                r->domain = slot == NONE ? cands[i].d : tg_tree_named(t, t->leaf[slot]);
+                r->level = slot == NONE ? lvl : t->dom[r->domain].level;
+                return 1;
+            }
+            if (tried)
+                (*tried)++;
+        }
+    }
+    return 0;
+}
+
+/* How many members the first pass over the domains asks of one: an elastic
+ * gang (spec.maxMember) placing its first members (none placed), without
+ * sub-groups, asks every member it takes now (its view is already cut to
+ * the desired size, elastic.h); any other gang `must`. */
+static uint32_t elastic_want(const struct tg_gang *g, int subgroups, uint32_t must)
+{
+    if (subgroups || g->nbound || !g->pg || g->pg->max_member <= 0 || g->npods <= must)
+        return must;
+    return g->npods;
+}
+
 int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -2286,26 +2332,18 @@ int tg_sched_gang(struct tg_sched *s, const struct tg_gang *g, struct tg_result 
         pc_release(&x);
         return TG_ENOMEM;
     }
-    for (int lvl = preferred; lvl >= required; lvl--) {
-        uint32_t n = candidates(&x, (uint32_t)lvl, required, !x.sg, must, cands, ncap);
-        for (uint32_t i = 0; i < n; i++) {
-            int ok;
-            uint32_t slot = cands[i].slot;
-            rc = try_in(&x, slot == NONE ? cands[i].d : t->leaf[slot], slot, must, &ok);
-            if (rc)
-                goto fail;
-            if (ok && (rc = x.sg ? sg_rank_layout(&x) : rank_sets(&x)))
-                goto fail;
-            if (ok) {
-                r->status = TG_GANG_SCHEDULED;
-                /* a loose node: named by the tightest real domain holding it */
-                r->domain = slot == NONE ? cands[i].d : tg_tree_named(t, t->leaf[slot]);
-                r->level = slot == NONE ? lvl : t->dom[r->domain].level;
-                pc_release(&x);
-                return x.sg ? sg_result(&x) : 0;
-            }
-            tried++;
-        }
+    /* an elastic gang's first placement: the tightest domain that holds its
+     * desired size (every member it takes now) before one that holds only
+     * minMember (where it might never grow); that second pass as before */
+    uint32_t want = elastic_want(g, x.sg != NULL, must);
+    rc = want != must ? try_levels(&x, preferred, required, want, cands, ncap, NULL) : 0;
+    if (!rc)
+        rc = try_levels(&x, preferred, required, must, cands, ncap, &tried);
+    if (rc < 0)
+        goto fail;
+    if (rc > 0) {
+        pc_release(&x);
+        return x.sg ? sg_result(&x) : 0;
     }
     explain(&x, must, required, tried);
     if (x.sg && x.sg->why_dom != NONE)

@@ -544,6 +544,42 @@ static int64_t derived_sub(const struct tg_podgroup *pg, const struct member *p)
     return -1;
 }
 
+int tg_subgroup_volcano_name(const struct tg_podgroup *pg, const struct tg_label *l, uint32_t n,
+                             char *buf, size_t len)
+{
+    for (uint32_t i = 0; i < pg->nsgpol; i++) {
+        const struct tg_sgpolicy *sp = &pg->sgpol[i];
+        if (!tg_labelsel_match(&sp->sel, l, n))
+            continue;
+        size_t at = (size_t)snprintf(buf, len, "%s", tg_str(sp->name));
+        uint16_t k = 0;
+        for (; k < sp->nkeys; k++) {
+            uint32_t v = tg_labels_get(l, n, sp->keys[k]);
+            if (v == TG_STR_NONE || !*tg_str(v))
+                break;
+            at += (size_t)snprintf(buf + (at < len ? at : len), at < len ? len - at : 0, "-%s",
+                                   tg_str(v));
+        }
+        if (k == sp->nkeys && at < len)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* A Volcano PodGroup's sub-group of member p: its index in pg->subs (the
+ * gang layer lists each as a member shows it), -1 none. */
+static int64_t volcano_sub(const struct tg_podgroup *pg, const struct member *p)
+{
+    char name[1024];
+    if (tg_subgroup_volcano_name(pg, p->labels, p->nlabels, name, sizeof name) < 0)
+        return -1;
+    uint32_t id = tg_intern_lookup(name, strlen(name));
+    for (uint32_t k = 0; id != TG_STR_NONE && k < pg->nsubs; k++)
+        if (pg->subs[k].name == id)
+            return k;
+    return -1;
+}
+
 /* Sub-group of member p: k, -1 none, -2 no rank under subGroupSize, -3 a
  * label naming no sub-group (*label: its value). */
 static int64_t sub_of(const struct tg_podgroup *pg, const struct member *p, uint32_t *label)
@@ -552,6 +588,8 @@ static int64_t sub_of(const struct tg_podgroup *pg, const struct member *p, uint
         int64_t r = plain_rank(p->rank);
         return r >= 0 ? r / pg->sub_size : -2;
     }
+    if (pg->sub_by == TG_SUB_BY_VOLCANO)
+        return volcano_sub(pg, p);
     if (pg->sub_by != TG_SUB_BY_LABEL) /* a derived gang's: a Job's or a group's members */
         return derived_sub(pg, p);
     const char *key = pg->api == TG_PG_KAI ? TG_LABEL_KAI_SUB_GROUP : TG_LABEL_SUB_GROUP;

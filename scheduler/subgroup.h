@@ -7,7 +7,9 @@
  * sub-group "0", N..2N-1 "1", ...; a member's rank is its label
  * topogang.io/rank, else batch.kubernetes.io/job-completion-index); a
  * derived gang's are made by the gang layer (gang.h: a JobSet's child Jobs,
- * pods joining by their Job; a whole LWS's groups, by group-index). Each
+ * pods joining by their Job; a whole LWS's groups, by group-index), and so
+ * are a Volcano PodGroup's (its spec.subGroupPolicy: pods join by their
+ * labels, each sub-group listed when a member first shows it). Each
  * sub-group must be placed whole (at least its minMember) inside one domain
  * of its required level, inside the gang's domain; the gang stays all or
  * nothing.
@@ -99,6 +101,12 @@ int64_t tg_subgroup_of(const struct tg_podgroup *pg, const struct tg_pod *p, cha
  * were copied from the pod): 0..TG_MAX_SUBGROUPS-1, or -1 when it is in
  * none (or names one pg does not list). */
 int64_t tg_subgroup_of_usage(const struct tg_podgroup *pg, const struct tg_usage *u);
+/* The sub-group a member with labels l (n of them) is in under a Volcano
+ * PodGroup's spec.subGroupPolicy (struct tg_sgpolicy), listed in pg->subs
+ * or not: its name into buf ("<policy>-<value>..."), and the index of the
+ * entry that took it; -1 when in none (or buf is too short). */
+int tg_subgroup_volcano_name(const struct tg_podgroup *pg, const struct tg_label *l, uint32_t n,
+                             char *buf, size_t len);
 /* The minMember of sub-group k of pg (spec.subGroupSize under a slice size). */
 uint32_t tg_subgroup_min(const struct tg_podgroup *pg, uint32_t k);
 /* The name of sub-group k of pg ("tp-3", or "3" under subGroupSize). */

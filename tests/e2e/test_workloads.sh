@@ -16,7 +16,8 @@
 # PodGroupScheduled condition written), scheduler-plugins', Volcano's and
 # KAI's (their status never touched: resourceVersion unchanged). Bad peers'
 # PodGroups get an Event naming the object and the field while the rest
-# keeps scheduling. Prints cmocka-style lines (scripts/count-tests).
+# keeps scheduling. Volcano's subGroupPolicy places each partition of
+# workers in one NVLink clique. Prints cmocka-style lines (scripts/count-tests).
 # Exit: 0 all passed, 1 a case failed, 77 the control plane cannot be built.
 set -uo pipefail
 SRC=${TOPOGANG_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -675,6 +676,58 @@ case_lws_subgroups() {
   wipe lwss
 }
 
+# Volcano's spec.subGroupPolicy (issue 20) on its real CRD: workers of two
+# partitions (label volcano.sh/partition, listed in matchLabelKeys), 4 x 4
+# GPUs each, their names interleaved so that packing by name would mix them
+# on the nodes; each partition is a sub-group of subGroupSize 4 at tier 1
+# (the NVLink clique: 2 nodes of 8 GPUs, exactly one partition), the gang
+# at tier 2 (one rack); a launcher the labelSelector leaves out goes anywhere
+# in that rack. A second PodGroup naming a tier the policy lacks gets an Event
+# naming the field and stays unbound.
+case_volcano_subgroups() {
+  newns vsg
+  $K create -n vsg -f - >/dev/null <<EOF
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: tp}
+spec:
+  minMember: 9
+  networkTopology: {mode: hard, highestTierAllowed: 2}
+  subGroupPolicy:
+  - name: part
+    subGroupSize: 4
+    labelSelector: {matchLabels: {role: worker}}
+    matchLabelKeys: [volcano.sh/partition]
+    networkTopology: {mode: hard, highestTierAllowed: 1}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: tp-bad}
+spec:
+  minMember: 1
+  subGroupPolicy:
+  - {name: part, subGroupSize: 1, matchLabelKeys: [volcano.sh/partition], networkTopology: {mode: hard, highestTierAllowed: 9}}
+EOF
+  local i p
+  {
+    for i in 0 1 2 3 4 5 6 7; do
+      p=a; [ $((i % 2)) = 1 ] && p=b
+      printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: w-%s, labels: {g: tp, role: worker, volcano.sh/partition: %s}, annotations: {scheduling.k8s.io/group-name: tp}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [%s]}\n' $i $p "$(gpus 4)"
+    done
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: launcher, labels: {g: tp, role: launcher}, annotations: {scheduling.k8s.io/group-name: tp}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [{name: main, image: busybox, resources: {requests: {cpu: 100m}}}]}\n'
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: bad-0, labels: {g: bad, volcano.sh/partition: a}, annotations: {scheduling.k8s.io/group-name: tp-bad}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [%s]}\n' "$(gpus 1)"
+  } | $K create -n vsg -f - >/dev/null
+  wait_for 30 "9 pods bound" bound_is vsg g=tp 9 || return
+  check "partition a in one clique" one_clique vsg volcano.sh/partition=a,g=tp
+  check "partition b in one clique" one_clique vsg volcano.sh/partition=b,g=tp
+  check "the two partitions in two cliques" [ "$(domains vsg role=worker 'nvidia\.com/gpu\.clique')" = 2 ]
+  check "the gang (launcher too) in one rack" one_rack vsg g=tp
+  wait_for 15 "an Event on the bad PodGroup names the field" \
+    event_says vsg PodGroup/tp-bad InvalidTopology "spec.subGroupPolicy[0].networkTopology.highestTierAllowed: tier 9 does not exist"
+  check "the bad gang stays unbound" [ "$(count_bound vsg g=bad)" = 0 ]
+  wipe vsg
+}
+
 run_case case_discovery
 run_case case_job
 run_case case_rank_order
@@ -684,6 +737,7 @@ run_case case_trainjob
 run_case case_lws
 run_case case_lws_whole
 run_case case_lws_subgroups
+run_case case_volcano_subgroups
 run_case case_kubeflow
 run_case case_upstream
 run_case case_peers_status_untouched

@@ -135,6 +135,70 @@ static void grows_inside_its_domain(void **state)
     free(y);
 }
 
+/* Nodes "<rk>-<cl>-n<i>" of 8 GPUs in rack rk, NVLink domain cl. */
+static void clique(char **y, const char *rk, const char *cl, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char name[48], labels[200];
+        snprintf(name, sizeof name, "%s-%s-n%d", rk, cl, i);
+        snprintf(labels, sizeof labels, "topogang.io/rack: %s, nvidia.com/gpu.clique: %s, "
+                 "kubernetes.io/hostname: %s", rk, cl, name);
+        tu_node_labels(y, name, labels, 8);
+    }
+}
+
+/* Placed members of gang g whose node name starts with prefix. */
+static int placed_in(const cJSON *g, const char *prefix)
+{
+    int n = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(g, "pods"))
+    {
+        const char *node = tu_str(p, "node");
+        n += node && !strncmp(node, prefix, strlen(prefix));
+    }
+    return n;
+}
+
+/* An elastic gang's first domain is chosen for its desired size: minMember
+ * 4, maxMember 8, required rack, preferred NVLink domain. Rack r0 is one
+ * NVLink domain of 4 free nodes (it holds minMember at the preferred level,
+ * but the gang could never grow there); rack r1 holds all 8 in NVLink
+ * domains of 3, 3 and 2. All 8 go to r1. With r1 too small for 8 (two
+ * domains of 3) no domain holds the desired size: the gang still starts,
+ * with minMember at least (never made to wait). */
+static void domain_for_desired_size(void **state)
+{
+    (void)state;
+    static const char *pol =
+        "topology:\n  levels:\n"
+        "    - {name: rack, nodeLabel: topogang.io/rack}\n"
+        "    - {name: nvlink-domain, nodeLabel: nvidia.com/gpu.clique}\n"
+        "    - {name: node, nodeLabel: kubernetes.io/hostname}\n";
+    for (int small = 0; small < 2; small++) {
+        char *y = NULL;
+        clique(&y, "r0", "c0", 4);
+        clique(&y, "r1", "c1", 3);
+        clique(&y, "r1", "c2", 3);
+        if (!small)
+            clique(&y, "r1", "c3", 2);
+        group(&y, "el", 4, 8, 10, "topology: {required: rack, preferred: nvlink-domain}");
+        pending(&y, "el", 0, 8);
+        cJSON *res = tu_simulate(pol, y);
+        const cJSON *g = tu_gang(res, "ml/el");
+        assert_non_null(g);
+        assert_string_equal(tu_str(g, "status"), "Scheduled");
+        if (!small) {
+            assert_int_equal(placed(g), 8);
+            assert_int_equal(placed_in(g, "r1-"), 8);
+        } else {
+            assert_true(placed(g) >= 4);
+        }
+        cJSON_Delete(res);
+        free(y);
+    }
+}
+
 /* minMember 2, maxMember 3, five pods, room for all: three placed. */
 static void desired_bound(void **state)
 {
@@ -738,6 +802,50 @@ static void cap_keeps_subgroups_whole(void **state)
     free(y);
 }
 
+/* minMember 8, maxMember 16, sub-groups of 4 consecutive ranks (each in
+ * one rack), sixteen pods, room for two sub-groups only (racks r0, r1 of 4
+ * nodes, r2 of 3): not whole at its desired size, it starts at minMember
+ * (ranks 0-7, two whole sub-groups, each in one rack) instead of waiting.
+ * Before, every sub-group it started was required: "sub-group 2: no rack
+ * ... has room" and nothing placed. */
+static void subgroups_start_at_min(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 4);
+    rack(&y, "r1", 4);
+    rack(&y, "r2", 3);
+    group(&y, "el", 8, 16, 10, "subGroupSize: 4, subGroupTopology: {required: rack}");
+    for (int r = 0; r < 16; r++)
+        tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: el-%d\n  namespace: ml\n"
+                   "  labels: {topogang.io/pod-group: el, topogang.io/rank: \"%d\"}\n"
+                   "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                   "    resources: {requests: {nvidia.com/gpu: 8}}\n", r, r);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/el");
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(placed(g), 8);
+    char rk[2][8] = {"", ""};
+    for (int r = 0; r < 16; r++) {
+        char pod[16];
+        snprintf(pod, sizeof pod, "ml/el-%d", r);
+        const char *n = tu_node_of(res, pod);
+        if (r >= 8) {
+            assert_null(n);
+            continue;
+        }
+        assert_non_null(n);
+        if (!rk[r / 4][0])
+            snprintf(rk[r / 4], sizeof rk[0], "%.2s", n);
+        assert_memory_equal(rk[r / 4], n, 2); /* each sub-group in one rack */
+    }
+    assert_string_not_equal(rk[0], "r2");
+    assert_string_not_equal(rk[1], "r2");
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* el (minMember 3; sub-groups a: minMember 2, b: minMember 1) runs a0, a1
  * (the youngest) and b0, b1 in r0, b2 in r1 beside a gang of priority 1000.
  * A gang of priority 100 needing two nodes of a rack takes b0 and b1 (b can
@@ -818,6 +926,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(grows_inside_its_domain),
+        cmocka_unit_test(domain_for_desired_size),
         cmocka_unit_test(desired_bound),
         cmocka_unit_test(cap_keeps_lowest_ranks),
         cmocka_unit_test(six_of_eight),
@@ -831,6 +940,7 @@ int main(void)
         cmocka_unit_test(growth_woken_by_room),
         cmocka_unit_test(replay_extra_leaves_its_run),
         cmocka_unit_test(cap_keeps_subgroups_whole),
+        cmocka_unit_test(subgroups_start_at_min),
         cmocka_unit_test(extras_respect_subgroup_min),
         cmocka_unit_test(growth_inside_subgroup_domains),
     };

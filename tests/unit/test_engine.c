@@ -2,7 +2,7 @@
  * one decision at a time out, on a clock the test moves.
  *   - a PodGroup update that only changes its status (the daemon's own status
  *     patches come back as updates) keeps the gang where it waits; a spec
- *     change wakes it.
+ *     change wakes it (a peer's: its metadata.generation moved).
  *   - a gang left short of minMember with members bound (its completion's
  *     binds were rolled back, some of its pods gone) is decided again when
  *     its timeout passes, timed out, so that the daemon rolls it back.
@@ -110,6 +110,65 @@ static void podgroup_status_update_does_not_wake(void **state)
     free(sp);
     tg_simdata_free(&d);
     free(y);
+}
+
+/* A Volcano PodGroup (generation gen) of two 8-GPU pods with one
+ * subGroupPolicy entry at tier `tier`, and its pods. */
+static void vc_tier(char **y, int gen, int tier, int pods)
+{
+    tu_cat(y, "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+              "metadata: {name: vc, namespace: ml, generation: %d}\nspec:\n  minMember: 2\n"
+              "  subGroupPolicy:\n  - {name: p, subGroupSize: 2, matchLabelKeys: [part], "
+              "networkTopology: {mode: hard, highestTierAllowed: %d}}\n", gen, tier);
+    for (int i = 0; i < pods; i++)
+        tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: vc-%d\n  namespace: ml\n"
+                  "  annotations: {scheduling.k8s.io/group-name: vc}\n  labels: {part: a}\n"
+                  "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                  "    resources: {requests: {nvidia.com/gpu: 8}}\n", i);
+}
+
+/* A peer's PodGroup whose spec was fixed (metadata.generation moves; here
+ * its subGroupPolicy's tier, which no field the engine compared before
+ * holds) wakes its gang: tier 9 (no such level: invalid) then tier 2. */
+static void peer_spec_fix_wakes(void **state)
+{
+    (void)state;
+    char *y = NULL, *y2 = NULL;
+    tu_node(&y, "r0-n0", "", "r0", 8, NULL);
+    tu_node(&y, "r0-n1", "", "r0", 8, NULL);
+    vc_tier(&y, 1, 9, 2);
+    vc_tier(&y2, 2, 2, 0);
+    struct tg_simdata d, d2;
+    load(&d, y);
+    load(&d2, y2);
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    struct tg_engine e;
+    struct tg_clock clk = {test_clock, NULL};
+    clock_ms = 1000000;
+    assert_int_equal(tg_engine_init(&e, &pol, &clk), 0);
+    for (uint32_t i = 0; i < d.nnodes; i++)
+        assert_int_equal(tg_engine_node_set(&e, tg_node_clone(d.nodes[i])), 0);
+    tg_engine_podgroup_set(&e, d.pgs[0]);
+    for (uint32_t i = 0; i < d.npods; i++)
+        assert_int_equal(tg_engine_pending_set(&e, d.pods[i].pod), 0);
+    struct tg_decision dc;
+    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_not_equal(dc.kind, TG_D_PLACE);
+    tg_decision_free(&dc);
+    clock_ms += 5000;
+    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_equal(dc.kind, TG_D_NONE);
+    tg_decision_free(&dc);
+    tg_engine_podgroup_set(&e, d2.pgs[0]);
+    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_equal(dc.kind, TG_D_PLACE);
+    tg_decision_free(&dc);
+    tg_engine_free(&e);
+    tg_simdata_free(&d);
+    tg_simdata_free(&d2);
+    free(y);
+    free(y2);
 }
 
 /* ml/cut (minMember 4, rack, 10 s timeout): cut-0 and cut-1 bound (a
@@ -567,6 +626,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(podgroup_status_update_does_not_wake),
         cmocka_unit_test(half_bound_gang_times_out),
+        cmocka_unit_test(peer_spec_fix_wakes),
         cmocka_unit_test(accessors_read_what_the_engine_holds),
         cmocka_unit_test(queue_gangs_counted),
         cmocka_unit_test(queue_limit_holds_when_nodes_come_later),

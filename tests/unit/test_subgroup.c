@@ -1,6 +1,7 @@
 /* Sub-groups (issue 20) through `simulate`: a joint arrangement found where
  * best-fit-decreasing fails, all or nothing, the gang's required level, the
- * sub-groups' minMember, bad labels, subGroupSize by rank; and a property test
+ * sub-groups' minMember, bad labels, subGroupSize by rank, KAI's and Volcano's
+ * forms (spec.subGroupPolicy: sub-groups by label values); and a property test
  * of tg_subgroup_solve against brute force on small random trees. */
 #include "testutil.h"
 #include "model/objects.h"
@@ -455,6 +456,151 @@ static void test_kai_subgroups(void **state)
         snprintf(p, sizeof p, "s%d", k);
         assert_one_clique(res, p, size[k], cl);
     }
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* A Volcano PodGroup "v" (scheduling.volcano.sh/v1beta1), gang tier 2 (the
+ * block) hard, with spec.subGroupPolicy `pol` (YAML list items). */
+static void vc_group(char **y, int min, const char *pol)
+{
+    tu_cat(y, "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: v, "
+              "namespace: ml}\nspec:\n  minMember: %d\n  networkTopology: {mode: hard, "
+              "highestTierAllowed: 2}\n  subGroupPolicy:\n%s", min, pol);
+}
+
+/* n one-GPU pods "<prefix>-<i>" of Volcano gang v with labels `labels`. */
+static void vc_pods(char **y, const char *prefix, const char *labels, int n)
+{
+    for (int i = 0; i < n; i++)
+        tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%d\n  namespace: ml\n"
+                  "  annotations: {scheduling.k8s.io/group-name: v}\n  labels: {%s}\n"
+                  "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                  "    resources: {requests: {nvidia.com/gpu: 1}}\n", prefix, i, labels);
+}
+
+static const cJSON *gang_v(const cJSON *res)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "gangs"))
+        if (tu_str(it, "podGroup") && strstr(tu_str(it, "podGroup"), "ml/v"))
+            return it;
+    return NULL;
+}
+
+/* Volcano's spec.subGroupPolicy: pods its labelSelector matches form one
+ * sub-group per value of its matchLabelKeys, each subGroupSize pods inside
+ * one domain of its networkTopology tier (tier 1: the NVLink domain). The
+ * BFD counterexample again: partitions of 5, 4, 3, 3, 3 and 2 workers (three
+ * entries: sizes 5/4, 3, 2), found jointly; a launcher no entry matches goes
+ * anywhere in the block; the first entry that matches a pod takes it. */
+static void test_volcano_subgroup_policy(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    cluster_two_tens(&y);
+    node(&y, "l-n0", "b1", "c9", 1); /* room for the launcher only */
+    vc_group(&y, 21,
+             "  - name: big\n    subGroupSize: 5\n    labelSelector: {matchLabels: {size: \"5\"}}\n"
+             "    matchLabelKeys: [volcano.sh/partition]\n"
+             "    networkTopology: {mode: hard, highestTierAllowed: 1}\n"
+             "  - name: four\n    subGroupSize: 4\n    labelSelector: {matchLabels: {size: \"4\"}}\n"
+             "    matchLabelKeys: [volcano.sh/partition]\n"
+             "    networkTopology: {mode: hard, highestTierName: nvidia.com/gpu.clique}\n"
+             "  - name: tp\n    subGroupSize: 3\n"
+             "    labelSelector: {matchExpressions: [{key: size, operator: In, values: [\"3\"]}]}\n"
+             "    matchLabelKeys: [volcano.sh/partition, role]\n"
+             "    networkTopology: {mode: hard, highestTierAllowed: 1}\n"
+             "  - name: two\n    subGroupSize: 2\n    labelSelector: {matchLabels: {size: \"2\"}}\n"
+             "    networkTopology: {highestTierAllowed: 1}\n");
+    vc_pods(&y, "p5", "size: \"5\", volcano.sh/partition: a, role: w", 5);
+    vc_pods(&y, "p4", "size: \"4\", volcano.sh/partition: b, role: w", 4);
+    vc_pods(&y, "p3a", "size: \"3\", volcano.sh/partition: c, role: w", 3);
+    vc_pods(&y, "p3b", "size: \"3\", volcano.sh/partition: d, role: w", 3);
+    vc_pods(&y, "p3c", "size: \"3\", volcano.sh/partition: c, role: x", 3);
+    vc_pods(&y, "p2", "size: \"2\", role: w", 2);
+    vc_pods(&y, "launch", "role: launcher", 1);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = gang_v(res);
+    assert_non_null(g);
+    if (strcmp(tu_str(g, "status"), "Scheduled"))
+        fprintf(stderr, "reason: %s\n", tu_str(g, "reason"));
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    const cJSON *subs = cJSON_GetObjectItem(g, "subGroups"), *sg;
+    assert_int_equal(cJSON_GetArraySize(subs), 6);
+    static const char *const names[] = {"big-a", "four-b", "tp-c-w", "tp-d-w", "tp-c-x", "two"};
+    for (int k = 0; k < 6; k++) {
+        int found = 0;
+        cJSON_ArrayForEach(sg, subs)
+            if (!strcmp(tu_str(sg, "name"), names[k])) {
+                found = 1;
+                assert_string_equal(tu_str(sg, "level"), "nvlink-domain");
+            }
+        if (!found) {
+            fprintf(stderr, "no sub-group %s\n", names[k]);
+            fail();
+        }
+    }
+    char cl[16], c5[16], c4[16], c2[16];
+    assert_one_clique(res, "p5", 5, c5);
+    assert_one_clique(res, "p4", 4, c4);
+    assert_one_clique(res, "p3a", 3, cl);
+    assert_one_clique(res, "p3b", 3, cl);
+    assert_one_clique(res, "p3c", 3, cl);
+    assert_one_clique(res, "p2", 2, c2);
+    assert_string_not_equal(c5, c4); /* {5,3,2} + {4,3,3} */
+    assert_string_equal(c5, c2);
+    assert_string_equal(tu_node_of(res, "ml/launch-0"), "l-n0");
+    cJSON_Delete(res);
+    free(y);
+
+    /* a sub-group short of its subGroupSize waits, named with the numbers;
+     * a tier the policy lacks is refused naming the PodGroup and the field */
+    y = NULL;
+    cluster_two_tens(&y);
+    vc_group(&y, 3, "  - name: tp\n    subGroupSize: 4\n    matchLabelKeys: [volcano.sh/partition]\n"
+                    "    networkTopology: {mode: hard, highestTierAllowed: 1}\n");
+    vc_pods(&y, "s", "volcano.sh/partition: a", 3);
+    res = tu_simulate(POLICY, y);
+    g = gang_v(res);
+    assert_non_null(g);
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_non_null(strstr(tu_str(g, "reason"), "sub-group tp-a of PodGroup ml/v"));
+    assert_non_null(strstr(tu_str(g, "reason"), "has 3 of its minMember 4 pods"));
+    cJSON_Delete(res);
+    free(y);
+    y = NULL;
+    cluster_two_tens(&y);
+    vc_group(&y, 2, "  - name: tp\n    subGroupSize: 2\n    matchLabelKeys: [volcano.sh/partition]\n"
+                    "    networkTopology: {mode: hard, highestTierAllowed: 7}\n");
+    vc_pods(&y, "s", "volcano.sh/partition: a", 2);
+    res = tu_simulate(POLICY, y);
+    g = gang_v(res);
+    assert_non_null(g);
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_non_null(strstr(tu_str(g, "reason"), "spec.subGroupPolicy[0].networkTopology."
+                                                "highestTierAllowed: tier 7 does not exist"));
+    cJSON_Delete(res);
+    free(y);
+
+    /* the pods before their PodGroup: the sub-groups are listed from the
+     * members the gang already has when the PodGroup comes; two partitions
+     * of 6 in NVLink domains of 10 (1 GPU each): one domain each */
+    y = NULL;
+    cluster_two_tens(&y);
+    vc_pods(&y, "pa", "volcano.sh/partition: a", 6);
+    vc_pods(&y, "pb", "volcano.sh/partition: b", 6);
+    vc_group(&y, 12, "  - name: p\n    subGroupSize: 6\n    matchLabelKeys: [volcano.sh/partition]\n"
+                     "    networkTopology: {mode: hard, highestTierAllowed: 1}\n");
+    res = tu_simulate(POLICY, y);
+    g = gang_v(res);
+    assert_non_null(g);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "subGroups")), 2);
+    char ca[16], cb[16];
+    assert_one_clique(res, "pa", 6, ca);
+    assert_one_clique(res, "pb", 6, cb);
+    assert_string_not_equal(ca, cb);
     cJSON_Delete(res);
     free(y);
 }
@@ -1027,6 +1173,7 @@ int main(void)
         cmocka_unit_test(test_gang_level_subgroups_pack_as_one),
         cmocka_unit_test(test_search_packs_as_plain),
         cmocka_unit_test(test_kai_subgroups),
+        cmocka_unit_test(test_volcano_subgroup_policy),
         cmocka_unit_test(test_preemption_honours_subgroups),
         cmocka_unit_test(test_jobset_child_jobs),
         cmocka_unit_test(test_jobset_joint_and_bad_level),

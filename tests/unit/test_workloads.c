@@ -238,6 +238,157 @@ static void test_volcano_podgroup(void **state)
     tg_podgroup_free(&g);
 }
 
+/* A Volcano PodGroup with spec.subGroupPolicy = pol (JSON list). */
+static struct tg_podgroup *vc_sgp(const char *pol)
+{
+    char text[4096];
+    snprintf(text, sizeof text, "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
+             "\"PodGroup\",\"metadata\":{\"name\":\"v\",\"namespace\":\"ml\"},\"spec\":"
+             "{\"minMember\":8,\"subGroupPolicy\":%s}}", pol);
+    return pg(text);
+}
+
+/* Volcano's spec.subGroupPolicy as Volcano users write it: labelSelector,
+ * matchLabelKeys, subGroupSize, networkTopology (mode, tier or tier name),
+ * minSubGroups; fields left out take Volcano's defaults; bad values are a
+ * problem naming the field (the PodGroup stays, its gang is not placed). */
+static void test_volcano_subgroup_policy(void **state)
+{
+    (void)state;
+    struct tg_podgroup *g = vc_sgp(
+        "[{\"name\":\"tp\",\"subGroupSize\":4,\"minSubGroups\":2,"
+        "\"labelSelector\":{\"matchLabels\":{\"role\":\"worker\"},\"matchExpressions\":"
+        "[{\"key\":\"tier\",\"operator\":\"NotIn\",\"values\":[\"cpu\"]}]},"
+        "\"matchLabelKeys\":[\"volcano.sh/partition\",\"zone\"],"
+        "\"networkTopology\":{\"mode\":\"hard\",\"highestTierAllowed\":1}},"
+        "{\"name\":\"rest\",\"networkTopology\":{\"mode\":\"soft\",\"highestTierName\":\"rack\"}},"
+        "{}]");
+    assert_null(g->problem);
+    assert_int_equal(g->nsgpol, 3);
+    const struct tg_sgpolicy *a = &g->sgpol[0], *b = &g->sgpol[1], *c = &g->sgpol[2];
+    assert_string_equal(tg_str(a->name), "tp");
+    assert_int_equal(a->size, 4);
+    assert_int_equal(a->sel.nreq, 2);
+    assert_int_equal(a->nkeys, 2);
+    assert_string_equal(tg_str(a->keys[0]), "volcano.sh/partition");
+    assert_true(a->tier_hard);
+    assert_int_equal(a->tier, 1);
+    /* defaults: size 1, no selector (every member), soft with a tier name */
+    assert_int_equal(b->size, 1);
+    assert_int_equal(b->sel.nreq, 0);
+    assert_false(b->tier_hard);
+    assert_int_equal(b->tier, -1);
+    assert_string_equal(tg_str(b->tier_name), "rack");
+    /* an entry with nothing: named by its index, no topology */
+    assert_string_equal(tg_str(c->name), "2");
+    assert_int_equal(c->tier, -1);
+    assert_int_equal(c->tier_name, 0);
+    tg_podgroup_free(&g);
+
+    /* hostile and missing values: each a problem naming the field */
+    static const struct { const char *pol, *problem; } bad[] = {
+        {"{\"a\":1}", "spec.subGroupPolicy: must be a list"},
+        {"[7]", "spec.subGroupPolicy[0]: must be a map"},
+        {"[{\"name\":\"x\",\"subGroupSize\":0}]",
+         "spec.subGroupPolicy[0].subGroupSize: must be 1..1000000, not 0"},
+        {"[{\"name\":\"x\",\"subGroupSize\":1e300}]",
+         "spec.subGroupPolicy[0].subGroupSize: must be 1..1000000, not "},
+        {"[{\"name\":\"x\",\"subGroupSize\":\"4\"}]",
+         "spec.subGroupPolicy[0].subGroupSize: must be a whole number"},
+        {"[{\"name\":\"x\",\"minSubGroups\":-1}]",
+         "spec.subGroupPolicy[0].minSubGroups: must be 0..1000000, not -1"},
+        {"[{\"name\":\"x\",\"labelSelector\":\"role=worker\"}]",
+         "spec.subGroupPolicy[0].labelSelector: must be a map, not a string"},
+        {"[{\"name\":\"x\",\"labelSelector\":{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+         "\"Gt\",\"values\":[\"1\"]}]}}]",
+         "spec.subGroupPolicy[0].labelSelector.matchExpressions[0]: a label selector takes In"},
+        {"[{\"name\":\"x\",\"labelSelector\":{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+         "\"In\"}]}}]",
+         "spec.subGroupPolicy[0].labelSelector.matchExpressions[0]: operator In needs values"},
+        {"[{\"name\":\"x\",\"labelSelector\":{\"matchLabels\":{\"k\":3}}}]",
+         "spec.subGroupPolicy[0].labelSelector.matchLabels.k: must be a string, not a number"},
+        {"[{\"name\":\"x\",\"matchLabelKeys\":\"zone\"}]",
+         "spec.subGroupPolicy[0].matchLabelKeys: must be a list of label keys"},
+        {"[{\"name\":\"x\",\"matchLabelKeys\":[\"zone\",\"\"]}]",
+         "spec.subGroupPolicy[0].matchLabelKeys[1]: must be a label key (a non-empty string)"},
+        {"[{\"name\":\"x\",\"matchLabelKeys\":[null]}]",
+         "spec.subGroupPolicy[0].matchLabelKeys[0]: must be a label key"},
+        {"[{\"name\":\"x\",\"networkTopology\":{\"mode\":\"hard\"}}]",
+         "spec.subGroupPolicy[0].networkTopology.highestTierAllowed: is required with mode hard"},
+        {"[{\"name\":\"x\",\"networkTopology\":{\"mode\":\"strict\",\"highestTierAllowed\":1}}]",
+         "spec.subGroupPolicy[0].networkTopology.mode: must be hard or soft, not \"strict\""},
+        {"[{\"name\":\"x\",\"networkTopology\":{\"highestTierAllowed\":1,\"highestTierName\":\"r\"}}]",
+         "spec.subGroupPolicy[0].networkTopology: highestTierAllowed and highestTierName exclude"},
+        {"[{\"name\":\"x\",\"networkTopology\":{\"highestTierAllowed\":99}}]",
+         "spec.subGroupPolicy[0].networkTopology.highestTierAllowed: must be 0..64, not 99"},
+        {"[{\"name\":\"x\",\"networkTopology\":[1]}]",
+         "spec.subGroupPolicy[0].networkTopology: must be a map"},
+        {"[{\"name\":\"x\",\"subGroupSize\":2,\"topology\":{}}]",
+         "spec.subGroupPolicy[0].topology: unknown field"},
+        {"[{\"name\":\"x\"},{\"name\":\"x\"}]",
+         "spec.subGroupPolicy[1].name: \"x\" is the name of spec.subGroupPolicy[0] too"},
+        {"[{\"name\":7}]", "spec.subGroupPolicy[0].name: must be a string"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        g = vc_sgp(bad[i].pol);
+        if (!g->problem || strncmp(g->problem, bad[i].problem, strlen(bad[i].problem))) {
+            fprintf(stderr, "case %zu: expected \"%s\", got \"%s\"\n", i, bad[i].problem,
+                    g->problem ? g->problem : "(none)");
+            fail();
+        }
+        assert_true(nwarn >= 1);
+        assert_non_null(strstr(lastwarn, "PodGroup ml/v (scheduling.volcano.sh/v1beta1)"));
+        tg_podgroup_free(&g);
+    }
+    /* too many entries, too many keys */
+    char many[4096] = "[";
+    for (int i = 0; i <= TG_MAX_SGPOLICIES; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s{\"name\":\"p%d\"}",
+                 i ? "," : "", i);
+    strcat(many, "]");
+    g = vc_sgp(many);
+    assert_non_null(strstr(g->problem, "spec.subGroupPolicy: has more than 64 entries"));
+    tg_podgroup_free(&g);
+    char keys[1024] = "[{\"name\":\"x\",\"matchLabelKeys\":[";
+    for (int i = 0; i <= TG_MAX_SGKEYS; i++)
+        snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s\"k%d\"", i ? "," : "", i);
+    strcat(keys, "]}]");
+    g = vc_sgp(keys);
+    assert_non_null(strstr(g->problem, "spec.subGroupPolicy[0].matchLabelKeys: has more than 16 keys"));
+    tg_podgroup_free(&g);
+}
+
+/* KAI's nested sub-groups (spec.subGroups[].parent): a parent only groups
+ * its leaves (the leaves are the sub-groups, each with its own constraint);
+ * a parent with a topologyConstraint of its own is refused naming the field. */
+static void test_kai_nested_subgroups(void **state)
+{
+    (void)state;
+    struct tg_podgroup *g = pg(
+        "{\"apiVersion\":\"scheduling.run.ai/v2alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
+        "{\"name\":\"k\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":4,\"subGroups\":["
+        "{\"name\":\"decode\"},"
+        "{\"name\":\"d0\",\"parent\":\"decode\",\"minMember\":2,\"topologyConstraint\":"
+        "{\"requiredTopologyLevel\":\"nvidia.com/gpu.clique\"}},"
+        "{\"name\":\"d1\",\"parent\":\"decode\",\"minMember\":2}]}}");
+    assert_null(g->problem);
+    assert_int_equal(g->nsubs, 2);
+    assert_string_equal(tg_str(g->subs[0].name), "d0");
+    assert_string_equal(tg_str(g->subs[0].required), "nvidia.com/gpu.clique");
+    assert_string_equal(tg_str(g->subs[1].name), "d1");
+    assert_int_equal(g->subs[1].required, 0);
+    tg_podgroup_free(&g);
+    g = pg("{\"apiVersion\":\"scheduling.run.ai/v2alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"k\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":4,\"subGroups\":["
+           "{\"name\":\"decode\",\"topologyConstraint\":{\"requiredTopologyLevel\":\"topogang.io/rack\"}},"
+           "{\"name\":\"d0\",\"parent\":\"decode\",\"minMember\":2}]}}");
+    assert_non_null(g->problem);
+    assert_non_null(strstr(g->problem, "spec.subGroups[0].topologyConstraint: a constraint over "
+                                       "nested sub-groups is not supported yet"));
+    assert_true(nwarn >= 1);
+    tg_podgroup_free(&g);
+}
+
 static void test_kai_podgroup(void **state)
 {
     (void)state;
@@ -836,6 +987,8 @@ int main(void)
         cmocka_unit_test(test_upstream_podgroup),
         cmocka_unit_test(test_scheduler_plugins_podgroup),
         cmocka_unit_test(test_volcano_podgroup),
+        cmocka_unit_test(test_volcano_subgroup_policy),
+        cmocka_unit_test(test_kai_nested_subgroups),
         cmocka_unit_test(test_kai_podgroup),
         cmocka_unit_test(test_job_size),
         cmocka_unit_test(test_jobset_lws_kubeflow_size),
