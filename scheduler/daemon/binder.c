@@ -18,11 +18,14 @@
  * the gang backs off.
  *
  * Throttled (429, API Priority and Fairness) or failing server-side (5xx):
- * not a verdict on the pod. Every bind holds back: nothing is sent until the
- * answer's Retry-After, else an exponential step (250 ms doubling to 32 s,
- * 0-20% jitter) that grows only while answers keep throttling after a hold
- * ended and resets on a success; the member keeps its room meanwhile (it
- * stays assumed), and its bind fails only once the gang's timeout
+ * not a verdict on the pod. Only the refused bind waits: it is sent again
+ * after the answer's Retry-After, else an exponential step of its own (250 ms
+ * doubling to 32 s), plus 0-20% jitter so binds refused together do not come
+ * back together. The other binds keep going: the client's congestion window
+ * for writes (informer/client.h) halves what is in flight on the 429 and
+ * grows back on successes, so the binder sends at the rate the server grants
+ * instead of in waves. The member keeps its room meanwhile (it stays
+ * assumed), and its bind fails only once the gang's timeout
  * (scheduleTimeoutSeconds, else gang.scheduleTimeoutSeconds) has passed
  * since the binds began. gang.bindRetries does not count these. The engine hears how it ended
  * (tg_engine_forget, tg_engine_bind_done), the reporter through on_note.
@@ -62,7 +65,7 @@ struct bindpod {
     struct bindop *op;
     char *key, *ns, *uid, *node;        /* owned */
     const char *name;                   /* inside key */
-    uint8_t state, tries;
+    uint8_t state, tries, throttles;    /* throttles: its binds answered 429 or 5xx (capped) */
     uint64_t t0;
     int64_t unanswered_ms;              /* loop ms of its first bind that got no answer, 0 none */
     int64_t retry_ms;                   /* B_WAIT: not sent before this loop ms */
@@ -93,8 +96,6 @@ struct tg__binder {
     struct bindop all, queue;           /* sentinels */
     uint32_t inflight, stopping;
     struct tg_hmap assumed;             /* pod key (owned) -> expiry, loop ms */
-    int64_t hold_ms;                    /* throttled: no bind is sent before this loop ms */
-    uint32_t throttle_step;             /* throttled answers after holds, since a success */
 };
 
 /* ---- lists ------------------------------------------------------------------------------- */
@@ -326,22 +327,19 @@ static int throttled(const struct tg_resp *r)
     return r->status == 429 || (r->status >= 500 && r->status < 600);
 }
 
-/* A throttled answer at now: every bind holds back until the answer's
- * Retry-After, else an exponential step with jitter. Returns the hold's end. */
-static int64_t hold_back(struct tg__binder *b, const struct tg_resp *r, int64_t now)
+/* A throttled answer to p's bind at now: when p is sent again, its
+ * Retry-After, else an exponential step of its own, plus jitter. */
+static int64_t retry_at(struct bindpod *p, const struct tg_resp *r, int64_t now)
 {
     int64_t delay;
-    if (now >= b->hold_ms && b->throttle_step < THROTTLE_MAX_STEP)
-        b->throttle_step++; /* throttled again after a hold ended */
+    if (p->throttles < THROTTLE_MAX_STEP)
+        p->throttles++;
     if (r->retry_after_s > 0)
         delay = r->retry_after_s * 1000 < RETRY_AFTER_MAX_MS ? r->retry_after_s * 1000
                                                               : RETRY_AFTER_MAX_MS;
     else
-        delay = (int64_t)THROTTLE_MIN_MS << (b->throttle_step - 1);
-    delay += delay * (rand() % 21) / 100; /* jitter, never earlier than asked */
-    if (now + delay > b->hold_ms)
-        b->hold_ms = now + delay;
-    return b->hold_ms;
+        delay = (int64_t)THROTTLE_MIN_MS << (p->throttles - 1);
+    return now + delay + delay * (rand() % 21) / 100; /* jitter, never earlier than asked */
 }
 
 /* No HTTP answer (TG_EIO, TG_ETIMEOUT; not a local failure to even start). */
@@ -366,7 +364,6 @@ static void on_bound(void *ud, const struct tg_resp *r)
         return;
     }
     if (!r->err || already_ours(p, r)) {
-        b->throttle_step = 0;
         p->state = B_OK;
         op->ok++;
         tg_metrics_inc(TG_M_BINDS_OK, 1);
@@ -379,8 +376,8 @@ static void on_bound(void *ud, const struct tg_resp *r)
         if (unanswered(r) && !p->unanswered_ms)
             p->unanswered_ms = now;
         if (throttled(r) && !b->stopping && now < op->giveup_ms) {
-            p->state = B_WAIT; /* keeps its room; the whole binder holds back */
-            p->retry_ms = hold_back(b, r, now);
+            p->state = B_WAIT; /* keeps its room; the other binds go on */
+            p->retry_ms = retry_at(p, r, now);
             op->nretry++;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
             enqueue(b, op);
@@ -429,8 +426,6 @@ void tg__binder_pump(struct tg__binder *b)
     if (tg_client_fenced(b->c))
         return; /* not the lease holder (any more): tg__binder_standdown abandons the ops */
     struct bindop *op = b->queue.qnext;
-    if ((int64_t)uv_now(b->loop) < b->hold_ms)
-        op = &b->queue; /* throttled: nothing goes out before the hold ends */
     while (op != &b->queue && b->inflight < limit) {
         int later;
         struct bindpod *p = next_waiting(op, (int64_t)uv_now(b->loop), &later);
