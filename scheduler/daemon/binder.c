@@ -15,7 +15,10 @@
  * members are forgotten and tried again after a backoff; when it cannot, the
  * members bound in this attempt are deleted (their controller recreates
  * them; grace 0 for a pod that never ran, else its own grace period) and
- * the gang backs off.
+ * the gang backs off. A rollback's deletes go once its RolledBack Event is
+ * answered (TG__ROLLBACK_WAIT_MS at most): a scheduler killed in between
+ * leaves no deletion unexplained (sent together, the apiserver could take
+ * the deletes before the Event).
  *
  * Throttled (429, API Priority and Fairness) or failing server-side (5xx):
  * not a verdict on the pod. Only the refused bind waits: it is sent again
@@ -88,6 +91,24 @@ struct bindop {
     uint8_t queued, slow_noted, abandoned;
 };
 
+/* A rollback whose deletes wait for its RolledBack Event's answer; on the
+ * binder's list until that answer comes (the Event's ud), freed then or
+ * with the binder. */
+struct rbpod {
+    char *ns, *name, *uid;              /* owned */
+    int64_t grace;
+};
+
+struct rollback {
+    struct tg__binder *b;
+    struct rollback *next;
+    char *gang;                         /* owned */
+    int64_t due_ms;                     /* loop ms: the deletes go by then, answer or not */
+    uint32_t n;
+    uint8_t sent;
+    struct rbpod p[];
+};
+
 struct tg__binder {
     struct tg_engine *e;
     struct tg_client *c;
@@ -96,7 +117,10 @@ struct tg__binder {
     struct bindop all, queue;           /* sentinels */
     uint32_t inflight, stopping;
     struct tg_hmap assumed;             /* pod key (owned) -> expiry, loop ms */
+    struct rollback *rollbacks;         /* waiting for their Event's answer */
 };
+
+static void rollbacks_due(struct tg__binder *b, int all);
 
 /* ---- lists ------------------------------------------------------------------------------- */
 
@@ -197,6 +221,7 @@ void tg__binder_tick(struct tg__binder *b)
                 b->h.on_note(b->h.ud, op->gang, &n);
         }
     tg_metrics_set(TG_G_ASSUMED_PODS, tg__binder_assumed(b));
+    rollbacks_due(b, 0);
 }
 
 /* ---- ops ----------------------------------------------------------------------------------- */
@@ -216,22 +241,29 @@ static void op_free(struct bindop *op)
     free(op);
 }
 
+static void note_of(const struct bindop *op, uint8_t what, uint32_t deleted,
+                    struct tg__bind_note *n)
+{
+    *n = (struct tg__bind_note){.what = what, .pods = op->n, .ok = op->ok, .failed = op->failed,
+                                .must = op->must, .deleted = deleted, .level = op->level,
+                                .domain = op->domain};
+    if (op->n) {
+        n->pod_ns = op->p[0].ns;
+        n->pod_name = op->p[0].name;
+        n->pod_uid = op->p[0].uid;
+    }
+    for (uint32_t i = 0; i < op->n && !n->fail_key; i++)
+        if (op->p[i].state == B_FAILED) {
+            n->fail_key = op->p[i].key;
+            n->fail_msg = op->p[i].msg;
+            n->fail_status = op->p[i].status;
+        }
+}
+
 static void note(struct bindop *op, uint8_t what, uint32_t deleted)
 {
-    struct tg__bind_note n = {.what = what, .pods = op->n, .ok = op->ok, .failed = op->failed,
-                              .must = op->must, .deleted = deleted, .level = op->level,
-                              .domain = op->domain};
-    if (op->n) {
-        n.pod_ns = op->p[0].ns;
-        n.pod_name = op->p[0].name;
-        n.pod_uid = op->p[0].uid;
-    }
-    for (uint32_t i = 0; i < op->n && !n.fail_key; i++)
-        if (op->p[i].state == B_FAILED) {
-            n.fail_key = op->p[i].key;
-            n.fail_msg = op->p[i].msg;
-            n.fail_status = op->p[i].status;
-        }
+    struct tg__bind_note n;
+    note_of(op, what, deleted, &n);
     if (op->b->h.on_note)
         op->b->h.on_note(op->b->h.ud, op->gang, &n);
 }
@@ -254,6 +286,127 @@ static int64_t rollback_grace(const struct tg__binder *b, const char *key)
     return p && p->started ? -1 : 0;
 }
 
+/* ---- rollbacks ------------------------------------------------------------------------------ */
+
+static void rollback_free(struct rollback *rb)
+{
+    for (uint32_t i = 0; i < rb->n; i++) {
+        free(rb->p[i].ns);
+        free(rb->p[i].name);
+        free(rb->p[i].uid);
+    }
+    free(rb->gang);
+    free(rb);
+}
+
+/* A rollback of gang with room for n deletes, NULL out of memory (the
+ * deletes then go at once, after the note). */
+static struct rollback *rollback_new(struct tg__binder *b, const char *gang, uint32_t n)
+{
+    struct rollback *rb = n ? calloc(1, sizeof *rb + n * sizeof rb->p[0]) : NULL;
+    if (rb && !(rb->gang = strdup(gang))) {
+        free(rb);
+        return NULL;
+    }
+    if (rb)
+        rb->b = b;
+    return rb;
+}
+
+static int send_delete(struct tg__binder *b, const char *gang, const char *ns, const char *name,
+                       const char *uid, int64_t grace)
+{
+    if (!tg_api_delete_pod(b->c, ns, name, grace, uid, on_deleted, "rollback delete"))
+        return 1;
+    tg_warn(C, "gang %s: rollback delete of %s/%s could not be sent (out of memory); the "
+            "gang's timeout rolls it back later", gang, ns, name);
+    return 0;
+}
+
+/* One delete of rb, or at once when rb is NULL or full (out of memory). */
+static void rollback_add(struct tg__binder *b, struct rollback *rb, const char *gang, const char *ns,
+                         const char *name, const char *uid, int64_t grace)
+{
+    struct rbpod *p = rb ? &rb->p[rb->n] : NULL;
+    if (p && (p->ns = strdup(ns)) && (p->name = strdup(name)) && (!uid || (p->uid = strdup(uid)))) {
+        p->grace = grace;
+        rb->n++;
+        return;
+    }
+    if (p) {
+        free(p->ns);
+        free(p->name);
+        *p = (struct rbpod){0};
+    }
+    if (send_delete(b, gang, ns, name, uid, grace))
+        tg_metrics_inc(TG_M_PODS_DELETED, 1);
+}
+
+static void rollback_send(struct rollback *rb)
+{
+    if (rb->sent)
+        return;
+    rb->sent = 1;
+    uint32_t deleted = 0;
+    for (uint32_t i = 0; i < rb->n; i++)
+        deleted += (uint32_t)send_delete(rb->b, rb->gang, rb->p[i].ns, rb->p[i].name, rb->p[i].uid,
+                                         rb->p[i].grace);
+    tg_metrics_inc(TG_M_PODS_DELETED, deleted);
+}
+
+/* The RolledBack Event of rb was answered (or not sent): its deletes go now,
+ * if the wait did not already send them, and rb is done. */
+static void rollback_told(void *ud, const struct tg_resp *r)
+{
+    struct rollback *rb = ud;
+    struct tg__binder *b = rb->b;
+    if (r->err && r->status != 404)
+        tg_warn(C, "gang %s: RolledBack Event: %s (HTTP %ld); deleting %u member(s) all the same",
+                rb->gang, r->msg ? r->msg : tg_strerror(r->err), r->status, rb->n);
+    rollback_send(rb);
+    for (struct rollback **at = &b->rollbacks; *at; at = &(*at)->next)
+        if (*at == rb) {
+            *at = rb->next;
+            break;
+        }
+    rollback_free(rb);
+}
+
+/* Tells the reporter of a rollback (n), rb's deletes waiting for its
+ * Event; without rb (nothing to delete, out of memory) nothing waits. */
+static void tell_rollback(struct tg__binder *b, const char *gang, struct tg__bind_note *n,
+                          struct rollback *rb)
+{
+    if (rb && !rb->n) {
+        rollback_free(rb);
+        rb = NULL;
+    }
+    if (rb) {
+        rb->due_ms = (int64_t)uv_now(b->loop) + TG__ROLLBACK_WAIT_MS;
+        rb->next = b->rollbacks;
+        b->rollbacks = rb;
+        n->told = rollback_told;
+        n->told_ud = rb;
+    }
+    if (b->h.on_note)
+        b->h.on_note(b->h.ud, gang, n); /* may answer (free) rb at once */
+    tg_metrics_inc(TG_M_ROLLBACKS, 1);
+}
+
+/* The deletes of rollbacks past their wait (all of them when all is set):
+ * sent now; the records stay until their Event's answer. */
+static void rollbacks_due(struct tg__binder *b, int all)
+{
+    int64_t now = (int64_t)uv_now(b->loop);
+    for (struct rollback *rb = b->rollbacks; rb; rb = rb->next)
+        if (!rb->sent && (all || now >= rb->due_ms)) {
+            if (!all)
+                tg_warn(C, "gang %s: RolledBack Event not answered in %d ms; deleting %u "
+                        "member(s) now", rb->gang, TG__ROLLBACK_WAIT_MS, rb->n);
+            rollback_send(rb);
+        }
+}
+
 /* minMember reached: failed members are forgotten and tried again later. */
 static void succeeded(struct bindop *op)
 {
@@ -270,28 +423,23 @@ static void succeeded(struct bindop *op)
 
 /* minMember not reached: the members bound now are deleted; they stay
  * assumed (with their expiry) until the informer sees them go. The note (the
- * gang's status and its RolledBack Event) goes first: writes leave in order,
- * so a scheduler killed in the middle leaves no deletion unexplained. */
+ * gang's status and its RolledBack Event) goes first, the deletes once the
+ * Event is answered (tell_rollback), so a scheduler killed in the middle
+ * leaves no deletion unexplained. */
 static void rolled_back(struct bindop *op)
 {
     struct tg__binder *b = op->b;
-    note(op, TG__BIND_ROLLED_BACK, op->ok);
-    uint32_t deleted = 0;
+    struct rollback *rb = rollback_new(b, op->gang, op->ok);
     for (uint32_t i = 0; i < op->n; i++) {
         struct bindpod *p = &op->p[i];
-        if (p->state != B_OK) {
+        if (p->state != B_OK)
             tg_engine_forget(b->e, p->key);
-            continue;
-        }
-        if (!tg_api_delete_pod(b->c, p->ns, p->name, rollback_grace(b, p->key), p->uid,
-                               on_deleted, "rollback delete"))
-            deleted++;
         else
-            tg_warn(C, "gang %s: rollback delete of %s could not be sent (out of memory); the "
-                    "gang's timeout rolls it back later", op->gang, p->key);
+            rollback_add(b, rb, op->gang, p->ns, p->name, p->uid, rollback_grace(b, p->key));
     }
-    tg_metrics_inc(TG_M_ROLLBACKS, 1);
-    tg_metrics_inc(TG_M_PODS_DELETED, deleted);
+    struct tg__bind_note n;
+    note_of(op, TG__BIND_ROLLED_BACK, op->ok, &n);
+    tell_rollback(b, op->gang, &n, rb);
 }
 
 static void complete(struct bindop *op)
@@ -533,26 +681,21 @@ int tg__binder_bind(struct tg__binder *b, const struct tg_decision *d)
 void tg__binder_rollback(struct tg__binder *b, const struct tg_grec *g,
                          const struct tg_store *bound, const char *why)
 {
-    /* the note first, as in rolled_back(): no deletion goes out before its Event */
-    uint32_t todo = 0, deleted = 0;
+    /* as rolled_back(): the deletes go once the Event is answered */
+    uint32_t todo = 0;
     for (uint32_t i = 0; i < g->nmembers; i++)
         todo += g->members[i]->kind == TG_USAGE_BOUND && bound &&
                 tg_store_get(bound, g->members[i]->key);
-    struct tg__bind_note n = {.what = TG__BIND_ROLLED_BACK, .deleted = todo, .level = "",
-                              .domain = "", .why = why};
-    if (b->h.on_note)
-        b->h.on_note(b->h.ud, g->key, &n);
+    struct rollback *rb = rollback_new(b, g->key, todo);
     for (uint32_t i = 0; i < g->nmembers; i++) {
         const struct tg_usage *u = g->members[i];
         const struct tg_pod *p = bound ? tg_store_get(bound, u->key) : NULL;
-        if (u->kind != TG_USAGE_BOUND || !p)
-            continue;
-        if (!tg_api_delete_pod(b->c, tg_str(p->ns), tg_pod_name(p), p->started ? -1 : 0, p->uid,
-                               on_deleted, "rollback delete"))
-            deleted++;
+        if (u->kind == TG_USAGE_BOUND && p)
+            rollback_add(b, rb, g->key, tg_str(p->ns), tg_pod_name(p), p->uid, p->started ? -1 : 0);
     }
-    tg_metrics_inc(TG_M_ROLLBACKS, 1);
-    tg_metrics_inc(TG_M_PODS_DELETED, deleted);
+    struct tg__bind_note n = {.what = TG__BIND_ROLLED_BACK, .deleted = todo, .level = "",
+                              .domain = "", .why = why};
+    tell_rollback(b, g->key, &n, rb);
 }
 
 int tg__binder_new(struct tg_engine *e, struct tg_client *c, uv_loop_t *loop,
@@ -591,12 +734,18 @@ void tg__binder_free(struct tg__binder **pb)
         free(a);
     }
     tg_hmap_free(&b->assumed);
+    while (b->rollbacks) {
+        struct rollback *rb = b->rollbacks;
+        b->rollbacks = rb->next;
+        rollback_free(rb);
+    }
     free(b);
 }
 
 void tg__binder_stopping(struct tg__binder *b)
 {
     b->stopping = 1;
+    rollbacks_due(b, 1);
 }
 
 uint32_t tg__binder_inflight(const struct tg__binder *b)
