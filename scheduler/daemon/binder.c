@@ -43,8 +43,10 @@
  * bind answered TG_EFENCED) an op is abandoned: no retry, no rollback (see
  * abandon()).
  *
- * Ops waiting for a slot sit on an intrusive list, so queueing one cannot
- * fail; every op is also on a list of all ops, freed with the binder. */
+ * Ops with binds never sent sit on an intrusive list, so queueing one cannot
+ * fail; binds waiting for a retry on another, by due time (one binder-wide
+ * list: a pump never scans a gang's members for a due one); every op is also
+ * on a list of all ops, freed with the binder. */
 #include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
 #include "util/err.h"
@@ -66,6 +68,7 @@ struct bindop;
 
 struct bindpod {
     struct bindop *op;
+    struct bindpod *rnext, *rprev;      /* on the binder's retry list (B_WAIT, sent before) */
     char *key, *ns, *uid, *node;        /* owned */
     const char *name;                   /* inside key */
     uint8_t state, tries, throttles;    /* throttles: its binds answered 429 or 5xx (capped) */
@@ -79,12 +82,11 @@ struct bindpod {
 struct bindop {
     struct tg__binder *b;
     struct bindop *next, *prev;         /* every op */
-    struct bindop *qnext, *qprev;       /* ops with binds waiting for a slot */
+    struct bindop *qnext, *qprev;       /* ops with binds never sent */
     char *gang, *level, *domain;        /* owned */
     struct bindpod *p;
     uint32_t n, ok, failed, must;
     uint32_t fresh;                     /* p[fresh..n) never sent yet (B_WAIT, due now) */
-    uint32_t nretry;                    /* of p[0..fresh): B_WAIT for a retry */
     int64_t first_seen_ms;              /* the gang's, for the e2e metrics */
     int64_t start_ms;                   /* loop ms of its first bind sent, 0 before */
     int64_t giveup_ms;                  /* loop ms: throttled binds fail after this */
@@ -115,6 +117,7 @@ struct tg__binder {
     uv_loop_t *loop;
     struct tg__binder_hooks h;
     struct bindop all, queue;           /* sentinels */
+    struct bindpod *rhead, *rtail;      /* binds waiting for a retry, by retry_ms */
     uint32_t inflight, stopping;
     struct tg_hmap assumed;             /* pod key (owned) -> expiry, loop ms */
     struct rollback *rollbacks;         /* waiting for their Event's answer */
@@ -156,6 +159,38 @@ static void dequeue(struct bindop *op)
     op->qprev->qnext = op->qnext;
     op->qnext->qprev = op->qprev;
     op->queued = 0;
+}
+
+/* p (B_WAIT, due at p->retry_ms) onto the retry list, in due order: walked
+ * from the tail, as a retry is mostly due after those already waiting. */
+static void retry_push(struct tg__binder *b, struct bindpod *p)
+{
+    struct bindpod *at = b->rtail;
+    while (at && at->retry_ms > p->retry_ms)
+        at = at->rprev;
+    p->rprev = at;
+    p->rnext = at ? at->rnext : b->rhead;
+    if (p->rnext)
+        p->rnext->rprev = p;
+    else
+        b->rtail = p;
+    if (at)
+        at->rnext = p;
+    else
+        b->rhead = p;
+}
+
+static void retry_del(struct tg__binder *b, struct bindpod *p)
+{
+    if (p->rprev)
+        p->rprev->rnext = p->rnext;
+    else
+        b->rhead = p->rnext;
+    if (p->rnext)
+        p->rnext->rprev = p->rprev;
+    else
+        b->rtail = p->rprev;
+    p->rnext = p->rprev = NULL;
 }
 
 /* ---- assumptions ----------------------------------------------------------------------- */
@@ -526,20 +561,18 @@ static void on_bound(void *ud, const struct tg_resp *r)
         if (throttled(r) && !b->stopping && now < op->giveup_ms) {
             p->state = B_WAIT; /* keeps its room; the other binds go on */
             p->retry_ms = retry_at(p, r, now);
-            op->nretry++;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
-            enqueue(b, op);
+            retry_push(b, p);
         } else if (!final && !b->stopping && p->unanswered_ms && now - p->unanswered_ms < UNANSWERED_MAX_MS) {
             p->state = B_WAIT; /* it may have landed: keep its room, ask again in a second */
             p->retry_ms = now + UNANSWERED_RETRY_MS;
-            op->nretry++;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
-            enqueue(b, op);
+            retry_push(b, p);
         } else if (!final && p->tries < tg_engine_policy(b->e)->bind_retries && !b->stopping) {
             p->state = B_WAIT;
-            op->nretry++;
+            p->retry_ms = now;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
-            enqueue(b, op);
+            retry_push(b, p);
         } else {
             p->state = B_FAILED;
             op->failed++;
@@ -553,19 +586,22 @@ static void on_bound(void *ud, const struct tg_resp *r)
         tg__binder_pump(b);
 }
 
-/* The bind of op to send next: a retry that is due (rare: found by a scan),
- * else the next one never sent, so that a gang of N binds costs O(N), not
- * O(N^2); *later is set when retries wait for their time. */
-static struct bindpod *next_waiting(struct bindop *op, int64_t now, int *later)
+/* The bind to send next: a retry that is due, else the next one never sent
+ * (ops in turn), NULL when none; off its list. A gang of N binds costs O(N). */
+static struct bindpod *next_bind(struct tg__binder *b, int64_t now)
 {
-    *later = 0;
-    for (uint32_t i = 0; op->nretry && i < op->fresh; i++)
-        if (op->p[i].state == B_WAIT) {
-            if (op->p[i].retry_ms <= now)
-                return &op->p[i];
-            *later = 1;
-        }
-    return op->fresh < op->n ? &op->p[op->fresh] : NULL;
+    struct bindpod *p = b->rhead;
+    if (p && p->retry_ms <= now) {
+        retry_del(b, p);
+        return p;
+    }
+    struct bindop *op = b->queue.qnext;
+    if (op == &b->queue)
+        return NULL;
+    p = &op->p[op->fresh++];
+    if (op->fresh == op->n)
+        dequeue(op);
+    return p;
 }
 
 void tg__binder_pump(struct tg__binder *b)
@@ -573,21 +609,9 @@ void tg__binder_pump(struct tg__binder *b)
     uint32_t limit = (uint32_t)tg_engine_policy(b->e)->bind_concurrency;
     if (tg_client_fenced(b->c))
         return; /* not the lease holder (any more): tg__binder_standdown abandons the ops */
-    struct bindop *op = b->queue.qnext;
-    while (op != &b->queue && b->inflight < limit) {
-        int later;
-        struct bindpod *p = next_waiting(op, (int64_t)uv_now(b->loop), &later);
-        if (!p) { /* nothing due: off the queue, or on to the next op till its retry time */
-            struct bindop *nx = op->qnext;
-            if (!later)
-                dequeue(op);
-            op = nx;
-            continue;
-        }
-        if (p == &op->p[op->fresh])
-            op->fresh++;
-        else
-            op->nretry--;
+    struct bindpod *p;
+    while (b->inflight < limit && (p = next_bind(b, (int64_t)uv_now(b->loop)))) {
+        struct bindop *op = p->op;
         p->state = B_INFLIGHT;
         p->tries++;
         if (!op->start_ms)
@@ -597,8 +621,7 @@ void tg__binder_pump(struct tg__binder *b)
         int rc = tg_api_bind(b->c, p->ns, p->name, p->uid, p->node, on_bound, p);
         if (rc) {
             struct tg_resp fake = {.err = rc, .msg = tg_strerror(rc)};
-            on_bound(p, &fake); /* may complete (free) op: the loop reads the queue again */
-            op = b->queue.qnext;
+            on_bound(p, &fake); /* may complete (free) op */
         }
     }
     tg_metrics_set(TG_G_INFLIGHT_BINDS, b->inflight);
@@ -792,6 +815,8 @@ static void abandon(struct bindop *op)
     uint32_t unsent = 0;
     for (uint32_t i = 0; i < op->n; i++)
         if (op->p[i].state == B_WAIT) {
+            if (i < op->fresh) /* sent before: waiting for its retry */
+                retry_del(b, &op->p[i]);
             if (op->p[i].unanswered_ms) /* an earlier try may have landed: keep its room */
                 assumed_set(b, op->p[i].key, (int64_t)uv_now(b->loop) + ASSUME_TTL_MS);
             else
