@@ -35,6 +35,9 @@ of 4). A gang's life is read from the API (scheduler/loss.h):
     go after the Event's answer, at once (e2e_crash once saw a scheduler
     killed between a rollback's deletes and its Event).
 
+  rollback_event_unanswered: the Event held on: the deletes go after 5 s
+    all the same (TG__ROLLBACK_WAIT_MS), and the Event once let go.
+
   bind_429_storm: every Binding is answered 429 with Retry-After for 30 s
     (the fault proxy) while a 256-pod gang binds: no rollback, nothing
     deleted, every member bound after the storm.
@@ -251,25 +254,33 @@ def case_evict_after_grace_is_graceful(ctx):
     wipe_pods(api, ns)
 
 
-def case_half_bound_still_rolled_back(ctx):
-    api, ns, g = ctx["api"], "half", "half"
+def half_bound_gang(ctx, ns, g, ran):
+    """A gang of 4 (rack required) in namespace ns with 2 members bound (by a
+    scheduler that died mid-bind), the rest of its rack taken; ran: g-1 ran
+    (a kubelet took it)."""
+    api = ctx["api"]
     make_namespace(api, ns)
     rk = racks(api)
     rack_nodes = sorted(n for n, r in rk.items() if r == rk["gpu-00000"])
     api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, g, 4, "rack"))
     for i in range(4):
         p = member(ns, f"{g}-{i}", g)
-        if i < 2:  # bound by a scheduler that died mid-bind
+        if i < 2:
             p["spec"]["nodeName"] = rack_nodes[i]
         api.create_pod(ns, p)
-    # half-1 ran: a kubelet took it
-    st, _ = api.request("PATCH", f"/api/v1/namespaces/{ns}/pods/{g}-1/status",
-                        {"status": {"phase": "Running", "startTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}},
-                        ctype="application/merge-patch+json")
-    if st != 200:
-        raise RuntimeError(f"patching {g}-1's status: HTTP {st}")
+    if ran:
+        st, _ = api.request("PATCH", f"/api/v1/namespaces/{ns}/pods/{g}-1/status",
+                            {"status": {"phase": "Running", "startTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}},
+                            ctype="application/merge-patch+json")
+        if st != 200:
+            raise RuntimeError(f"patching {g}-1's status: HTTP {st}")
     for n in rack_nodes[2:]:
         blocker_pod(api, ns, n)
+
+
+def case_half_bound_still_rolled_back(ctx):
+    api, ns, g = ctx["api"], "half", "half"
+    half_bound_gang(ctx, ns, g, ran=True)
     s = sched(ctx, "half")
     wait(lambda: pod(api, ns, f"{g}-0") is None, 20, "half-0 (never ran) deleted at once")
     wait(lambda: (pod(api, ns, f"{g}-1") or {}).get("metadata", {}).get("deletionTimestamp"), 20,
@@ -286,34 +297,33 @@ def case_half_bound_still_rolled_back(ctx):
     wipe_pods(api, ns)
 
 
-def case_rollback_deletes_after_its_event(ctx):
-    """The half-bound gang of half_bound_still_rolled_back, through the fault
-    proxy holding its RolledBack Event for 2 s: no member is deleted while
-    the Event is unanswered; the deletes follow its answer at once (not the
-    TG__ROLLBACK_WAIT_MS bound of 5 s)."""
-    api, ns, g = ctx["api"], "rbev", "rbev"
-    make_namespace(api, ns)
-    rk = racks(api)
-    rack_nodes = sorted(n for n, r in rk.items() if r == rk["gpu-00000"])
-    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, g, 4, "rack"))
-    for i in range(4):
-        p = member(ns, f"{g}-{i}", g)
-        if i < 2:  # bound by a scheduler that died mid-bind
-            p["spec"]["nodeName"] = rack_nodes[i]
-        api.create_pod(ns, p)
-    for n in rack_nodes[2:]:
-        blocker_pod(api, ns, n)
+def rollback_event_held(ctx, ns, g, hold_s):
+    """The half-bound gang of half_bound_still_rolled_back, scheduled
+    through the fault proxy, which holds its RolledBack Event; fails when a
+    member is deleted within hold_s of that. Returns (scheduler, proxy, the
+    time the Event was held)."""
+    api = ctx["api"]
+    half_bound_gang(ctx, ns, g, ran=False)
     px = FaultProxy(ctx["cluster"], ctx["work"])
     ctx["proxies"].append(px)
     px.hold_events("RolledBack")
-    s = sched(ctx, "rbev", kubeconfig=px.kubeconfig())
+    s = sched(ctx, ns, kubeconfig=px.kubeconfig())
     wait(lambda: px.events("event held"), 20, "the RolledBack Event (held by the proxy)")
     t_held = time.time()
-    time.sleep(2)
+    time.sleep(hold_s)
     gone = [f"{g}-{i}" for i in range(2)
             if (pod(api, ns, f"{g}-{i}") or {"metadata": {"deletionTimestamp": "gone"}})["metadata"].get("deletionTimestamp")]
     if gone:
-        fail(f"{gone} deleted while the RolledBack Event was unanswered")
+        fail(f"{gone} deleted within {hold_s} s of the RolledBack Event, unanswered")
+    return s, px, t_held
+
+
+def case_rollback_deletes_after_its_event(ctx):
+    """The RolledBack Event held 2 s: no member is deleted meanwhile; the
+    deletes follow its answer at once (not the TG__ROLLBACK_WAIT_MS bound
+    of 5 s)."""
+    api, ns, g = ctx["api"], "rbev", "rbev"
+    s, px, t_held = rollback_event_held(ctx, ns, g, 2)
     t_release = time.time()
     px.hold_events(None)
     wait(lambda: pod(api, ns, f"{g}-0") is None, 20, f"{g}-0 deleted")
@@ -329,6 +339,20 @@ def case_rollback_deletes_after_its_event(ctx):
         fail(f"{g}-0 deleted {t_gone - t_held:.1f} s after the hold began: not on the Event's answer")
     if not events(api, ns, g, "RolledBack"):
         fail("no RolledBack Event")
+    s.finish()
+    wipe_pods(api, ns)
+
+
+def case_rollback_event_unanswered(ctx):
+    """The RolledBack Event held on: the deletes go after the bound of 5 s
+    (TG__ROLLBACK_WAIT_MS), not before 4 s, and the Event is written once
+    let go."""
+    api, ns, g = ctx["api"], "rbnone", "rbnone"
+    s, px, t_held = rollback_event_held(ctx, ns, g, 4)
+    wait(lambda: pod(api, ns, f"{g}-0") is None, 10, f"{g}-0 deleted with its Event unanswered")
+    log(f"    {g}-0 gone {time.time() - t_held:.1f} s after the Event was held")
+    px.hold_events(None)
+    wait(lambda: events(api, ns, g, "RolledBack"), 10, "the RolledBack Event, let go")
     s.finish()
     wipe_pods(api, ns)
 
@@ -555,6 +579,7 @@ def case_apf_throttles_writes(ctx):
 
 CASES = [case_restart_keeps_running_members, case_keep_after_grace_across_restart,
          case_evict_after_grace_is_graceful, case_half_bound_still_rolled_back, case_rollback_deletes_after_its_event,
+         case_rollback_event_unanswered,
          case_bind_429_storm,
          case_bind_429_others_flow, case_apf_throttles_writes]
 
