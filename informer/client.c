@@ -1102,8 +1102,8 @@ static void run_queue(uv_timer_t *t)
         c->lo_queued -= r->leader_only;
         start(c, r);
     }
-    while ((!c->q_writes.head || !writes_open(c)) && (r = c->q_bg.head) && c->bg_running < bg_cap(c) &&
-           (c->qps <= 0 || c->tokens >= 1.0)) {
+    while ((!c->q_writes.head || !writes_open(c)) && (r = c->q_bg.head) &&
+           c->bg_running < bg_cap(c) && (c->qps <= 0 || c->tokens >= 1.0)) {
         if (c->qps > 0)
             c->tokens -= 1.0;
         rl_remove(&c->q_bg, r);

@@ -359,8 +359,8 @@ static int send_delete(struct tg__binder *b, const char *gang, const char *ns, c
 }
 
 /* One delete of rb, or at once when rb is NULL or full (out of memory). */
-static void rollback_add(struct tg__binder *b, struct rollback *rb, const char *gang, const char *ns,
-                         const char *name, const char *uid, int64_t grace)
+static void rollback_add(struct tg__binder *b, struct rollback *rb, const char *gang,
+                         const char *ns, const char *name, const char *uid, int64_t grace)
 {
     struct rbpod *p = rb ? &rb->p[rb->n] : NULL;
     if (p && (p->ns = strdup(ns)) && (p->name = strdup(name)) && (!uid || (p->uid = strdup(uid)))) {
