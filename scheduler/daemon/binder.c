@@ -395,7 +395,7 @@ static void rollback_told(void *ud, const struct tg_resp *r)
 {
     struct rollback *rb = ud;
     struct tg__binder *b = rb->b;
-    if (r->err && r->status != 404)
+    if (r->err && r->err != TG_EEXIST && r->status != 404) /* EEXIST: the same went just now */
         tg_warn(C, "gang %s: RolledBack Event: %s (HTTP %ld); deleting %u member(s) all the same",
                 rb->gang, r->msg ? r->msg : tg_strerror(r->err), r->status, rb->n);
     rollback_send(rb);
