@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "util/aimd.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -62,6 +63,9 @@ struct tg_req {
     long retry_after_s;     /* the answer's Retry-After, 0 none */
     int state, canceled, is_write, background, urgent, leader_only, abort_err;
     int retry, tries;       /* a retried write (tg_req_opts.retry); tries made so far */
+    int throttles;          /* of its tries, those answered 429 (not counted in tries) */
+    uint64_t born_ms;       /* uv_now when it was queued */
+    uint64_t seq;           /* its lane's window's sequence number when sent (tg_aimd_send) */
     uint64_t due_ms;        /* RQ_WAITING: when it goes back to its queue (uv_now) */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -103,7 +107,8 @@ struct tg_client {
     uint32_t lo_queued, lo_running; /* leader-only writes queued, running */
     int64_t fence_ms;               /* leader-only writes go while mono ms < this */
     uint32_t bg_queued;             /* in q_bg */
-    uint64_t bg_throttled_until;    /* uv_now ms: Events held to BG_INFLIGHT (a 429) */
+    struct tg_aimd w_win;           /* the writes' congestion window (WRITE_WINDOW_MAX) */
+    struct tg_aimd bg_win;          /* the background writes' (BG_INFLIGHT_MAX) */
     struct sock *socks;
     curl_socket_t orphans[16];      /* sockets that could not be watched (out of memory): */
     int norphans;                   /* the sweep drives them until they can be */
@@ -131,11 +136,15 @@ struct tg_client {
 #define BG_INFLIGHT 4
 #define BG_INFLIGHT_MAX 256
 #define BG_BACKLOG 32
-/* A 429 to any write (API Priority and Fairness: this client's priority
- * level is full; in the bench it is exempt) holds Events back to BG_INFLIGHT
- * for the answer's Retry-After, at least BG_THROTTLE_MS: a burst of them must
- * not take the seats the Bindings need. */
-#define BG_THROTTLE_MS 1000
+/* Congestion windows (util/aimd.h), one per lane: writes (Bindings, status,
+ * deletes) and background writes (Events). A 429 or 503 answer (API Priority
+ * and Fairness: this client's priority level is full) halves its lane's
+ * window, once per window; a success grows it again. Only the refused
+ * request waits (its caller's Retry-After, or the retried write's backoff):
+ * the rest of the lane keeps going at the reduced window. While the writes'
+ * window is cut and writes run or wait, Events take at most half of it
+ * (at least one): they never starve the Bindings, and still all go. */
+#define WRITE_WINDOW_MAX 1024
 /* Retried writes (tg_req_opts.retry: Events). A try that fails with 429,
  * 5xx, a broken or refused connection or a timeout is made again after
  * RETRY_BASE_MS, doubling up to RETRY_MAX_MS (or the answer's Retry-After
@@ -148,6 +157,11 @@ struct tg_client {
 #define RETRY_MAX_MS 8000
 #define RETRY_AFTER_MAX_MS 30000
 #define RETRY_HELD_MAX 20000
+/* A 429 is not a failed try (the server is up, asking to come back later):
+ * a retried write answered 429 keeps trying, at its Retry-After (else the
+ * doubling backoff) plus 0-20% jitter, for up to RETRY_THROTTLED_MAX_MS
+ * from when it was queued before its tries count again. */
+#define RETRY_THROTTLED_MAX_MS 600000
 /* Urgent requests (the Lease) running at once: the elector has one at a
  * time; the bound keeps a misuse from opening connections without end. */
 #define URGENT_INFLIGHT 4
@@ -184,10 +198,27 @@ static void rl_remove(struct rlist *l, struct tg_req *r)
 /* How many background writes may run now. */
 static int bg_cap(const struct tg_client *c)
 {
-    if (uv_now(c->loop) < c->bg_throttled_until)
-        return BG_INFLIGHT;
-    return c->bg_queued > BG_BACKLOG || (!c->w_running && !c->q_writes.head) ? BG_INFLIGHT_MAX
-                                                                              : BG_INFLIGHT;
+    int busy = c->w_running || c->q_writes.head;
+    int cap = c->bg_queued > BG_BACKLOG || !busy ? BG_INFLIGHT_MAX : BG_INFLIGHT;
+    int win = (int)tg_aimd_window(&c->bg_win);
+    uint32_t w = tg_aimd_window(&c->w_win);
+    if (busy && w < WRITE_WINDOW_MAX && win > (int)(w / 2 ? w / 2 : 1))
+        win = (int)(w / 2 ? w / 2 : 1); /* writes throttled: Events take half their window */
+    return win < cap ? win : cap;
+}
+
+/* The congestion window of r's lane, NULL for reads and the Lease. */
+static struct tg_aimd *lane_window(struct tg_client *c, const struct tg_req *r)
+{
+    if (!r->is_write || r->urgent)
+        return NULL;
+    return r->background ? &c->bg_win : &c->w_win;
+}
+
+/* Whether another write of the writes lane may start (its window). */
+static int writes_open(const struct tg_client *c)
+{
+    return (uint32_t)c->w_running < tg_aimd_window(&c->w_win);
 }
 
 /* r leaves the running list (finished or canceled). */
@@ -201,6 +232,8 @@ static void running_remove(struct tg_client *c, struct tg_req *r)
     if (r->urgent && c->q_urgent.head && !c->closing)
         kick(c);
     if (r->is_write && c->bg_running < bg_cap(c) && c->q_bg.head && !c->closing)
+        kick(c);
+    if (r->is_write && c->q_writes.head && writes_open(c) && !c->closing)
         kick(c);
 }
 
@@ -736,19 +769,20 @@ static int retryable(int err, long status)
            (err == TG_EHTTP && status >= 500);
 }
 
-/* Wait before try r->tries + 1: the doubling backoff, or the server's
- * Retry-After when longer. */
+/* Wait before the next try: the doubling backoff over the tries and 429s so
+ * far, or the server's Retry-After when longer; plus 0-20% jitter, so writes
+ * refused together do not come back together. */
 static uint64_t retry_delay_ms(const struct tg_req *r)
 {
     uint64_t ms = RETRY_BASE_MS;
-    for (int i = 1; i < r->tries && ms < RETRY_MAX_MS; i++)
+    for (int i = 1; i < r->tries + r->throttles && ms < RETRY_MAX_MS; i++)
         ms *= 2;
     if (ms > RETRY_MAX_MS)
         ms = RETRY_MAX_MS;
     uint64_t ra = (uint64_t)r->retry_after_s * 1000;
     if (ra > ms)
         ms = ra < RETRY_AFTER_MAX_MS ? ra : RETRY_AFTER_MAX_MS;
-    return ms;
+    return ms + ms * (uint64_t)(rand() % 21) / 100;
 }
 
 static void on_retry_timer(uv_timer_t *t);
@@ -910,9 +944,24 @@ static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
             break;
         }
     }
-    if (r->status == 429 && r->is_write) {
-        uint64_t hold = (uint64_t)r->retry_after_s * 1000;
-        c->bg_throttled_until = uv_now(c->loop) + (hold > BG_THROTTLE_MS ? hold : BG_THROTTLE_MS);
+    struct tg_aimd *win = lane_window(c, r);
+    if (win && (r->status == 429 || r->status == 503)) {
+        int flight = (r->background ? c->bg_running : c->w_running) + 1;
+        c->stats.throttled++;
+        if (tg_aimd_throttled(win, r->seq, (uint32_t)flight, (int64_t)uv_now(c->loop)))
+            tg_debug(COMP, "%s %s: HTTP %ld; %s window now %u", r->method, r->path, r->status,
+                     r->background ? "background writes'" : "writes'", tg_aimd_window(win));
+    } else if (win && r->status) {
+        tg_aimd_ok(win, (int64_t)uv_now(c->loop));
+    }
+    c->stats.write_window = tg_aimd_window(&c->w_win);
+    c->stats.bg_window = tg_aimd_window(&c->bg_win);
+    if (r->retry && r->status == 429 && uv_now(c->loop) - r->born_ms < RETRY_THROTTLED_MAX_MS &&
+        !r->canceled && !c->closing) {
+        r->throttles++; /* not a failed try: the server asks to come back later */
+        c->stats.failed++;
+        retry_later(c, r, err, msg);
+        return;
     }
     if (r->retry) {
         r->tries++;
@@ -966,6 +1015,9 @@ static void start(struct tg_client *c, struct tg_req *r)
     c->u_running += r->urgent;
     c->lo_running += r->leader_only;
     c->stats.requests++;
+    struct tg_aimd *win = lane_window(c, r);
+    if (win)
+        r->seq = tg_aimd_send(win);
 }
 
 static void refill(struct tg_client *c)
@@ -1043,22 +1095,25 @@ static void run_queue(uv_timer_t *t)
         start(c, r);
     }
     refill(c);
-    while ((r = c->q_writes.head) && (c->qps <= 0 || c->tokens >= 1.0)) {
+    while ((r = c->q_writes.head) && writes_open(c) && (c->qps <= 0 || c->tokens >= 1.0)) {
         if (c->qps > 0)
             c->tokens -= 1.0;
         rl_remove(&c->q_writes, r);
         c->lo_queued -= r->leader_only;
         start(c, r);
     }
-    while (!c->q_writes.head && (r = c->q_bg.head) && c->bg_running < bg_cap(c) &&
-           (c->qps <= 0 || c->tokens >= 1.0)) {
+    while ((!c->q_writes.head || !writes_open(c)) && (r = c->q_bg.head) &&
+           c->bg_running < bg_cap(c) && (c->qps <= 0 || c->tokens >= 1.0)) {
         if (c->qps > 0)
             c->tokens -= 1.0;
         rl_remove(&c->q_bg, r);
         c->bg_queued--;
         start(c, r);
     }
-    if ((c->q_writes.head || (c->q_bg.head && c->bg_running < bg_cap(c))) &&
+    /* waiting for a token only (a full window is reopened by running_remove) */
+    if (c->qps > 0 && c->tokens < 1.0 &&
+        ((c->q_writes.head && writes_open(c)) ||
+         ((!c->q_writes.head || !writes_open(c)) && c->q_bg.head && c->bg_running < bg_cap(c))) &&
         !uv_is_active((uv_handle_t *)&c->limiter)) {
         double wait = (1.0 - c->tokens) * 1000.0 / c->qps;
         uv_timer_start(&c->limiter, run_queue, (uint64_t)(wait < 1 ? 1 : wait + 0.999), 0);
@@ -1169,6 +1224,10 @@ int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
     tg_client_set_rate(c, opts ? opts->qps : 0, opts ? opts->burst : 0);
     c->tokens = c->burst;
     c->refill_ms = uv_now(loop);
+    tg_aimd_init(&c->w_win, WRITE_WINDOW_MAX);
+    tg_aimd_init(&c->bg_win, BG_INFLIGHT_MAX);
+    c->stats.write_window = tg_aimd_window(&c->w_win);
+    c->stats.bg_window = tg_aimd_window(&c->bg_win);
     refresh_token(c);
     *out = c;
     return 0;
@@ -1277,6 +1336,7 @@ int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct t
     r->background = o->background && !o->urgent;
     r->leader_only = o->leader_only && r->is_write && !r->background && !r->urgent;
     r->state = RQ_QUEUED;
+    r->born_ms = uv_now(c->loop);
     if (r->is_write && !r->urgent && c->qps > 0) {
         refill(c);
         if (c->q_writes.head || c->tokens < 1.0)

@@ -12,6 +12,11 @@
  * and with a few in flight at most, so that they never hold back the writes
  * that decide placement (Bindings, status).
  *
+ * Writes and background writes each have a congestion window (util/aimd.h):
+ * a 429 or 503 answer (API Priority and Fairness refusing this client's
+ * priority level) halves the lane's requests in flight, successes grow it
+ * back; only the refused request waits (client.c, WRITE_WINDOW_MAX).
+ *
  * Two more lanes serve leader election (client-go's renewDeadline):
  * - urgent requests (the Lease's GET and PUT) go ahead of every queue,
  *   outside the token bucket, each on a connection of its own (never queued
@@ -31,8 +36,10 @@
  * so a repeat of one that landed answers 409 AlreadyExists, taken as
  * success): a try that fails with 429, 5xx, a refused or reset connection or
  * a timeout waits (250 ms doubling to 8 s, or the answer's Retry-After when
- * longer, at most 30 s) and goes back to the tail of its queue, 8 tries in
- * all; a 4xx other than 429 ends it. At most 20,000 are held (queued,
+ * longer, at most 30 s; plus 0-20% jitter) and goes back to the tail of its
+ * queue, 8 tries in all, a 429 not counted as one for 10 minutes (the server
+ * is up and asks to come back: an Event is not lost to throttling); a 4xx
+ * other than 429 ends it. At most 20,000 are held (queued,
  * running, waiting) at once: past that tg_client_request refuses one with
  * TG_EAGAIN. Those given up on are counted in stats.dropped and logged. A
  * waiting one counts in tg_client_writes_pending.
@@ -124,6 +131,9 @@ struct tg_client_stats {
     uint64_t retries;        /* tries of retried writes made again after a failure */
     uint64_t dropped;        /* retried writes not written: refused by a 4xx, tries ran
                               * out, or refused at the cap (TG_EAGAIN) */
+    uint64_t throttled;      /* writes answered 429 or 503 (their lane's window halved) */
+    uint32_t write_window;   /* writes (Bindings, status, deletes) that may run at once now */
+    uint32_t bg_window;      /* background writes (Events) that may run at once now */
 };
 
 /* Creates a client on loop for conf (copied). opts may be NULL. *out is freed

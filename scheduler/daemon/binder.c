@@ -15,14 +15,20 @@
  * members are forgotten and tried again after a backoff; when it cannot, the
  * members bound in this attempt are deleted (their controller recreates
  * them; grace 0 for a pod that never ran, else its own grace period) and
- * the gang backs off.
+ * the gang backs off. A rollback's deletes go once its RolledBack Event is
+ * answered (TG__ROLLBACK_WAIT_MS at most): a scheduler killed in between
+ * leaves no deletion unexplained (sent together, the apiserver could take
+ * the deletes before the Event).
  *
  * Throttled (429, API Priority and Fairness) or failing server-side (5xx):
- * not a verdict on the pod. Every bind holds back: nothing is sent until the
- * answer's Retry-After, else an exponential step (250 ms doubling to 32 s,
- * 0-20% jitter) that grows only while answers keep throttling after a hold
- * ended and resets on a success; the member keeps its room meanwhile (it
- * stays assumed), and its bind fails only once the gang's timeout
+ * not a verdict on the pod. Only the refused bind waits: it is sent again
+ * after the answer's Retry-After, else an exponential step of its own (250 ms
+ * doubling to 32 s), plus 0-20% jitter so binds refused together do not come
+ * back together. The other binds keep going: the client's congestion window
+ * for writes (informer/client.h) halves what is in flight on the 429 and
+ * grows back on successes, so the binder sends at the rate the server grants
+ * instead of in waves. The member keeps its room meanwhile (it stays
+ * assumed), and its bind fails only once the gang's timeout
  * (scheduleTimeoutSeconds, else gang.scheduleTimeoutSeconds) has passed
  * since the binds began. gang.bindRetries does not count these. The engine hears how it ended
  * (tg_engine_forget, tg_engine_bind_done), the reporter through on_note.
@@ -37,8 +43,10 @@
  * bind answered TG_EFENCED) an op is abandoned: no retry, no rollback (see
  * abandon()).
  *
- * Ops waiting for a slot sit on an intrusive list, so queueing one cannot
- * fail; every op is also on a list of all ops, freed with the binder. */
+ * Ops with binds never sent sit on an intrusive list, so queueing one cannot
+ * fail; binds waiting for a retry on another, by due time (one binder-wide
+ * list: a pump never scans a gang's members for a due one); every op is also
+ * on a list of all ops, freed with the binder. */
 #include "scheduler/daemon/internal.h"
 #include "scheduler/daemon/metrics.h"
 #include "util/err.h"
@@ -60,9 +68,10 @@ struct bindop;
 
 struct bindpod {
     struct bindop *op;
+    struct bindpod *rnext, *rprev;      /* on the binder's retry list (B_WAIT, sent before) */
     char *key, *ns, *uid, *node;        /* owned */
     const char *name;                   /* inside key */
-    uint8_t state, tries;
+    uint8_t state, tries, throttles;    /* throttles: its binds answered 429 or 5xx (capped) */
     uint64_t t0;
     int64_t unanswered_ms;              /* loop ms of its first bind that got no answer, 0 none */
     int64_t retry_ms;                   /* B_WAIT: not sent before this loop ms */
@@ -73,16 +82,33 @@ struct bindpod {
 struct bindop {
     struct tg__binder *b;
     struct bindop *next, *prev;         /* every op */
-    struct bindop *qnext, *qprev;       /* ops with binds waiting for a slot */
+    struct bindop *qnext, *qprev;       /* ops with binds never sent */
     char *gang, *level, *domain;        /* owned */
     struct bindpod *p;
     uint32_t n, ok, failed, must;
     uint32_t fresh;                     /* p[fresh..n) never sent yet (B_WAIT, due now) */
-    uint32_t nretry;                    /* of p[0..fresh): B_WAIT for a retry */
     int64_t first_seen_ms;              /* the gang's, for the e2e metrics */
     int64_t start_ms;                   /* loop ms of its first bind sent, 0 before */
     int64_t giveup_ms;                  /* loop ms: throttled binds fail after this */
     uint8_t queued, slow_noted, abandoned;
+};
+
+/* A rollback whose deletes wait for its RolledBack Event's answer; on the
+ * binder's list until that answer comes (the Event's ud), freed then or
+ * with the binder. */
+struct rbpod {
+    char *ns, *name, *uid;              /* owned */
+    int64_t grace;
+};
+
+struct rollback {
+    struct tg__binder *b;
+    struct rollback *next;
+    char *gang;                         /* owned */
+    int64_t due_ms;                     /* loop ms: the deletes go by then, answer or not */
+    uint32_t n;
+    uint8_t sent;
+    struct rbpod p[];
 };
 
 struct tg__binder {
@@ -91,11 +117,13 @@ struct tg__binder {
     uv_loop_t *loop;
     struct tg__binder_hooks h;
     struct bindop all, queue;           /* sentinels */
+    struct bindpod *rhead, *rtail;      /* binds waiting for a retry, by retry_ms */
     uint32_t inflight, stopping;
     struct tg_hmap assumed;             /* pod key (owned) -> expiry, loop ms */
-    int64_t hold_ms;                    /* throttled: no bind is sent before this loop ms */
-    uint32_t throttle_step;             /* throttled answers after holds, since a success */
+    struct rollback *rollbacks;         /* waiting for their Event's answer */
 };
+
+static void rollbacks_due(struct tg__binder *b, int all);
 
 /* ---- lists ------------------------------------------------------------------------------- */
 
@@ -131,6 +159,38 @@ static void dequeue(struct bindop *op)
     op->qprev->qnext = op->qnext;
     op->qnext->qprev = op->qprev;
     op->queued = 0;
+}
+
+/* p (B_WAIT, due at p->retry_ms) onto the retry list, in due order: walked
+ * from the tail, as a retry is mostly due after those already waiting. */
+static void retry_push(struct tg__binder *b, struct bindpod *p)
+{
+    struct bindpod *at = b->rtail;
+    while (at && at->retry_ms > p->retry_ms)
+        at = at->rprev;
+    p->rprev = at;
+    p->rnext = at ? at->rnext : b->rhead;
+    if (p->rnext)
+        p->rnext->rprev = p;
+    else
+        b->rtail = p;
+    if (at)
+        at->rnext = p;
+    else
+        b->rhead = p;
+}
+
+static void retry_del(struct tg__binder *b, struct bindpod *p)
+{
+    if (p->rprev)
+        p->rprev->rnext = p->rnext;
+    else
+        b->rhead = p->rnext;
+    if (p->rnext)
+        p->rnext->rprev = p->rprev;
+    else
+        b->rtail = p->rprev;
+    p->rnext = p->rprev = NULL;
 }
 
 /* ---- assumptions ----------------------------------------------------------------------- */
@@ -196,6 +256,7 @@ void tg__binder_tick(struct tg__binder *b)
                 b->h.on_note(b->h.ud, op->gang, &n);
         }
     tg_metrics_set(TG_G_ASSUMED_PODS, tg__binder_assumed(b));
+    rollbacks_due(b, 0);
 }
 
 /* ---- ops ----------------------------------------------------------------------------------- */
@@ -215,22 +276,29 @@ static void op_free(struct bindop *op)
     free(op);
 }
 
+static void note_of(const struct bindop *op, uint8_t what, uint32_t deleted,
+                    struct tg__bind_note *n)
+{
+    *n = (struct tg__bind_note){.what = what, .pods = op->n, .ok = op->ok, .failed = op->failed,
+                                .must = op->must, .deleted = deleted, .level = op->level,
+                                .domain = op->domain};
+    if (op->n) {
+        n->pod_ns = op->p[0].ns;
+        n->pod_name = op->p[0].name;
+        n->pod_uid = op->p[0].uid;
+    }
+    for (uint32_t i = 0; i < op->n && !n->fail_key; i++)
+        if (op->p[i].state == B_FAILED) {
+            n->fail_key = op->p[i].key;
+            n->fail_msg = op->p[i].msg;
+            n->fail_status = op->p[i].status;
+        }
+}
+
 static void note(struct bindop *op, uint8_t what, uint32_t deleted)
 {
-    struct tg__bind_note n = {.what = what, .pods = op->n, .ok = op->ok, .failed = op->failed,
-                              .must = op->must, .deleted = deleted, .level = op->level,
-                              .domain = op->domain};
-    if (op->n) {
-        n.pod_ns = op->p[0].ns;
-        n.pod_name = op->p[0].name;
-        n.pod_uid = op->p[0].uid;
-    }
-    for (uint32_t i = 0; i < op->n && !n.fail_key; i++)
-        if (op->p[i].state == B_FAILED) {
-            n.fail_key = op->p[i].key;
-            n.fail_msg = op->p[i].msg;
-            n.fail_status = op->p[i].status;
-        }
+    struct tg__bind_note n;
+    note_of(op, what, deleted, &n);
     if (op->b->h.on_note)
         op->b->h.on_note(op->b->h.ud, op->gang, &n);
 }
@@ -253,6 +321,127 @@ static int64_t rollback_grace(const struct tg__binder *b, const char *key)
     return p && p->started ? -1 : 0;
 }
 
+/* ---- rollbacks ------------------------------------------------------------------------------ */
+
+static void rollback_free(struct rollback *rb)
+{
+    for (uint32_t i = 0; i < rb->n; i++) {
+        free(rb->p[i].ns);
+        free(rb->p[i].name);
+        free(rb->p[i].uid);
+    }
+    free(rb->gang);
+    free(rb);
+}
+
+/* A rollback of gang with room for n deletes, NULL out of memory (the
+ * deletes then go at once, after the note). */
+static struct rollback *rollback_new(struct tg__binder *b, const char *gang, uint32_t n)
+{
+    struct rollback *rb = n ? calloc(1, sizeof *rb + n * sizeof rb->p[0]) : NULL;
+    if (rb && !(rb->gang = strdup(gang))) {
+        free(rb);
+        return NULL;
+    }
+    if (rb)
+        rb->b = b;
+    return rb;
+}
+
+static int send_delete(struct tg__binder *b, const char *gang, const char *ns, const char *name,
+                       const char *uid, int64_t grace)
+{
+    if (!tg_api_delete_pod(b->c, ns, name, grace, uid, on_deleted, "rollback delete"))
+        return 1;
+    tg_warn(C, "gang %s: rollback delete of %s/%s could not be sent (out of memory); the "
+            "gang's timeout rolls it back later", gang, ns, name);
+    return 0;
+}
+
+/* One delete of rb, or at once when rb is NULL or full (out of memory). */
+static void rollback_add(struct tg__binder *b, struct rollback *rb, const char *gang,
+                         const char *ns, const char *name, const char *uid, int64_t grace)
+{
+    struct rbpod *p = rb ? &rb->p[rb->n] : NULL;
+    if (p && (p->ns = strdup(ns)) && (p->name = strdup(name)) && (!uid || (p->uid = strdup(uid)))) {
+        p->grace = grace;
+        rb->n++;
+        return;
+    }
+    if (p) {
+        free(p->ns);
+        free(p->name);
+        *p = (struct rbpod){0};
+    }
+    if (send_delete(b, gang, ns, name, uid, grace))
+        tg_metrics_inc(TG_M_PODS_DELETED, 1);
+}
+
+static void rollback_send(struct rollback *rb)
+{
+    if (rb->sent)
+        return;
+    rb->sent = 1;
+    uint32_t deleted = 0;
+    for (uint32_t i = 0; i < rb->n; i++)
+        deleted += (uint32_t)send_delete(rb->b, rb->gang, rb->p[i].ns, rb->p[i].name, rb->p[i].uid,
+                                         rb->p[i].grace);
+    tg_metrics_inc(TG_M_PODS_DELETED, deleted);
+}
+
+/* The RolledBack Event of rb was answered (or not sent): its deletes go now,
+ * if the wait did not already send them, and rb is done. */
+static void rollback_told(void *ud, const struct tg_resp *r)
+{
+    struct rollback *rb = ud;
+    struct tg__binder *b = rb->b;
+    if (r->err && r->err != TG_EEXIST && r->status != 404) /* EEXIST: the same went just now */
+        tg_warn(C, "gang %s: RolledBack Event: %s (HTTP %ld); deleting %u member(s) all the same",
+                rb->gang, r->msg ? r->msg : tg_strerror(r->err), r->status, rb->n);
+    rollback_send(rb);
+    for (struct rollback **at = &b->rollbacks; *at; at = &(*at)->next)
+        if (*at == rb) {
+            *at = rb->next;
+            break;
+        }
+    rollback_free(rb);
+}
+
+/* Tells the reporter of a rollback (n), rb's deletes waiting for its
+ * Event; without rb (nothing to delete, out of memory) nothing waits. */
+static void tell_rollback(struct tg__binder *b, const char *gang, struct tg__bind_note *n,
+                          struct rollback *rb)
+{
+    if (rb && !rb->n) {
+        rollback_free(rb);
+        rb = NULL;
+    }
+    if (rb) {
+        rb->due_ms = (int64_t)uv_now(b->loop) + TG__ROLLBACK_WAIT_MS;
+        rb->next = b->rollbacks;
+        b->rollbacks = rb;
+        n->told = rollback_told;
+        n->told_ud = rb;
+    }
+    if (b->h.on_note)
+        b->h.on_note(b->h.ud, gang, n); /* may answer (free) rb at once */
+    tg_metrics_inc(TG_M_ROLLBACKS, 1);
+}
+
+/* The deletes of rollbacks past their wait (all of them when all is set):
+ * sent now; the records stay until their Event's answer. */
+static void rollbacks_due(struct tg__binder *b, int all)
+{
+    int64_t now = (int64_t)uv_now(b->loop);
+    for (struct rollback *rb = b->rollbacks; rb; rb = rb->next)
+        if (!rb->sent && (all || now >= rb->due_ms)) {
+            if (!all)
+                tg_warn(C, "gang %s: RolledBack Event not answered in %d ms; deleting %u "
+                        "member(s) now", rb->gang, TG__ROLLBACK_WAIT_MS, rb->n);
+            rollback_send(rb);
+        }
+}
+
 /* minMember reached: failed members are forgotten and tried again later. */
 static void succeeded(struct bindop *op)
 {
@@ -269,28 +458,23 @@ static void succeeded(struct bindop *op)
 
 /* minMember not reached: the members bound now are deleted; they stay
  * assumed (with their expiry) until the informer sees them go. The note (the
- * gang's status and its RolledBack Event) goes first: writes leave in order,
- * so a scheduler killed in the middle leaves no deletion unexplained. */
+ * gang's status and its RolledBack Event) goes first, the deletes once the
+ * Event is answered (tell_rollback), so a scheduler killed in the middle
+ * leaves no deletion unexplained. */
 static void rolled_back(struct bindop *op)
 {
     struct tg__binder *b = op->b;
-    note(op, TG__BIND_ROLLED_BACK, op->ok);
-    uint32_t deleted = 0;
+    struct rollback *rb = rollback_new(b, op->gang, op->ok);
     for (uint32_t i = 0; i < op->n; i++) {
         struct bindpod *p = &op->p[i];
-        if (p->state != B_OK) {
+        if (p->state != B_OK)
             tg_engine_forget(b->e, p->key);
-            continue;
-        }
-        if (!tg_api_delete_pod(b->c, p->ns, p->name, rollback_grace(b, p->key), p->uid,
-                               on_deleted, "rollback delete"))
-            deleted++;
         else
-            tg_warn(C, "gang %s: rollback delete of %s could not be sent (out of memory); the "
-                    "gang's timeout rolls it back later", op->gang, p->key);
+            rollback_add(b, rb, op->gang, p->ns, p->name, p->uid, rollback_grace(b, p->key));
     }
-    tg_metrics_inc(TG_M_ROLLBACKS, 1);
-    tg_metrics_inc(TG_M_PODS_DELETED, deleted);
+    struct tg__bind_note n;
+    note_of(op, TG__BIND_ROLLED_BACK, op->ok, &n);
+    tell_rollback(b, op->gang, &n, rb);
 }
 
 static void complete(struct bindop *op)
@@ -326,22 +510,19 @@ static int throttled(const struct tg_resp *r)
     return r->status == 429 || (r->status >= 500 && r->status < 600);
 }
 
-/* A throttled answer at now: every bind holds back until the answer's
- * Retry-After, else an exponential step with jitter. Returns the hold's end. */
-static int64_t hold_back(struct tg__binder *b, const struct tg_resp *r, int64_t now)
+/* A throttled answer to p's bind at now: when p is sent again, its
+ * Retry-After, else an exponential step of its own, plus jitter. */
+static int64_t retry_at(struct bindpod *p, const struct tg_resp *r, int64_t now)
 {
     int64_t delay;
-    if (now >= b->hold_ms && b->throttle_step < THROTTLE_MAX_STEP)
-        b->throttle_step++; /* throttled again after a hold ended */
+    if (p->throttles < THROTTLE_MAX_STEP)
+        p->throttles++;
     if (r->retry_after_s > 0)
         delay = r->retry_after_s * 1000 < RETRY_AFTER_MAX_MS ? r->retry_after_s * 1000
                                                               : RETRY_AFTER_MAX_MS;
     else
-        delay = (int64_t)THROTTLE_MIN_MS << (b->throttle_step - 1);
-    delay += delay * (rand() % 21) / 100; /* jitter, never earlier than asked */
-    if (now + delay > b->hold_ms)
-        b->hold_ms = now + delay;
-    return b->hold_ms;
+        delay = (int64_t)THROTTLE_MIN_MS << (p->throttles - 1);
+    return now + delay + delay * (rand() % 21) / 100; /* jitter, never earlier than asked */
 }
 
 /* No HTTP answer (TG_EIO, TG_ETIMEOUT; not a local failure to even start). */
@@ -366,7 +547,6 @@ static void on_bound(void *ud, const struct tg_resp *r)
         return;
     }
     if (!r->err || already_ours(p, r)) {
-        b->throttle_step = 0;
         p->state = B_OK;
         op->ok++;
         tg_metrics_inc(TG_M_BINDS_OK, 1);
@@ -379,22 +559,20 @@ static void on_bound(void *ud, const struct tg_resp *r)
         if (unanswered(r) && !p->unanswered_ms)
             p->unanswered_ms = now;
         if (throttled(r) && !b->stopping && now < op->giveup_ms) {
-            p->state = B_WAIT; /* keeps its room; the whole binder holds back */
-            p->retry_ms = hold_back(b, r, now);
-            op->nretry++;
+            p->state = B_WAIT; /* keeps its room; the other binds go on */
+            p->retry_ms = retry_at(p, r, now);
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
-            enqueue(b, op);
+            retry_push(b, p);
         } else if (!final && !b->stopping && p->unanswered_ms && now - p->unanswered_ms < UNANSWERED_MAX_MS) {
             p->state = B_WAIT; /* it may have landed: keep its room, ask again in a second */
             p->retry_ms = now + UNANSWERED_RETRY_MS;
-            op->nretry++;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
-            enqueue(b, op);
+            retry_push(b, p);
         } else if (!final && p->tries < tg_engine_policy(b->e)->bind_retries && !b->stopping) {
             p->state = B_WAIT;
-            op->nretry++;
+            p->retry_ms = now;
             tg_metrics_inc(TG_M_BIND_RETRIES, 1);
-            enqueue(b, op);
+            retry_push(b, p);
         } else {
             p->state = B_FAILED;
             op->failed++;
@@ -408,19 +586,22 @@ static void on_bound(void *ud, const struct tg_resp *r)
         tg__binder_pump(b);
 }
 
-/* The bind of op to send next: a retry that is due (rare: found by a scan),
- * else the next one never sent, so that a gang of N binds costs O(N), not
- * O(N^2); *later is set when retries wait for their time. */
-static struct bindpod *next_waiting(struct bindop *op, int64_t now, int *later)
+/* The bind to send next: a retry that is due, else the next one never sent
+ * (ops in turn), NULL when none; off its list. A gang of N binds costs O(N). */
+static struct bindpod *next_bind(struct tg__binder *b, int64_t now)
 {
-    *later = 0;
-    for (uint32_t i = 0; op->nretry && i < op->fresh; i++)
-        if (op->p[i].state == B_WAIT) {
-            if (op->p[i].retry_ms <= now)
-                return &op->p[i];
-            *later = 1;
-        }
-    return op->fresh < op->n ? &op->p[op->fresh] : NULL;
+    struct bindpod *p = b->rhead;
+    if (p && p->retry_ms <= now) {
+        retry_del(b, p);
+        return p;
+    }
+    struct bindop *op = b->queue.qnext;
+    if (op == &b->queue)
+        return NULL;
+    p = &op->p[op->fresh++];
+    if (op->fresh == op->n)
+        dequeue(op);
+    return p;
 }
 
 void tg__binder_pump(struct tg__binder *b)
@@ -428,23 +609,9 @@ void tg__binder_pump(struct tg__binder *b)
     uint32_t limit = (uint32_t)tg_engine_policy(b->e)->bind_concurrency;
     if (tg_client_fenced(b->c))
         return; /* not the lease holder (any more): tg__binder_standdown abandons the ops */
-    struct bindop *op = b->queue.qnext;
-    if ((int64_t)uv_now(b->loop) < b->hold_ms)
-        op = &b->queue; /* throttled: nothing goes out before the hold ends */
-    while (op != &b->queue && b->inflight < limit) {
-        int later;
-        struct bindpod *p = next_waiting(op, (int64_t)uv_now(b->loop), &later);
-        if (!p) { /* nothing due: off the queue, or on to the next op till its retry time */
-            struct bindop *nx = op->qnext;
-            if (!later)
-                dequeue(op);
-            op = nx;
-            continue;
-        }
-        if (p == &op->p[op->fresh])
-            op->fresh++;
-        else
-            op->nretry--;
+    struct bindpod *p;
+    while (b->inflight < limit && (p = next_bind(b, (int64_t)uv_now(b->loop)))) {
+        struct bindop *op = p->op;
         p->state = B_INFLIGHT;
         p->tries++;
         if (!op->start_ms)
@@ -454,8 +621,7 @@ void tg__binder_pump(struct tg__binder *b)
         int rc = tg_api_bind(b->c, p->ns, p->name, p->uid, p->node, on_bound, p);
         if (rc) {
             struct tg_resp fake = {.err = rc, .msg = tg_strerror(rc)};
-            on_bound(p, &fake); /* may complete (free) op: the loop reads the queue again */
-            op = b->queue.qnext;
+            on_bound(p, &fake); /* may complete (free) op */
         }
     }
     tg_metrics_set(TG_G_INFLIGHT_BINDS, b->inflight);
@@ -538,26 +704,21 @@ int tg__binder_bind(struct tg__binder *b, const struct tg_decision *d)
 void tg__binder_rollback(struct tg__binder *b, const struct tg_grec *g,
                          const struct tg_store *bound, const char *why)
 {
-    /* the note first, as in rolled_back(): no deletion goes out before its Event */
-    uint32_t todo = 0, deleted = 0;
+    /* as rolled_back(): the deletes go once the Event is answered */
+    uint32_t todo = 0;
     for (uint32_t i = 0; i < g->nmembers; i++)
         todo += g->members[i]->kind == TG_USAGE_BOUND && bound &&
                 tg_store_get(bound, g->members[i]->key);
-    struct tg__bind_note n = {.what = TG__BIND_ROLLED_BACK, .deleted = todo, .level = "",
-                              .domain = "", .why = why};
-    if (b->h.on_note)
-        b->h.on_note(b->h.ud, g->key, &n);
+    struct rollback *rb = rollback_new(b, g->key, todo);
     for (uint32_t i = 0; i < g->nmembers; i++) {
         const struct tg_usage *u = g->members[i];
         const struct tg_pod *p = bound ? tg_store_get(bound, u->key) : NULL;
-        if (u->kind != TG_USAGE_BOUND || !p)
-            continue;
-        if (!tg_api_delete_pod(b->c, tg_str(p->ns), tg_pod_name(p), p->started ? -1 : 0, p->uid,
-                               on_deleted, "rollback delete"))
-            deleted++;
+        if (u->kind == TG_USAGE_BOUND && p)
+            rollback_add(b, rb, g->key, tg_str(p->ns), tg_pod_name(p), p->uid, p->started ? -1 : 0);
     }
-    tg_metrics_inc(TG_M_ROLLBACKS, 1);
-    tg_metrics_inc(TG_M_PODS_DELETED, deleted);
+    struct tg__bind_note n = {.what = TG__BIND_ROLLED_BACK, .deleted = todo, .level = "",
+                              .domain = "", .why = why};
+    tell_rollback(b, g->key, &n, rb);
 }
 
 int tg__binder_new(struct tg_engine *e, struct tg_client *c, uv_loop_t *loop,
@@ -596,12 +757,18 @@ void tg__binder_free(struct tg__binder **pb)
         free(a);
     }
     tg_hmap_free(&b->assumed);
+    while (b->rollbacks) {
+        struct rollback *rb = b->rollbacks;
+        b->rollbacks = rb->next;
+        rollback_free(rb);
+    }
     free(b);
 }
 
 void tg__binder_stopping(struct tg__binder *b)
 {
     b->stopping = 1;
+    rollbacks_due(b, 1);
 }
 
 uint32_t tg__binder_inflight(const struct tg__binder *b)
@@ -648,6 +815,8 @@ static void abandon(struct bindop *op)
     uint32_t unsent = 0;
     for (uint32_t i = 0; i < op->n; i++)
         if (op->p[i].state == B_WAIT) {
+            if (i < op->fresh) /* sent before: waiting for its retry */
+                retry_del(b, &op->p[i]);
             if (op->p[i].unanswered_ms) /* an earlier try may have landed: keep its room */
                 assumed_set(b, op->p[i].key, (int64_t)uv_now(b->loop) + ASSUME_TTL_MS);
             else

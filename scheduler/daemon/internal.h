@@ -181,7 +181,17 @@ struct tg__bind_note {
     const char *pod_ns, *pod_name, *pod_uid; /* a member of this attempt: what its Events regard
                                          * when the gang has no object of its own and no
                                          * member is pending any more (gangs of one) */
+    /* ROLLED_BACK: the deletes wait for the RolledBack Event. The reporter
+     * sends that Event with told and told_ud as its on_done and ud, or, when
+     * it sends none, calls told(told_ud, r) at once (r->err says why); the
+     * binder sends the deletes then, or TG__ROLLBACK_WAIT_MS after the note
+     * at the latest. NULL when nothing waits. */
+    tg_done_fn told;
+    void *told_ud;
 };
+
+/* How long a rollback's deletes wait for their RolledBack Event's answer. */
+enum { TG__ROLLBACK_WAIT_MS = 5000 };
 
 struct tg__binder_hooks {
     void (*on_note)(void *ud, const char *gang_key, const struct tg__bind_note *n);
@@ -203,19 +213,23 @@ void tg__binder_free(struct tg__binder **b);
  * decision stays assumed and the gang goes back with a backoff. */
 int tg__binder_bind(struct tg__binder *b, const struct tg_decision *d);
 /* Deletes the bound members of g, a gang found half-bound that cannot be
- * completed (uids from the bound pods' cache); why goes into the note. */
+ * completed (uids from the bound pods' cache); why goes into the note. As
+ * a rollback of the binder's own, the deletes go once the RolledBack Event
+ * is answered (tg__bind_note.told). */
 void tg__binder_rollback(struct tg__binder *b, const struct tg_grec *g,
                          const struct tg_store *bound, const char *why);
 /* Sends queued binds while fewer than api.bindConcurrency are in flight. */
 void tg__binder_pump(struct tg__binder *b);
 /* Housekeeping: drops assumptions seen bound or expired (a minute after the
- * bind without being seen), notes slow binds. */
+ * bind without being seen), notes slow binds, sends the deletes of rollbacks
+ * whose Event got no answer in TG__ROLLBACK_WAIT_MS. */
 void tg__binder_tick(struct tg__binder *b);
 /* This process stopped leading: every op is abandoned (binds not sent are
  * forgotten, none retried, nothing rolled back; the ops end as their binds in
  * flight come back). Nothing is sent while the client is fenced. */
 void tg__binder_standdown(struct tg__binder *b);
-/* Shutting down: failed binds are not retried. */
+/* Shutting down: failed binds are not retried; rollbacks waiting for their
+ * Event send their deletes now. */
 void tg__binder_stopping(struct tg__binder *b);
 uint32_t tg__binder_inflight(const struct tg__binder *b);
 /* Pods bound or being bound by this scheduler and not yet seen bound. */

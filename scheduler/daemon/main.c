@@ -340,6 +340,9 @@ static void housekeeping(struct tg_daemon *d)
         /* the client's counts since it was made: the daemon's one client */
         tg_metrics_inc(TG_M_EVENT_RETRIES, cs->retries - tg_metrics_counter(TG_M_EVENT_RETRIES));
         tg_metrics_inc(TG_M_EVENTS_DROPPED, cs->dropped - tg_metrics_counter(TG_M_EVENTS_DROPPED));
+        tg_metrics_inc(TG_M_API_THROTTLED, cs->throttled - tg_metrics_counter(TG_M_API_THROTTLED));
+        tg_metrics_set(TG_G_WRITE_WINDOW, cs->write_window);
+        tg_metrics_set(TG_G_EVENT_WINDOW, cs->bg_window);
     }
     tg_metrics_set(TG_G_BAD_TOPOLOGY, (int64_t)tg_numa_bad_annotations());
     tg__binder_tick(d->binder);

@@ -44,6 +44,9 @@ static const char *const counter_name[TG_M__COUNTERS][2] = {
     {"topogang_events_dropped_total",
      "Events not written: refused by the API server (4xx), 8 tries failed, or 20,000 "
      "already held."},
+    {"topogang_api_throttled_total",
+     "Writes the API server answered 429 or 503 (API Priority and Fairness): each halved its "
+     "lane's window, once per window, and only that write waited."},
 };
 
 /* A NULL help continues the metric above with other labels; a NULL name is
@@ -69,6 +72,9 @@ static const char *const gauge_name[TG_G__GAUGES][2] = {
     {"topogang_fenced_writes", "Leader-only writes (Bindings, deletes, status patches) not sent or "
                                "aborted because this replica's renew deadline had passed."},
     {"topogang_inflight_binds", "Binding requests in flight."},
+    {"topogang_api_write_window", "Writes (Bindings, status, deletes) the API client lets run at "
+                                  "once: halved on a 429 or 503, grown back on success."},
+    {"topogang_api_event_window", "Events the API client lets run at once (as the writes')."},
     {"topogang_bad_topology_annotations", "Node topology annotations ignored as unreadable."},
     {NULL, NULL},
 };

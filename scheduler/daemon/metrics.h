@@ -27,6 +27,8 @@ enum tg_counter {
     TG_M_DECODE_FAIL_NODE, TG_M_DECODE_FAIL_POD, TG_M_DECODE_FAIL_PODGROUP, TG_M_DECODE_FAIL_OTHER,
     /* Events tried again after a failure, and given up on (the client's stats) */
     TG_M_EVENT_RETRIES, TG_M_EVENTS_DROPPED,
+    /* writes answered 429 or 503 (API Priority and Fairness; the client's stats) */
+    TG_M_API_THROTTLED,
     TG_M__COUNTERS
 };
 
@@ -37,7 +39,10 @@ enum tg_gauge {
     TG_G_NODES, TG_G_BOUND_PODS, TG_G_ASSUMED_PODS,
     TG_G_LEADER, TG_G_SYNCED, TG_G_RELISTS, TG_G_WATCH_RESTARTS, TG_G_DECODE_ERRORS,
     TG_G_FENCED_WRITES,
-    TG_G_INFLIGHT_BINDS, TG_G_BAD_TOPOLOGY, TG_G_LOOP_HEARTBEAT_MS,
+    TG_G_INFLIGHT_BINDS,
+    /* the client's congestion windows (informer/client.h) */
+    TG_G_WRITE_WINDOW, TG_G_EVENT_WINDOW,
+    TG_G_BAD_TOPOLOGY, TG_G_LOOP_HEARTBEAT_MS,
     TG_G__GAUGES
 };
 

@@ -479,6 +479,29 @@ static int high_volume(const char *reason)
     return !strcmp(reason, "Scheduled");
 }
 
+/* A rollback's note bn (its told set) hears that its Event was not sent
+ * (err: why). */
+static void told_unsent(const struct tg__bind_note *bn, int err)
+{
+    if (bn && bn->told) {
+        struct tg_resp none = {.err = err, .msg = "not sent"};
+        bn->told(bn->told_ud, &none);
+    }
+}
+
+/* Creates Event e. A rollback's note bn (its told set) hears the Event's
+ * answer, or at once when it could not be sent. */
+static int send_event(struct tg__report *r, const struct tg_event_spec *e,
+                      const struct tg__bind_note *bn)
+{
+    int told = bn && bn->told;
+    int rc = tg_api_create_event(r->client, e, told ? bn->told : on_written,
+                                 told ? bn->told_ud : (void *)"Event");
+    if (rc)
+        told_unsent(bn, rc);
+    return rc;
+}
+
 static void event_of(struct tg__report *r, struct tg_grec *g, const struct tg__bind_note *bn,
                      const char *type, const char *reason, const char *note)
 {
@@ -488,13 +511,18 @@ static void event_of(struct tg__report *r, struct tg_grec *g, const struct tg__b
     snprintf(sig, sizeof sig, "%s:%016llx", reason,
              !strcmp(reason, "Waiting") ? 0ull : (unsigned long long)tg_hash(note, strlen(note)));
     int64_t now = tg__now_ms(); /* a duration: not the wall clock */
-    if (!strcmp(sig, rg->event_sig) && now - rg->event_ms < EVENT_REPEAT_MS)
+    if (!strcmp(sig, rg->event_sig) && now - rg->event_ms < EVENT_REPEAT_MS) {
+        told_unsent(bn, TG_EEXIST); /* the same went a moment ago */
         return;
+    }
     struct tg_event_spec e = {.type = type, .reason = reason, .note = note,
                               .action = action_of(reason), .background = high_volume(reason)};
     char av[200];
-    if (regarding(g, bn, &e, av, sizeof av) == 0 &&
-        tg_api_create_event(r->client, &e, on_written, "Event") == 0) {
+    if (regarding(g, bn, &e, av, sizeof av)) {
+        told_unsent(bn, TG_ENOENT);
+        return;
+    }
+    if (send_event(r, &e, bn) == 0) {
         /* only one that went: an Event that could not be made goes with the next report */
         snprintf(rg->event_sig, sizeof rg->event_sig, "%s", sig);
         rg->event_ms = now;
@@ -639,12 +667,14 @@ void tg__report_decision(struct tg__report *r, const struct tg_decision *d)
 static void event_orphan(struct tg__report *r, const struct tg__bind_note *n, const char *type,
                          const char *reason, const char *note)
 {
-    if (!n->pod_name)
+    if (!n->pod_name) {
+        told_unsent(n, TG_ENOENT); /* nothing to regard */
         return;
+    }
     struct tg_event_spec e = {.ns = n->pod_ns, .type = type, .reason = reason, .note = note,
                               .action = action_of(reason), .background = high_volume(reason)};
     regard_pod(&e, n->pod_name, n->pod_uid);
-    if (tg_api_create_event(r->client, &e, on_written, "Event") == 0)
+    if (send_event(r, &e, n) == 0)
         tg_metrics_inc(TG_M_EVENTS, 1);
 }
 

@@ -200,6 +200,12 @@ class FaultProxy:
                            (what API Priority and Fairness answers when the
                            scheduler's priority level is full) for s seconds,
                            not passed up (noted "throttled").
+      throttle_pods(pods, retry_after)
+                           the next Binding of each of these pods is answered
+                           429 with Retry-After, not passed up (noted
+                           "throttled"); the others are passed up as usual.
+      hold_events(reason)  Event POSTs of that reason wait in the proxy until
+                           hold_events(None), then go up (noted "event held");
       fail_events(n)       the next n Event POSTs (events.k8s.io) are answered
                            503 ServiceUnavailable, not passed up (noted
                            "event refused"): an apiserver or etcd hiccup.
@@ -213,7 +219,11 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.drop, self.refuse, self.twice, self.slow = {}, {}, set(), {}
         self.storm = None               # throttle_binds: dict(after, seconds, retry_after, until)
+        self.throttle_once = {}         # throttle_pods: pod -> Retry-After of its next Binding
         self.event_fails = 0            # fail_events: Event POSTs still to refuse
+        self.event_hold = None          # hold_events: the reason held
+        self.events_free = threading.Event()
+        self.events_free.set()
         self.unstalled = threading.Event()
         self.unstalled.set()
         self.status_free = threading.Event()
@@ -253,6 +263,14 @@ class FaultProxy:
         with self.lock:
             self.twice.add(pod)
 
+    def hold_events(self, reason):
+        with self.lock:
+            self.event_hold = reason
+        if reason:
+            self.events_free.clear()
+        else:
+            self.events_free.set()
+
     def fail_events(self, n):
         with self.lock:
             self.event_fails = n
@@ -260,6 +278,11 @@ class FaultProxy:
     def throttle_binds(self, seconds, retry_after, after=0):
         with self.lock:
             self.storm = {"after": after, "seconds": seconds, "retry_after": retry_after, "until": None}
+
+    def throttle_pods(self, pods, retry_after):
+        with self.lock:
+            for p in pods:
+                self.throttle_once[p] = retry_after
 
     def storm_window(self):
         """(start, end) of the 429 storm, None before it began."""
@@ -296,24 +319,28 @@ class FaultProxy:
     def close(self):
         self.unstalled.set()
         self.status_free.set()
+        self.events_free.set()
         self.server.shutdown()
 
     def _note(self, h, what):
         with self.lock:
             self.seen.append((time.time(), h.command, h.path, what))
 
-    def _throttled(self):
-        """Whether a Binding arriving now is answered 429 (throttle_binds)."""
+    def _throttled(self, pod):
+        """The Retry-After when pod's Binding arriving now is answered 429
+        (throttle_pods, throttle_binds), else None."""
         with self.lock:
+            if pod in self.throttle_once:
+                return self.throttle_once.pop(pod)
             st = self.storm
             if not st:
-                return False
+                return None
             if st["until"] is None:
                 if st["after"] > 0:
                     st["after"] -= 1
-                    return False
+                    return None
                 st["until"] = time.time() + st["seconds"]
-            return time.time() < st["until"]
+            return st["retry_after"] if time.time() < st["until"] else None
 
     def relay(self, h):
         n = int(h.headers.get("Content-Length") or 0)
@@ -336,6 +363,10 @@ class FaultProxy:
             with self.lock:
                 refuse_event = self.event_fails > 0
                 self.event_fails -= refuse_event
+                held = self.event_hold and f'"reason":"{self.event_hold}"' in (body or b"").decode(errors="replace")
+            if held:
+                self._note(h, "event held")
+                self.events_free.wait()
             if refuse_event:
                 self._note(h, "event refused")
                 data = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
@@ -347,14 +378,15 @@ class FaultProxy:
                 h.end_headers()
                 h.wfile.write(data)
                 return
-        if pod is not None and self._throttled():
+        retry_after = self._throttled(pod) if pod is not None else None
+        if retry_after is not None:
             self._note(h, "throttled")
             data = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                "reason": "TooManyRequests", "code": 429,
                                "message": "Too many requests, please try again later."}).encode()
             h.send_response(429)
             h.send_header("Content-Type", "application/json")
-            h.send_header("Retry-After", str(self.storm["retry_after"]))
+            h.send_header("Retry-After", str(retry_after))
             h.send_header("Content-Length", str(len(data)))
             h.end_headers()
             h.wfile.write(data)

@@ -30,21 +30,55 @@ of 4). A gang's life is read from the API (scheduler/loss.h):
     is deleted at once (grace 0), the one that ran (status.startTime) with
     its own grace period.
 
+  rollback_deletes_after_its_event: the same through the fault proxy, which
+    holds the RolledBack Event 2 s: nothing deleted meanwhile; the deletes
+    go after the Event's answer, at once (e2e_crash once saw a scheduler
+    killed between a rollback's deletes and its Event).
+
+  rollback_event_unanswered: the Event held on: the deletes go after 5 s
+    all the same (TG__ROLLBACK_WAIT_MS), and the Event once let go.
+
   bind_429_storm: every Binding is answered 429 with Retry-After for 30 s
     (the fault proxy) while a 256-pod gang binds: no rollback, nothing
     deleted, every member bound after the storm.
 
+  bind_429_others_flow: 4 Bindings of a 128-pod gang answered 429 with
+    Retry-After 30 (the fault proxy): only those wait their Retry-After; the
+    other 124 bind within 15 s of the first 429, and the scheduler's write
+    window (topogang_api_write_window) is below the 64 binds it had in
+    flight: the client's congestion window halved (informer/client.h).
+
+  apf_throttles_writes: the scheduler as a ServiceAccount whose requests a
+    real API Priority and Fairness FlowSchema puts in a priority level of 2
+    seats (a ballast level takes the other shares) that rejects what it
+    cannot run at once (429). 200 one-pod gangs: every pod bound within
+    APF_BOUND_S, exactly one Scheduled Event per pod, none lost, and the
+    apiserver really refused some (its
+    apiserver_flowcontrol_rejected_requests_total for the level > 0).
+
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import os
+import re
+import subprocess
 import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, blocker_pod, wipe_pods, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, log, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, blocker_pod, wipe_pods, fail, wait, FaultProxy, PodWatch, Scheduler, gang_pod, http_get, log, make_namespace, podgroup, write_kubeconfig)  # noqa: E402
 
 RACK = "topogang.io/rack"
+# 200 one-pod gangs through an APF level of 2 seats: 400 writes (Bindings
+# and Events) and the informer's lists. With the write windows they bound in
+# 9-17 s on the 2-core machine under load (ASan and optimised builds); the
+# binder that held every bind for each 429's Retry-After took 61 s here (and
+# over 5 minutes at 1 seat). 40 s: 2.4x the slowest good run, below that.
+APF_BOUND_S = 40
+# Scheduled Events may trail the binds while throttled, none may be lost:
+# with the windows the last came 0.3-0.5 s after the last bind; before, not
+# all within 60 s
+APF_EVENTS_S = 20
 
 
 
@@ -220,25 +254,33 @@ def case_evict_after_grace_is_graceful(ctx):
     wipe_pods(api, ns)
 
 
-def case_half_bound_still_rolled_back(ctx):
-    api, ns, g = ctx["api"], "half", "half"
+def half_bound_gang(ctx, ns, g, ran):
+    """A gang of 4 (rack required) in namespace ns with 2 members bound (by a
+    scheduler that died mid-bind), the rest of its rack taken; ran: g-1 ran
+    (a kubelet took it)."""
+    api = ctx["api"]
     make_namespace(api, ns)
     rk = racks(api)
     rack_nodes = sorted(n for n, r in rk.items() if r == rk["gpu-00000"])
     api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, g, 4, "rack"))
     for i in range(4):
         p = member(ns, f"{g}-{i}", g)
-        if i < 2:  # bound by a scheduler that died mid-bind
+        if i < 2:
             p["spec"]["nodeName"] = rack_nodes[i]
         api.create_pod(ns, p)
-    # half-1 ran: a kubelet took it
-    st, _ = api.request("PATCH", f"/api/v1/namespaces/{ns}/pods/{g}-1/status",
-                        {"status": {"phase": "Running", "startTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}},
-                        ctype="application/merge-patch+json")
-    if st != 200:
-        raise RuntimeError(f"patching {g}-1's status: HTTP {st}")
+    if ran:
+        st, _ = api.request("PATCH", f"/api/v1/namespaces/{ns}/pods/{g}-1/status",
+                            {"status": {"phase": "Running", "startTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}},
+                            ctype="application/merge-patch+json")
+        if st != 200:
+            raise RuntimeError(f"patching {g}-1's status: HTTP {st}")
     for n in rack_nodes[2:]:
         blocker_pod(api, ns, n)
+
+
+def case_half_bound_still_rolled_back(ctx):
+    api, ns, g = ctx["api"], "half", "half"
+    half_bound_gang(ctx, ns, g, ran=True)
     s = sched(ctx, "half")
     wait(lambda: pod(api, ns, f"{g}-0") is None, 20, "half-0 (never ran) deleted at once")
     wait(lambda: (pod(api, ns, f"{g}-1") or {}).get("metadata", {}).get("deletionTimestamp"), 20,
@@ -251,6 +293,66 @@ def case_half_bound_still_rolled_back(ctx):
     wait(lambda: events(api, ns, g, "RolledBack"), 10, "a RolledBack Event")
     if events(api, ns, g, "MemberLoss"):
         fail("a half-bound gang taken for a running one (MemberLoss Event)")
+    s.finish()
+    wipe_pods(api, ns)
+
+
+def rollback_event_held(ctx, ns, g, hold_s):
+    """The half-bound gang of half_bound_still_rolled_back, scheduled
+    through the fault proxy, which holds its RolledBack Event; fails when a
+    member is deleted within hold_s of that. Returns (scheduler, proxy, the
+    time the Event was held)."""
+    api = ctx["api"]
+    half_bound_gang(ctx, ns, g, ran=False)
+    px = FaultProxy(ctx["cluster"], ctx["work"])
+    ctx["proxies"].append(px)
+    px.hold_events("RolledBack")
+    s = sched(ctx, ns, kubeconfig=px.kubeconfig())
+    wait(lambda: px.events("event held"), 20, "the RolledBack Event (held by the proxy)")
+    t_held = time.time()
+    time.sleep(hold_s)
+    gone = [f"{g}-{i}" for i in range(2)
+            if (pod(api, ns, f"{g}-{i}") or {"metadata": {"deletionTimestamp": "gone"}})["metadata"].get("deletionTimestamp")]
+    if gone:
+        fail(f"{gone} deleted within {hold_s} s of the RolledBack Event, unanswered")
+    return s, px, t_held
+
+
+def case_rollback_deletes_after_its_event(ctx):
+    """The RolledBack Event held 2 s: no member is deleted meanwhile; the
+    deletes follow its answer at once (not the TG__ROLLBACK_WAIT_MS bound
+    of 5 s)."""
+    api, ns, g = ctx["api"], "rbev", "rbev"
+    s, px, t_held = rollback_event_held(ctx, ns, g, 2)
+    t_release = time.time()
+    px.hold_events(None)
+    wait(lambda: pod(api, ns, f"{g}-0") is None, 20, f"{g}-0 deleted")
+    t_gone = time.time()
+    answered = [t for t, m, p, st in px.writes() if m == "POST" and "/events" in p and t >= t_release]
+    deletes = [t for t, m, p, st in px.writes() if m == "DELETE" and f"/pods/{g}-" in p]
+    log(f"    Event held 2 s; answered {min(answered, default=0) - t_release:.2f} s after release, "
+        f"first delete {min(deletes, default=0) - t_release:.2f} s after, {g}-0 gone "
+        f"{t_gone - t_held:.1f} s after the hold began")
+    if not answered or not deletes or min(deletes) < min(answered):
+        fail("a rollback delete went before its RolledBack Event was answered")
+    if t_gone - t_held > 4.5:
+        fail(f"{g}-0 deleted {t_gone - t_held:.1f} s after the hold began: not on the Event's answer")
+    if not events(api, ns, g, "RolledBack"):
+        fail("no RolledBack Event")
+    s.finish()
+    wipe_pods(api, ns)
+
+
+def case_rollback_event_unanswered(ctx):
+    """The RolledBack Event held on: the deletes go after the bound of 5 s
+    (TG__ROLLBACK_WAIT_MS), not before 4 s, and the Event is written once
+    let go."""
+    api, ns, g = ctx["api"], "rbnone", "rbnone"
+    s, px, t_held = rollback_event_held(ctx, ns, g, 4)
+    wait(lambda: pod(api, ns, f"{g}-0") is None, 10, f"{g}-0 deleted with its Event unanswered")
+    log(f"    {g}-0 gone {time.time() - t_held:.1f} s after the Event was held")
+    px.hold_events(None)
+    wait(lambda: events(api, ns, g, "RolledBack"), 10, "the RolledBack Event, let go")
     s.finish()
     wipe_pods(api, ns)
 
@@ -292,8 +394,194 @@ def case_bind_429_storm(ctx):
     wipe_pods(api, ns)
 
 
+def metric(s, name):
+    """A metric of scheduler s's /metrics (its first sample), None when absent."""
+    st, text = http_get(s.port, "/metrics")
+    m = re.search(r"^%s(?:\{[^}]*\})? (\S+)$" % re.escape(name), text, re.M) if st == 200 else None
+    return float(m.group(1)) if m else None
+
+
+def case_bind_429_others_flow(ctx):
+    """4 of a 128-pod gang's Bindings answered 429 with Retry-After 30: only
+    those wait; the other 124 bind within half of it, at a reduced window."""
+    api, ns, g, n, ra = ctx["api"], "flow", "wide", 128, 30
+    make_namespace(api, ns)
+    watch = PodWatch(api, ns, ctx["alloc"])
+    watch.start()
+    watch.synced.wait(10)
+    px = FaultProxy(ctx["cluster"], ctx["work"])
+    ctx["proxies"].append(px)
+    s = sched(ctx, "flow", kubeconfig=px.kubeconfig())
+    refused = [f"{g}-{i}" for i in (5, 40, 80, 120)]
+    px.throttle_pods(refused, ra)
+    api.must("POST", f"/apis/topogang.io/v1alpha1/namespaces/{ns}/podgroups", podgroup(ns, g, n))
+    for i in range(n):
+        api.create_pod(ns, gang_pod(ns, f"{g}-{i}", g, 1))
+    wait(lambda: len(px.events("throttled")) == len(refused), 3 * ra, "the 4 Bindings answered 429")
+
+    def bound_at():
+        with watch.lock:
+            return {p["name"]: p["t_bound"] for p in watch.pods.values() if p["gang"] == g and p["t_bound"]}
+    wait(lambda: len(bound_at()) == n, 2 * ra, f"all {n} members bound")
+    window = metric(s, "topogang_api_write_window")
+    t429 = min(t for t, _, _, _ in px.events("throttled"))
+    at = bound_at()
+    others = max(t for k, t in at.items() if k not in refused)
+    late = [at[k] - t429 for k in refused if k in at] or [float("nan")]
+    if others - t429 > ra / 2:
+        fail(f"the {n - len(refused)} others' last bind {others - t429:.1f} s after the first 429 "
+             f"(Retry-After {ra} s): they waited for it too")
+    log(f"    the others' last bind {others - t429:.1f} s after the first 429; the refused ones "
+        f"{min(late):.1f}-{max(late):.1f} s after; "
+        f"write window {window}")
+    for k in refused:
+        t = max(t for t, _, p, _ in px.events("throttled") if f"/pods/{k}/" in p)
+        if k in at and at[k] < t + ra:
+            fail(f"{k} bound {at[k] - t:.1f} s after its 429: before its Retry-After ({ra} s)")
+    if window is None or not window < 64:
+        fail(f"topogang_api_write_window {window} after the 429s: not below the 64 binds in flight")
+    if watch.sched_deletes or events(api, ns, g, "RolledBack"):
+        fail(f"a rollback: {watch.sched_deletes[:3]}")
+    s.finish()
+    watch.stopping = True
+    wipe_pods(api, ns)
+
+
+APF_LEVEL, APF_BALLAST, APF_SA, APF_SEATS = "tg-apf-tight", "tg-apf-ballast", "topogang-apf", 2
+FC = "/apis/flowcontrol.apiserver.k8s.io/v1"
+
+
+def apf_server_seats(ctx):
+    """The apiserver's concurrency limit: --max-requests-inflight plus
+    --max-mutating-requests-inflight, read from cluster-up's start script."""
+    text = open(os.path.join(ctx["cluster"].dir, "apiserver-start")).read()
+    return sum(int(re.search(r"--%s=(\d+)" % f, text).group(1))
+               for f in ("max-requests-inflight", "max-mutating-requests-inflight"))
+
+
+def apf_setup(ctx):
+    """A ServiceAccount (cluster-admin: the test's, not the chart's), its
+    token in a kubeconfig, and a FlowSchema putting all its requests in a
+    priority level of one share that rejects what it cannot run at once. A
+    ballast level (no FlowSchema uses it) takes the shares that leave that
+    level APF_SEATS seats of the server's limit: each level gets
+    ceil(limit x its shares / all shares)."""
+    api = ctx["api"]
+    api.request("POST", "/api/v1/namespaces/default/serviceaccounts",
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": APF_SA}})
+    api.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": APF_SA},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": APF_SA, "namespace": "default"}]})
+    shares = 0
+    for pl in api.must("GET", f"{FC}/prioritylevelconfigurations")["items"]:
+        spec = pl["spec"].get("limited") or pl["spec"].get("exempt") or {}
+        shares += spec.get("nominalConcurrencyShares", 0)
+    # 1 share of (limit / (APF_SEATS - 0.5)) in all: ceil gives APF_SEATS seats
+    ballast = int(apf_server_seats(ctx) / (APF_SEATS - 0.5)) - shares - 1
+    for name, share in ((APF_LEVEL, 1), (APF_BALLAST, ballast)):
+        api.must("POST", f"{FC}/prioritylevelconfigurations", {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": name},
+            "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": share, "lendablePercent": 0,
+                                                    "borrowingLimitPercent": 0,
+                                                    "limitResponse": {"type": "Reject"}}}})
+    api.must("POST", f"{FC}/flowschemas", {
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+        "metadata": {"name": APF_LEVEL},
+        "spec": {"priorityLevelConfiguration": {"name": APF_LEVEL}, "matchingPrecedence": 100,
+                 "distinguisherMethod": {"type": "ByUser"},
+                 "rules": [{"subjects": [{"kind": "ServiceAccount",
+                                          "serviceAccount": {"name": APF_SA, "namespace": "default"}}],
+                            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                               "clusterScope": True, "namespaces": ["*"]}],
+                            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}})
+    wait(lambda: apf_metric(ctx, "apiserver_flowcontrol_nominal_limit_seats") == APF_SEATS, 30,
+         f"priority level {APF_LEVEL} at {APF_SEATS} seats")
+    tok = api.must("POST", f"/api/v1/namespaces/default/serviceaccounts/{APF_SA}/token", {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600}})["status"]["token"]
+    c = ctx["cluster"]
+    return write_kubeconfig(os.path.join(ctx["work"], "apf.kubeconfig"), c.server, tok,
+                            os.path.join(c.dir, "ca.crt"))
+
+
+def apf_teardown(ctx):
+    api = ctx["api"]
+    api.request("DELETE", f"{FC}/flowschemas/{APF_LEVEL}")
+    for name in (APF_LEVEL, APF_BALLAST):
+        api.request("DELETE", f"{FC}/prioritylevelconfigurations/{name}")
+    api.request("DELETE", f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{APF_SA}")
+    api.request("DELETE", f"/api/v1/namespaces/default/serviceaccounts/{APF_SA}")
+
+
+def apf_metric(ctx, name):
+    """The apiserver's metric name for priority level APF_LEVEL (summed)."""
+    c = ctx["cluster"]
+    r = subprocess.run([c.kubectl, "--kubeconfig", c.kubeconfig, "get", "--raw", "/metrics"],
+                       capture_output=True, text=True, check=False)
+    return sum(float(m.group(1)) for m in re.finditer(
+        r'^%s\{[^}]*priority_level="%s"[^}]*\} (\S+)$' % (name, APF_LEVEL), r.stdout, re.M))
+
+
+def case_apf_throttles_writes(ctx):
+    """200 one-pod gangs through a real APF level of 2 seats that rejects:
+    all bound within APF_BOUND_S, one Scheduled Event each, and the
+    apiserver really refused some of the scheduler's requests."""
+    api, ns, n = ctx["api"], "apf", 200
+    try:
+        kubeconfig = apf_setup(ctx)
+        make_namespace(api, ns)
+        s = sched(ctx, "apf", kubeconfig=kubeconfig)
+        t0 = time.time()
+        for i in range(n):
+            p = gang_pod(ns, f"p-{i}", "-", 1)
+            del p["metadata"]["labels"]  # a gang of one each
+            api.create_pod(ns, p)
+
+        def bound():
+            items = api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+            return sum(1 for p in items if p["spec"].get("nodeName"))
+        if not wait(lambda: bound() == n, APF_BOUND_S, f"all {n} pods bound through the throttled "
+                    f"priority level within {APF_BOUND_S} s"):
+            log(f"    {bound()} of {n} bound; the apiserver refused "
+                f"{apf_metric(ctx, 'apiserver_flowcontrol_rejected_requests_total'):.0f} requests")
+            return
+        t_bound = time.time() - t0
+        per_pod = {}
+
+        def scheduled_events():
+            per_pod.clear()
+            for e in api.events(ns):
+                if e.get("reason") == "Scheduled":
+                    k = e.get("regarding", {}).get("name")
+                    per_pod[k] = per_pod.get(k, 0) + 1
+            return len(per_pod) == n
+        wait(scheduled_events, APF_EVENTS_S, f"a Scheduled Event for each of the {n} pods within "
+             f"{APF_EVENTS_S} s of the last bind")
+        twice = [k for k, v in per_pod.items() if v > 1]
+        if twice:
+            fail(f"{len(twice)} pod(s) with more than one Scheduled Event, e.g. {twice[:3]}")
+        rejected = apf_metric(ctx, "apiserver_flowcontrol_rejected_requests_total")
+        log(f"    {n} pods bound in {t_bound:.1f} s, Events {time.time() - t0:.1f} s; the apiserver "
+            f"refused {rejected:.0f} of the scheduler's requests (429); the scheduler counted "
+            f"{metric(s, 'topogang_api_throttled_total')}, write window {metric(s, 'topogang_api_write_window')}, "
+            f"Event window {metric(s, 'topogang_api_event_window')}, "
+            f"{metric(s, 'topogang_events_dropped_total')} Events dropped")
+        if not rejected > 0:
+            fail("the apiserver refused none of the scheduler's requests: the case tested no throttling")
+        s.finish()
+        wipe_pods(api, ns)
+    finally:
+        apf_teardown(ctx)
+
+
 CASES = [case_restart_keeps_running_members, case_keep_after_grace_across_restart,
-         case_evict_after_grace_is_graceful, case_half_bound_still_rolled_back, case_bind_429_storm]
+         case_evict_after_grace_is_graceful, case_half_bound_still_rolled_back, case_rollback_deletes_after_its_event,
+         case_rollback_event_unanswered,
+         case_bind_429_storm,
+         case_bind_429_others_flow, case_apf_throttles_writes]
 
 
 def main():

@@ -557,10 +557,10 @@ static void background_writes_wait(void **s)
 /* ---- the Lease's lane and the leader-only fence ---------------------------- */
 
 struct lane {
-    int n, err[16];
-    long status[16];
-    const char *what[16];
-    uint64_t at[16];
+    int n, err[64];
+    long status[64];
+    const char *what[64];
+    uint64_t at[64];
     uv_loop_t *loop;
 };
 
@@ -1025,9 +1025,10 @@ static void events_held_are_capped(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-/* After a 429 (the server's priority level is full) Events go 4 at a time
- * beside a write however many wait (68 of 100 otherwise), for the answer's
- * Retry-After. */
+/* After a 429 (the server's priority level is full) to a lone write, the
+ * writes' window is 1 and Events take half of it, at least 1, beside a
+ * write however many wait (68 of 100 otherwise, 4 when a 429 held them to
+ * BG_INFLIGHT for the Retry-After); all are written. */
 #define ST429 "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\n" \
               "Connection: close\r\n\r\n{}"
 
@@ -1059,11 +1060,68 @@ static void throttled_events_hold_back(void **s)
         uv_run(&loop, UV_RUN_ONCE);
     printf("# throttled: %llu of %d Events and a write started at once\n",
            (unsigned long long)(tg_client_stats(c)->requests - r0 - 1), NEV);
-    assert_int_equal(tg_client_stats(c)->requests - r0, 1 + 4);
+    assert_int_equal(tg_client_stats(c)->requests - r0, 1 + 1);
+    assert_int_equal(tg_client_stats(c)->throttled, 1);
     while (d.n < NEV + 1)
         uv_run(&loop, UV_RUN_ONCE);
     server_stop(&sv);
     assert_int_equal(sv.mismatch, 0);
+    tg_client_free(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* A wave of 16 writes in flight, the first two answered 429: the writes'
+ * window halves once (to 8: the second 429 was sent before the cut), the 14
+ * others are answered at once (no write waits for the Retry-After), and
+ * grow it back by one (9: one per window of successes past the cut). The
+ * next wave goes 9 at a time, not 20. */
+static void throttled_write_halves_the_window_once(void **s)
+{
+    (void)s;
+    enum { N1 = 16, N2 = 20 };
+    static struct step steps[N1 + N2];
+    for (int i = 0; i < N1 + N2; i++)
+        steps[i] = (struct step){"POST /", i < 2 ? ST429 : OK201};
+    struct server sv;
+    server_start(&sv, steps, N1 + N2);
+    uv_loop_t loop;
+    struct tg_client *c = client_on(&loop, &sv, NULL, 1);
+    struct lane l = {.loop = &loop};
+    struct lane_req q[N1 + N2];
+    assert_int_equal(tg_client_stats(c)->write_window, 1024);
+    for (int i = 0; i < N1; i++) {
+        q[i] = (struct lane_req){&l, "/w"};
+        lane_queue(c, &q[i], "POST", "/w", 0, 1);
+    }
+    while (!tg_client_stats(c)->requests)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(tg_client_stats(c)->requests, N1);
+    while (l.n < N1)
+        uv_run(&loop, UV_RUN_ONCE);
+    int refused = 0;
+    for (int i = 0; i < N1; i++) {
+        refused += l.status[i] == 429;
+        assert_true(l.status[i] == 429 || l.status[i] == 201);
+        assert_true(l.at[i] - l.at[0] < 900); /* none waited for the Retry-After (1 s) */
+    }
+    assert_int_equal(refused, 2);
+    assert_int_equal(tg_client_stats(c)->throttled, 2);
+    printf("# window after the wave: %u\n", tg_client_stats(c)->write_window);
+    assert_int_equal(tg_client_stats(c)->write_window, 9);
+    uint64_t r0 = tg_client_stats(c)->requests;
+    for (int i = N1; i < N1 + N2; i++) {
+        q[i] = (struct lane_req){&l, "/w"};
+        lane_queue(c, &q[i], "POST", "/w", 0, 1);
+    }
+    while (tg_client_stats(c)->requests == r0)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(tg_client_stats(c)->requests - r0, 9);
+    while (l.n < N1 + N2)
+        uv_run(&loop, UV_RUN_ONCE);
+    server_stop(&sv);
+    assert_int_equal(sv.mismatch, 0);
+    assert_int_equal(sv.at, N1 + N2);
     tg_client_free(&c);
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&loop), 0);
@@ -1088,6 +1146,7 @@ int main(void)
         cmocka_unit_test(handles_are_reused),
         cmocka_unit_test(background_backlog_keeps_pace),
         cmocka_unit_test(throttled_events_hold_back),
+        cmocka_unit_test(throttled_write_halves_the_window_once),
         cmocka_unit_test(corked_connections_do_not_wait),
         cmocka_unit_test(event_refused_with_503_is_retried),
         cmocka_unit_test(event_not_retried_after_4xx),
