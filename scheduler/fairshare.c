@@ -724,6 +724,8 @@ int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint3
             double after = a->alloc[c] - (double)take[i].val;
             if (after + EPS >= a->fair[c])
                 continue;
+            if (!buf)
+                return 0;
             char x[48], y[48], z[48];
             snprintf(buf, len, "queue %s would go below its fair share: %s - %s < %s %s",
                      tg_str(a->name), tg_fairshare_amount(take[i].res, a->alloc[c], x, sizeof x),

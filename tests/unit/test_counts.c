@@ -388,6 +388,66 @@ static void test_whatif_bound_by_counts(void **st)
     tg_sched_free(&s);
 }
 
+/* The reason's node counts come from the rejections kept per reason
+ * (counts.h) and their order from the nodes' (as the full count makes
+ * them): 40 nodes each with a taint of its own (more reasons than a
+ * histogram holds, each on one node, so the order decides which are
+ * shown), taken off and put back under other keys (kept entries emptied
+ * and reused), whole nodes taken, and a reservation over tainted nodes
+ * (their reason becomes the reservation). Each step decides as a full
+ * count, reason text included. */
+static void test_many_reasons(void **st)
+{
+    (void)st;
+    struct tg_sched s;
+    cluster(&s);
+    char name[40][16], rack[40][8], taint[128];
+    for (int i = 0; i < 40; i++) {
+        snprintf(name[i], sizeof name[i], "t%02d", i);
+        snprintf(rack[i], sizeof rack[i], "r%d", 4 + i / 10);
+        snprintf(taint, sizeof taint, "\"taints\":[{\"key\":\"k%02d\",\"effect\":\"NoSchedule\"}]", i);
+        node(&s, name[i], rack[i], 8, taint);
+    }
+    for (int i = 0; i < NNODES - 4; i++) { /* 4 nodes left: "big" (10 nodes) waits */
+        char n[16];
+        snprintf(n, sizeof n, "w%d", i);
+        bind(&s, n, i, 8);
+    }
+    check_all(&s, "forty taints");
+    struct gang g;
+    gang(&g, "big", 10, 8, NULL, 0);
+    struct verdict v;
+    try_gang(&s, &g, &v);
+    assert_int_equal(v.status, TG_GANG_UNSCHEDULABLE);
+    /* 32 reasons kept: insufficient GPUs and k00-k30; the ties shown from
+     * the last kept back (explain's selection) */
+    if (!strstr(v.reason, "12 nodes insufficient") || !strstr(v.reason, "tainted k30; 1 node tainted k29") ||
+        strstr(v.reason, "k31"))
+        fail_msg("reason: %s", v.reason);
+    char first[sizeof v.reason];
+    memcpy(first, v.reason, sizeof first);
+    for (int i = 0; i < 40; i += 3) { /* other keys: emptied entries reused, order moves */
+        snprintf(taint, sizeof taint, "\"taints\":[{\"key\":\"x%02d\",\"effect\":\"NoSchedule\"}]", 39 - i);
+        node(&s, name[i], rack[i], 8, i % 2 ? NULL : taint);
+        check_all(&s, "taints moved");
+    }
+    try_gang(&s, &g, &v);
+    if (!strcmp(v.reason, first))
+        fail_msg("reason after moves unchanged: %s", v.reason);
+    /* a reservation over rack r4: its tainted nodes' reason becomes it */
+    uint32_t r4 = s.cluster.tree.dom[s.cluster.tree.leaf[tg_cluster_slot(&s.cluster, tg_intern(name[1]), 0)]].parent;
+    s.blocks[0] = (struct tg_block){r4, tg_intern("ml/other")};
+    s.nblocks = 1;
+    check_all(&s, "block over taints");
+    try_gang(&s, &g, &v);
+    if (!strstr(v.reason, "10 nodes reserved for ml/other"))
+        fail_msg("reason with the block: %s", v.reason);
+    s.nblocks = 0;
+    check_all(&s, "block gone");
+    gang_free(&g);
+    tg_sched_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_blocks_reason),
         cmocka_unit_test(test_slot_without_node),
         cmocka_unit_test(test_whatif_bound_by_counts),
+        cmocka_unit_test(test_many_reasons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
