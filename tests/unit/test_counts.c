@@ -448,6 +448,29 @@ static void test_many_reasons(void **st)
     tg_sched_free(&s);
 }
 
+/* A try whose gang the whole cluster cannot hold looks at no domain
+ * (tg_sched_gang: no domain holds more than the cluster); one the cluster
+ * holds exactly is placed, on every node. */
+static void test_cluster_holds_exactly(void **st)
+{
+    (void)st;
+    struct tg_sched s;
+    cluster(&s);
+    struct gang g;
+    gang(&g, "all", NNODES, 8, NULL, 0);
+    struct verdict v;
+    try_gang(&s, &g, &v);
+    if (v.status != TG_GANG_SCHEDULED)
+        fail_msg("16 x 8 GPUs on 16 free nodes: %s", v.reason);
+    bind(&s, "one", 7, 1);
+    try_gang(&s, &g, &v);
+    assert_int_equal(v.status, TG_GANG_UNSCHEDULABLE);
+    if (!strstr(v.reason, "the cluster holds 15; 1 node insufficient nvidia.com/gpu"))
+        fail_msg("reason: %s", v.reason);
+    gang_free(&g);
+    tg_sched_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_slot_without_node),
         cmocka_unit_test(test_whatif_bound_by_counts),
         cmocka_unit_test(test_many_reasons),
+        cmocka_unit_test(test_cluster_holds_exactly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
