@@ -130,8 +130,8 @@ double tg_fairshare_usage(const struct tg_fairshare *fs, uint32_t q, uint32_t re
 
 /* Admission: may queue q place a gang asking req[0..n)? 1 when q and every
  * ancestor stay within their limit after it, 0 otherwise with the reason in
- * buf ("queue team-a at its limit: 60/64 nvidia.com/gpu, the gang asks 8");
- * an unusable queue is refused with its problem. Fairness never refuses:
+ * buf ("queue team-a at its limit: 60/64 nvidia.com/gpu, the gang asks 8";
+ * buf NULL: no text); an unusable queue is refused with its problem. Fairness never refuses:
  * within limit a gang is admitted. */
 int tg_fairshare_admit(const struct tg_fairshare *fs, uint32_t q, const struct tg_rq *req,
                        uint32_t n, char *buf, size_t len);

@@ -48,6 +48,9 @@ struct rctx {
                                            a reason needs it (refusal_text): the planner asks
                                            about every placed gang on every try */
     int refused_vq;                     /* its queue; -1: refused for its runtime */
+    uint32_t qname[8];                  /* victim_queue's answers by queue name (interned), */
+    int qvq[8];                         /* a gang's walk of the tree asked once per queue */
+    uint32_t nq;
 };
 
 /* 1 when a is b or one of b's ancestors. */
@@ -59,12 +62,27 @@ static int above_or_same(const struct tg_fairshare *fs, int a, int b)
     return 0;
 }
 
-/* The queue of a victim gang, or -1 when it cannot be one for rq. */
-static int victim_queue(const struct rctx *c, const struct tg_grec *g)
+/* The queue named name, or -1 when its gangs cannot be victims for rq. */
+static int queue_of_name(const struct rctx *c, uint32_t name)
 {
-    int vq = g->queue ? tg_fairshare_find(c->fs, g->queue) : -1;
+    int vq = name ? tg_fairshare_find(c->fs, name) : -1;
     if (vq < 0 || above_or_same(c->fs, vq, c->rq) || above_or_same(c->fs, c->rq, vq))
         return -1;
+    return vq;
+}
+
+/* The queue of a victim gang, or -1 when it cannot be one for rq; the
+ * answers for the first queues met are kept for the plan. */
+static int victim_queue(struct rctx *c, const struct tg_grec *g)
+{
+    for (uint32_t i = 0; i < c->nq; i++)
+        if (c->qname[i] == g->queue)
+            return c->qvq[i];
+    int vq = queue_of_name(c, g->queue);
+    if (c->nq < sizeof c->qname / sizeof c->qname[0]) {
+        c->qname[c->nq] = g->queue;
+        c->qvq[c->nq++] = vq;
+    }
     return vq;
 }
 
@@ -151,7 +169,7 @@ struct vqsum {
 /* Sums the n gangs' held resources per victim queue into out (cap entries,
  * in order of first appearance); gang(ud, i) is the i-th gang or NULL (a
  * pod of no gang: not counted). One pass, O(victims x queues). */
-static uint32_t per_queue(const struct rctx *c, const struct tg_grec *(*gang)(const void *, uint32_t),
+static uint32_t per_queue(struct rctx *c, const struct tg_grec *(*gang)(const void *, uint32_t),
                           const void *ud, uint32_t n, struct vqsum *out, uint32_t cap)
 {
     uint32_t nq = 0;
@@ -247,7 +265,7 @@ static int enough_above(const struct rctx *c, double ask)
 
 /* "reclaimed 16 nvidia.com/gpu from queue research (fair share 24,
  * allocated 40) for queue team-a (fair share 24, allocated 8): <plan>". */
-static void describe(const struct rctx *c, struct tg_preemption *pl)
+static void describe(struct rctx *c, struct tg_preemption *pl)
 {
     struct tg_sb b = {0};
     char x[48], y[48], z[48];
@@ -288,7 +306,8 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
         return 0;
     struct tg_rq req[TG__MAXREQ];
     uint32_t n = tg__tenants_request(base->gang, req); /* as its queue's limit trimmed it */
-    struct rctx c = {e, fs, rq, 0, base->now_ms, e->sched.policy.reclaim_min_runtime_s * 1000, NULL, -1};
+    struct rctx c = {e, fs, rq, 0, base->now_ms, e->sched.policy.reclaim_min_runtime_s * 1000, NULL, -1,
+                     {0}, {0}, 0};
     double ask;
     char x[48], y[48], z[48];
     if (!below_share(e, (uint32_t)rq, req, n, &c.dom, &ask)) {
