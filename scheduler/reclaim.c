@@ -125,8 +125,11 @@ static int victim(void *ud, const struct tg_grec *g, double *over)
         c->refused_vq = -1;
         return 0;
     }
-    struct tg_rq take[TG__MAXREQ];
-    uint32_t n = held_into(g, take, 0);
+    struct tg_rq sum[TG__MAXREQ];
+    uint32_t n;
+    const struct tg_rq *take = tg_grec_held(g, &n); /* kept by the gang layer, O(1) */
+    if (!take)
+        n = held_into(g, sum, 0), take = sum;
     if (!tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)vq, take, n, NULL, 0)) {
         c->refused = g; /* even alone it would take its queue below its share */
         c->refused_vq = vq;
