@@ -249,6 +249,15 @@ static int counted_slots(struct pc *x)
     return 0;
 }
 
+/* Zeroes st's counts (make_sets leaves them to the count). */
+static void counts_zero(struct pc *x, struct set *st)
+{
+    uint32_t nslots = x->s->cluster.nslots, ndom = x->s->cluster.tree.ndom;
+    memset(st->sh.count, 0, (nslots + 1) * sizeof *st->sh.count);
+    memset(st->dcount, 0, (ndom + 1) * sizeof *st->dcount);
+    memset(st->delig, 0, (ndom + 1) * sizeof *st->delig);
+}
+
 /* Counts the set on every node, or only on those under g->within. */
 static void count_all(struct pc *x, struct set *st)
 {
@@ -347,6 +356,7 @@ static int count_cached(struct pc *x, struct set *st)
     memcpy(st->sh.count, e->count, ns * sizeof *e->count);
     memcpy(st->dcount, e->dcount, e->ndom * sizeof *e->dcount);
     memcpy(st->delig, e->delig, e->ndom * sizeof *e->delig);
+    st->sh.count[ns] = st->dcount[e->ndom] = st->delig[e->ndom] = 0; /* the spare entry */
     memcpy(st->crej, e->rej, ns);
     memcpy(st->cwhy, e->why, ns);
     memcpy(st->carg, e->arg, ns * sizeof *e->arg);
@@ -1515,10 +1525,11 @@ static int make_sets(struct pc *x)
     for (uint32_t k = 0; k < x->nsets; k++) {
         struct set *st = &x->sets[k];
         st->mem = tg_arena_alloc(a, st->nmem * sizeof *st->mem);
-        st->sh.count = tg_arena_calloc(a, nslots + 1, sizeof *st->sh.count);
+        /* counts: zeroed by counts_zero or filled whole by count_cached */
+        st->sh.count = tg_arena_alloc(a, (nslots + 1) * sizeof *st->sh.count);
         st->score = tg_arena_alloc(a, (nslots + 1) * sizeof *st->score);
-        st->dcount = tg_arena_calloc(a, ndom + 1, sizeof *st->dcount);
-        st->delig = tg_arena_calloc(a, ndom + 1, sizeof *st->delig);
+        st->dcount = tg_arena_alloc(a, (ndom + 1) * sizeof *st->dcount);
+        st->delig = tg_arena_alloc(a, (ndom + 1) * sizeof *st->delig);
         if (!st->mem || !st->sh.count || !st->score || !st->dcount || !st->delig)
             return TG_ENOMEM;
         memset(st->score, 0xff, (nslots + 1) * sizeof *st->score);
@@ -1726,8 +1737,10 @@ static int pc_init(struct pc *x, struct tg_sched *s, struct tg_arena *a, const s
         struct set *st = &x->sets[i];
         if ((rc = count_cached(x, st)) < 0)
             return rc;
-        if (!rc)
+        if (!rc) {
+            counts_zero(x, st);
             count_all(x, st);
+        }
         for (uint32_t k = 0; k < st->ndcs; k++)
             st->dcs[k].gen = *st->dcs[k].dc->gen;
         if (st->rising)

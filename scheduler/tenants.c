@@ -75,6 +75,15 @@ static void acct_set(struct tg_engine *e, const char *key, uint32_t queue, const
                      uint8_t nreq, int placed)
 {
     struct qacct *old = acct_get(e, key);
+    if (old && old->nreq == nreq) { /* the same pod counted anew (assumed, bound): in place */
+        apply(e, old, -1);
+        old->queue = queue;
+        old->placed = (uint8_t)placed;
+        if (nreq)
+            memcpy(old->req, req, nreq * sizeof *req);
+        apply(e, old, 1);
+        return;
+    }
     if (old)
         acct_drop(e, old);
     struct qacct *a = malloc(sizeof *a + nreq * sizeof *a->req);
