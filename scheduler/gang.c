@@ -556,7 +556,8 @@ int tg_gangs_init(struct tg_gangs *gs, struct tg_cluster *c)
     gs->cluster = c;
     gs->user_max = TG_PRIO_USER_MAX;
     struct tg_cluster_hooks h = {.record_added = on_record_added,
-                                 .record_removed = on_record_removed, .ud = gs};
+                                 .record_removed = on_record_removed, .ud = gs,
+                                 .skip_quiet = 1}; /* a what-if's members are no gang's */
     return tg_cluster_listen(c, &h);
 }
 

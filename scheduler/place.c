@@ -2504,11 +2504,19 @@ int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots)
         return 0;
     w->runs++;
     struct tg_arena_mark m = tg_arena_mark(&w->arena);
+    /* the dry run's members are taken back before it returns: quiet, the
+     * gang and queue layers never hear of them (tg_cluster_quiet). Not for
+     * a gang with placed members: which node anchors it follows its
+     * members' comings and goings, the dry run's too (gang.c) */
+    struct tg_cluster *c = &w->x.s->cluster;
+    int quiet = !w->x.g->nbound;
+    tg_cluster_quiet(c, quiet);
     int rc = try_in(&w->x, d, NONE, w->must, ok);
     if (!rc && *ok && slots)
         memcpy(slots, w->r.slot, w->x.g->npods * sizeof *slots);
     if (*ok || rc)
         rollback(&w->x);
+    tg_cluster_quiet(c, 0);
     tg_arena_release(&w->arena, m);
     return rc;
 }

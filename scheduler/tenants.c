@@ -236,7 +236,8 @@ static void held_free(struct tg_queue_obj **held, uint32_t n)
 int tg__tenants_init(struct tg_engine *e)
 {
     struct tg_cluster_hooks h = {.record_added = on_record_added,
-                                 .record_removed = on_record_removed, .ud = e};
+                                 .record_removed = on_record_removed, .ud = e,
+                                 .skip_quiet = 1}; /* a what-if allocates nothing */
     return tg_cluster_listen(&e->sched.cluster, &h);
 }
 

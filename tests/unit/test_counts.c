@@ -471,6 +471,66 @@ static void test_cluster_holds_exactly(void **st)
     tg_sched_free(&s);
 }
 
+/* Hooks that count the records they hear of. */
+struct heard {
+    int added, removed;
+};
+
+static void heard_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
+{
+    (void)c, (void)u;
+    ((struct heard *)ud)->added++;
+}
+
+static void heard_removed(void *ud, struct tg_cluster *c, struct tg_usage *u)
+{
+    (void)c, (void)u;
+    ((struct heard *)ud)->removed++;
+}
+
+/* A what-if's dry run is quiet (tg_cluster_quiet): listeners that skip
+ * quiet records (the gang and queue layers) hear neither of its members
+ * nor of their removal, others (plugins that read records while counting)
+ * hear both; a placement (tg_sched_gang) is heard by both. */
+static void test_whatif_quiet(void **st)
+{
+    (void)st;
+    struct tg_sched s;
+    cluster(&s);
+    struct heard quiet = {0}, loud = {0};
+    struct tg_cluster_hooks hq = {.record_added = heard_added, .record_removed = heard_removed,
+                                  .ud = &quiet, .skip_quiet = 1};
+    struct tg_cluster_hooks hl = {.record_added = heard_added, .record_removed = heard_removed,
+                                  .ud = &loud};
+    assert_int_equal(tg_cluster_listen(&s.cluster, &hq), 0);
+    assert_int_equal(tg_cluster_listen(&s.cluster, &hl), 0);
+    struct gang g;
+    gang(&g, "four", 4, 8, NULL, 0);
+    struct tg_whatif *w;
+    assert_int_equal(tg_whatif_begin(&s, &g.g, &w), 0);
+    const struct tg_tree *t = &s.cluster.tree;
+    uint32_t r1 = tg_tree_ancestor(t, t->leaf[tg_cluster_slot(&s.cluster, tg_intern(nodename[PER_RACK]), 0)], 2);
+    int ok = 0;
+    assert_int_equal(tg_whatif_fits(w, r1, &ok, NULL), 0);
+    assert_int_equal(ok, 1);
+    assert_int_equal(tg_whatif_runs(w), 1);
+    tg_whatif_end(&w);
+    assert_int_equal(loud.added, 4);
+    assert_int_equal(loud.removed, 4);
+    assert_int_equal(quiet.added, 0);
+    assert_int_equal(quiet.removed, 0);
+    assert_false(s.cluster.quiet);
+    assert_null(tg_cluster_usage(&s.cluster, g.pods[0]->key)); /* taken back */
+    struct verdict v;
+    try_gang(&s, &g, &v); /* placed (then deleted by try_gang): heard by both */
+    assert_int_equal(v.status, TG_GANG_SCHEDULED);
+    assert_int_equal(quiet.added, 4);
+    assert_int_equal(quiet.removed, 4);
+    assert_int_equal(loud.added, 8);
+    gang_free(&g);
+    tg_sched_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_whatif_bound_by_counts),
         cmocka_unit_test(test_many_reasons),
         cmocka_unit_test(test_cluster_holds_exactly),
+        cmocka_unit_test(test_whatif_quiet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
