@@ -266,14 +266,12 @@ static struct unit *find_unit(struct plan *x, struct tg_usage *u, struct tg_grec
     return NULL;
 }
 
-static struct unit *unit_of(struct plan *x, struct tg_usage *u)
+/* Makes the unit of u (its gang's, its own) unless made already. Returns 0
+ * or TG_ENOMEM. */
+static int unit_of(struct plan *x, struct tg_usage *u)
 {
     struct tg_grec *g;
-    struct unit *un = find_unit(x, u, &g);
-    if (un || !(un = make_unit(x, g, u)))
-        return un;
-    struct unit *member = find_unit(x, u, &g); /* an elastic gang's: u's own unit */
-    return member ? member : un;
+    return find_unit(x, u, &g) || make_unit(x, g, u) ? 0 : TG_ENOMEM;
 }
 
 static int leave(struct plan *x, struct tg_usage *u)
@@ -303,7 +301,7 @@ static int scan_model(struct plan *x, int units)
         }
         if (x->healthy && u->kind == TG_USAGE_BOUND)
             pdb_index_hits(x, u, x->healthy);
-        if (units && !unit_of(x, u))
+        if (units && unit_of(x, u))
             return TG_ENOMEM;
     }
     return 0;
@@ -327,17 +325,17 @@ static int collect_indexed(struct plan *x)
             i++;
         x->judged = r ? g : NULL;
         x->judged_over = r ? over : 0;
-        struct unit *un = i < g->nmembers ? unit_of(x, g->members[i]) : NULL;
+        int rc = i < g->nmembers ? unit_of(x, g->members[i]) : 0;
         x->judged = NULL;
-        if (i < g->nmembers && !un)
-            return TG_ENOMEM;
+        if (rc)
+            return rc;
     }
     uint32_t pos = 0;
     struct tg_usage *u;
     while ((u = tg_gangs_loose_next(x->gs, &pos))) {
         if (u->hidden)
             continue;
-        if (u->deleting ? leave(x, u) : !unit_of(x, u))
+        if (u->deleting ? leave(x, u) : unit_of(x, u))
             return TG_ENOMEM;
     }
     return 0;
