@@ -260,7 +260,7 @@ static void node_unlink(struct tg_cluster *c, struct tg_usage *u)
 static void usage_remove(struct tg_cluster *c, struct tg_usage *u)
 {
     EACH_HOOK(c, h)
-        if (h->record_removed)
+        if (h->record_removed && !(u->quiet && h->skip_quiet))
             h->record_removed(h->ud, c, u);
     if (!u->hidden) {
         usage_changed(c, u, -1);
@@ -320,7 +320,7 @@ static int same_req(const struct tg_usage *u, const struct tg_pod *p, uint32_t s
 static void record_changing(struct tg_cluster *c, struct tg_usage *u, int done)
 {
     EACH_HOOK(c, h)
-        if (h->record_changing)
+        if (h->record_changing && !(u->quiet && h->skip_quiet))
             h->record_changing(h->ud, c, u, done);
 }
 
@@ -421,13 +421,21 @@ static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot
     u->nreq = p->nreq;
     if (p->nreq)
         memcpy(u->req, p->req, p->nreq * sizeof u->req[0]);
+    u->quiet = c->quiet;
+    if (u->quiet)
+        u->gpos = UINT32_MAX; /* no gang's member: the gang layer does not hear of it */
     node_link(c, u, slot);
     usage_apply(c, u, +1);
     usage_changed(c, u, +1);
     EACH_HOOK(c, h)
-        if (h->record_added)
+        if (h->record_added && !(u->quiet && h->skip_quiet))
             h->record_added(h->ud, c, u);
     return 0;
+}
+
+void tg_cluster_quiet(struct tg_cluster *c, int on)
+{
+    c->quiet = (uint8_t)!!on;
 }
 
 int tg_cluster_pod_update(struct tg_cluster *c, const struct tg_pod *p)

@@ -58,6 +58,8 @@ struct tg_usage {
     uint8_t has_priority;
     uint8_t inner;                      /* inner domain (NUMA/GPU) chosen by a plugin, 0xff none */
     uint8_t guaranteed;                 /* the pod's QoS is Guaranteed */
+    uint8_t quiet;                      /* added while the cluster was quiet: hooks with
+                                           skip_quiet hear neither of it nor of its removal */
     uint16_t excl_cpus;                 /* whole CPUs a static CPU manager pins */
     uint8_t nreq;
     uint16_t nlabels;
@@ -86,6 +88,11 @@ struct tg_cluster_hooks {
      * or have changed (done 1): its pod was updated in place. */
     void (*record_changing)(void *ud, struct tg_cluster *c, struct tg_usage *u, int done);
     void *ud;
+    /* 1: not told of the records added while the cluster is quiet (a what-if's
+     * dry run, tg_cluster_quiet), nor of their removal: for listeners whose
+     * state the dry run would change and put back as it was. Plugins that read
+     * records while counting must hear of them (0). */
+    uint8_t skip_quiet;
 };
 
 #define TG_CLUSTER_MAX_HOOKS 4
@@ -102,6 +109,7 @@ struct tg_cluster {
     struct tg_tree tree;
     struct tg_cluster_hooks hooks[TG_CLUSTER_MAX_HOOKS];
     uint32_t nhooks;
+    uint8_t quiet;                      /* records added now are quiet (tg_cluster_quiet) */
     uint64_t generation;                /* bumped by every change that frees room */
     /* Changes to a slot's room or Node (a record counted or not, hidden or
      * shown; a Node set or removed), numbered 1, 2, ...: nchanges is the
@@ -145,6 +153,11 @@ void tg_cluster_pod_delete(struct tg_cluster *c, const char *key);
 /* Places a pod by decision of this scheduler (assumed until seen bound). A
  * record already seen bound stays bound. */
 int tg_cluster_assume(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot);
+/* Quiet (on 1) until called with 0: the records added meanwhile are not
+ * told to hooks that set skip_quiet, nor is their removal. For a dry run
+ * that removes every record it adds before the cluster is loud again (a
+ * what-if, scheduler/place.c), so those listeners never see them. */
+void tg_cluster_quiet(struct tg_cluster *c, int on);
 /* Holds room on slot for a pending preemptor while its victims terminate: a
  * record of kind TG_USAGE_NOMINATED (never over a bound or assumed one). It
  * stays until deleted (tg_cluster_pod_delete) or replaced by a bind. */

@@ -145,13 +145,6 @@ int tg_tree_insert(struct tg_tree *t, uint32_t slot, const struct tg_label *labe
     return 0;
 }
 
-uint32_t tg_tree_ancestor(const struct tg_tree *t, uint32_t d, uint32_t lvl)
-{
-    while (d != NONE && t->dom[d].level > lvl)
-        d = t->dom[d].parent;
-    return d;
-}
-
 int tg_tree_labelled(const struct tg_tree *t, uint32_t d, uint32_t lvl)
 {
     if (lvl == 0)

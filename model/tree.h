@@ -57,8 +57,14 @@ void tg_tree_free(struct tg_tree *t);
  * elsewhere). labels are sorted by key (struct tg_node_obj). */
 int tg_tree_insert(struct tg_tree *t, uint32_t slot, const struct tg_label *labels, uint32_t n);
 void tg_tree_remove(struct tg_tree *t, uint32_t slot);
-/* The ancestor of domain d at tree level lvl (d itself when at lvl). */
-uint32_t tg_tree_ancestor(const struct tg_tree *t, uint32_t d, uint32_t lvl);
+/* The ancestor of domain d at tree level lvl (d itself when at lvl).
+ * Inline: placement and preemption ask it per node and per record. */
+static inline uint32_t tg_tree_ancestor(const struct tg_tree *t, uint32_t d, uint32_t lvl)
+{
+    while (d != UINT32_MAX && t->dom[d].level > lvl)
+        d = t->dom[d].parent;
+    return d;
+}
 /* The node slots under domain d, into out (room for t->nslots); returns
  * how many. Recursion depth is the number of levels. */
 uint32_t tg_tree_slots_under(const struct tg_tree *t, uint32_t d, uint32_t *out);

@@ -84,6 +84,7 @@ static void ent_clear(struct ent *x)
     free(x->e.rej);
     free(x->e.why);
     free(x->e.arg);
+    free(x->e.hist);
     free(x->req);
     free(x->sel);
     free(x->tols);
@@ -141,6 +142,43 @@ static void sums_add(struct ent *x, const struct tg_tree *t, uint32_t leaf, uint
     }
 }
 
+/* Moves the rejected slots of (why, arg) by sign; a new reason takes a
+ * free entry, else grows the table (out of memory: the entry is lost and
+ * the histogram marked stale through nhist = UINT32_MAX). */
+static void hist_move(struct ent *x, uint8_t why, uint32_t arg, int sign)
+{
+    struct tg__centry *e = &x->e;
+    if (e->nhist == UINT32_MAX)
+        return;
+    uint32_t free_at = UINT32_MAX;
+    for (uint32_t i = 0; i < e->nhist; i++) {
+        if (e->hist[i].n && e->hist[i].why == why && e->hist[i].arg == arg) {
+            e->hist[i].n = (uint32_t)((int64_t)e->hist[i].n + sign);
+            return;
+        }
+        if (!e->hist[i].n && free_at == UINT32_MAX)
+            free_at = i;
+    }
+    if (sign < 0) { /* cannot happen: every rejected slot was counted in */
+        e->nhist = UINT32_MAX;
+        return;
+    }
+    if (free_at == UINT32_MAX) {
+        if (e->nhist == e->caphist) {
+            uint32_t cap = e->caphist ? 2 * e->caphist : 8;
+            struct tg__chist *h = realloc(e->hist, cap * sizeof *h);
+            if (!h) {
+                e->nhist = UINT32_MAX;
+                return;
+            }
+            e->hist = h;
+            e->caphist = cap;
+        }
+        free_at = e->nhist++;
+    }
+    e->hist[free_at] = (struct tg__chist){why, arg, 1};
+}
+
 /* Counts slot afresh: its old count leaves the sums, the new one enters. */
 static void recount(struct tg__counts *k, struct ent *x, const struct tg_cluster *c, uint32_t slot,
                     tg__count_fn fn, void *ud)
@@ -154,6 +192,10 @@ static void recount(struct tg__counts *k, struct ent *x, const struct tg_cluster
     /* a count > 0 has a Node and a domain; a slot may have neither (tree
      * arrays not sized for it yet) */
     uint32_t leaf = n ? t->leaf[slot] : TG_NONE;
+    if (x->e.rej[slot])
+        hist_move(x, x->e.why[slot], x->e.arg[slot], -1);
+    if (!n && has)
+        hist_move(x, why.reason, why.arg, +1);
     x->e.count[slot] = n;
     x->e.leaf[slot] = leaf;
     x->e.rej[slot] = (uint8_t)(!n && has);

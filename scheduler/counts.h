@@ -23,6 +23,13 @@
 
 struct tg__counts;
 
+/* Rejected slots with one reason: what a try's reason histogram counts. */
+struct tg__chist {
+    uint8_t why;
+    uint32_t arg;
+    uint32_t n;                         /* slots; 0: a free entry */
+};
+
 /* One shape's counts as the full count makes them (blocks left out). */
 struct tg__centry {
     uint32_t nslots, ndom;
@@ -32,6 +39,12 @@ struct tg__centry {
     uint8_t *rej;                       /* per slot: count 0 with a reason (why, arg) */
     uint8_t *why;
     uint32_t *arg;
+    struct tg__chist *hist;             /* per distinct (why, arg) of rejected slots, kept as
+                                           slots are recounted: the try's histogram without
+                                           a walk over every slot (place.c hist_ready);
+                                           entries with n 0 are free */
+    uint32_t nhist, caphist;            /* nhist UINT32_MAX: lost to out of memory (walk
+                                           the slots instead) */
 };
 
 /* Count of a set on slot (0 for a slot without Node or domain); on a

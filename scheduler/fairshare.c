@@ -642,8 +642,9 @@ int tg_fairshare_admit(const struct tg_fairshare *fs, uint32_t q, const struct t
                        uint32_t n, char *buf, size_t len)
 {
     if (!fs->q[q].usable) {
-        snprintf(buf, len, "queue %s is unusable: %s", tg_str(fs->q[q].name),
-                 tg_sb_str(&fs->q[q].problem));
+        if (buf)
+            snprintf(buf, len, "queue %s is unusable: %s", tg_str(fs->q[q].name),
+                     tg_sb_str(&fs->q[q].problem));
         return 0;
     }
     for (int32_t p = (int32_t)q; p >= 0; p = fs->q[p].parent) {
@@ -654,6 +655,8 @@ int tg_fairshare_admit(const struct tg_fairshare *fs, uint32_t q, const struct t
                 continue;
             if (a->alloc[c] + (double)req[i].val <= a->limit[c] + EPS)
                 continue;
+            if (!buf)
+                return 0;
             char x[48], y[48], z[48];
             snprintf(buf, len, "queue %s at its limit: %s/%s %s, the gang asks %s",
                      tg_str(a->name), tg_fairshare_amount(req[i].res, a->alloc[c], x, sizeof x),
@@ -724,6 +727,8 @@ int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint3
             double after = a->alloc[c] - (double)take[i].val;
             if (after + EPS >= a->fair[c])
                 continue;
+            if (!buf)
+                return 0;
             char x[48], y[48], z[48];
             snprintf(buf, len, "queue %s would go below its fair share: %s - %s < %s %s",
                      tg_str(a->name), tg_fairshare_amount(take[i].res, a->alloc[c], x, sizeof x),

@@ -130,8 +130,8 @@ double tg_fairshare_usage(const struct tg_fairshare *fs, uint32_t q, uint32_t re
 
 /* Admission: may queue q place a gang asking req[0..n)? 1 when q and every
  * ancestor stay within their limit after it, 0 otherwise with the reason in
- * buf ("queue team-a at its limit: 60/64 nvidia.com/gpu, the gang asks 8");
- * an unusable queue is refused with its problem. Fairness never refuses:
+ * buf ("queue team-a at its limit: 60/64 nvidia.com/gpu, the gang asks 8";
+ * buf NULL: no text); an unusable queue is refused with its problem. Fairness never refuses:
  * within limit a gang is admitted. */
 int tg_fairshare_admit(const struct tg_fairshare *fs, uint32_t q, const struct tg_rq *req,
                        uint32_t n, char *buf, size_t len);
@@ -153,7 +153,8 @@ int tg_fairshare_cmp(const struct tg_fairshare *fs, uint32_t a, uint32_t b);
  * does not change) stay at or above their fair share in every resource
  * taken that some Queue divides (gives a quota, limit or weight: cpu and
  * memory of queues that name only GPUs are no reason to refuse); 0 otherwise with the reason in buf ("queue research would go below
- * its fair share: 40 - 17 < 24 nvidia.com/gpu"). A reclaimer at or under
+ * its fair share: 40 - 17 < 24 nvidia.com/gpu"; buf NULL: no text, the
+ * verdict alone, as a planner asks it per placed gang). A reclaimer at or under
  * the victim always may: that is preemption inside the queue (by priority),
  * and the victim's allocation does not change. */
 int tg_fairshare_may_reclaim(const struct tg_fairshare *fs, int reclaimer, uint32_t victim,

@@ -450,12 +450,36 @@ void tg_gangs_pclass_delete(struct tg_gangs *gs, uint32_t name)
 
 /* ---- placed members (cluster listener) ------------------------------------------ */
 
+/* Moves g->held by u's requests (sign +1: it joined, -1: it left); with no
+ * member left it starts afresh (exact again after a loss). */
+static void held_move(struct tg_grec *g, const struct tg_usage *u, int sign)
+{
+    if (!g->nmembers) {
+        g->nheld = 0;
+        return;
+    }
+    for (uint8_t i = 0; i < u->nreq && g->nheld != TG_GREC_HELD_LOST; i++) {
+        uint8_t k = 0;
+        while (k < g->nheld && g->held[k].res != u->req[i].res)
+            k++;
+        if (k == g->nheld) {
+            if (sign < 0 || k == TG_GREC_HELD) {
+                g->nheld = TG_GREC_HELD_LOST; /* sign < 0: cannot happen (it was added) */
+                break;
+            }
+            g->held[g->nheld++] = (struct tg_rq){u->req[i].res, 0};
+        }
+        g->held[k].val += sign * u->req[i].val;
+    }
+}
+
 static int push_member(struct tg_grec *g, struct tg_usage *u)
 {
     if (tg_grow((void **)&g->members, &g->capmembers, g->nmembers, sizeof *g->members))
         return TG_ENOMEM;
     u->gpos = g->nmembers;
     g->members[g->nmembers++] = u;
+    held_move(g, u, +1);
     return 0;
 }
 
@@ -481,6 +505,7 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
         goto loose; /* none, or out of memory: the pod still counts as usage, on its own */
     if (tg_hmap_put(&gs->umem, u->key, strlen(u->key), (uint64_t)(uintptr_t)g)) {
         g->nmembers--; /* out of memory: not a member after all */
+        held_move(g, u, -1);
         u->gpos = UINT32_MAX;
         maybe_free(gs, g);
         goto loose;
@@ -516,6 +541,7 @@ static void on_record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u
         return;
     g->members[u->gpos] = g->members[--g->nmembers];
     g->members[u->gpos]->gpos = u->gpos;
+    held_move(g, u, -1);
     if (is_pending(gs, u->key) && g->npending_placed)
         g->npending_placed--;
     if (g->anchor_node == c->nodes[u->slot].name)
@@ -534,7 +560,8 @@ int tg_gangs_init(struct tg_gangs *gs, struct tg_cluster *c)
     gs->cluster = c;
     gs->user_max = TG_PRIO_USER_MAX;
     struct tg_cluster_hooks h = {.record_added = on_record_added,
-                                 .record_removed = on_record_removed, .ud = gs};
+                                 .record_removed = on_record_removed, .ud = gs,
+                                 .skip_quiet = 1}; /* a what-if's members are no gang's */
     return tg_cluster_listen(c, &h);
 }
 

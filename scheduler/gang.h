@@ -68,6 +68,8 @@
 
 #define TG_GANG_HINT 6
 
+enum { TG_GREC_HELD = 4, TG_GREC_HELD_LOST = 0xff };
+
 struct tg_grec {
     char *key;                          /* "ns/group" or "ns/pod", owned */
     uint32_t ns, group;                 /* interned; group 0: a gang of one */
@@ -76,6 +78,11 @@ struct tg_grec {
     uint32_t npending, cappending;
     struct tg_usage **members;          /* placed members: bound or assumed records */
     uint32_t nmembers, capmembers;
+    struct tg_rq held[TG_GREC_HELD];    /* what the members ask, summed per resource (kept
+                                           as they come and go; an entry may be 0) */
+    uint8_t nheld;                      /* TG_GREC_HELD_LOST: more resources than held has
+                                           room for since the gang last had no member: sum
+                                           the members instead (tg_grec_held) */
     uint32_t npending_placed;           /* pending members that already have a member record
                                            (assumed, or bound before the pending stream said so) */
     int32_t priority;                   /* resolved, see above */
@@ -207,6 +214,15 @@ struct tg_usage *tg_gangs_loose_next(const struct tg_gangs *gs, uint32_t *pos);
 /* 1 when the index ran out of memory once and is incomplete: preemption
  * then scans the model instead. */
 int tg_gangs_index_lost(const struct tg_gangs *gs);
+
+/* What g's placed members ask, summed per resource: g->held (n entries,
+ * some may be 0) returned, or NULL when it was lost (more resources than it
+ * holds): sum g->members then. O(1). */
+static inline const struct tg_rq *tg_grec_held(const struct tg_grec *g, uint32_t *n)
+{
+    *n = g->nheld == TG_GREC_HELD_LOST ? 0 : g->nheld;
+    return g->nheld == TG_GREC_HELD_LOST ? NULL : g->held;
+}
 
 /* Frees g if it has no pending or placed member and is out of the queue. */
 void tg_gangs_release(struct tg_gangs *gs, struct tg_grec *g);

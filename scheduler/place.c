@@ -47,6 +47,7 @@
 #include "util/err.h"
 #include "util/intern.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,9 @@ struct set {
     uint64_t plugins;                   /* act as bits of tg_plugins[] indices */
     uint8_t *crej, *cwhy;               /* per slot, counted from the cache (count_cached): */
     uint32_t *carg;                     /* a rejection, its reason and argument */
+    struct tg__chist *chist;            /* count_cached: the rejections per reason (counts.h),
+                                           blocks applied; n 0: none left */
+    uint32_t nchist;                    /* UINT32_MAX: not kept (hist_ready walks the slots) */
 };
 
 struct pc {
@@ -245,6 +249,15 @@ static int counted_slots(struct pc *x)
     return 0;
 }
 
+/* Zeroes st's counts (make_sets leaves them to the count). */
+static void counts_zero(struct pc *x, struct set *st)
+{
+    uint32_t nslots = x->s->cluster.nslots, ndom = x->s->cluster.tree.ndom;
+    memset(st->sh.count, 0, (nslots + 1) * sizeof *st->sh.count);
+    memset(st->dcount, 0, (ndom + 1) * sizeof *st->dcount);
+    memset(st->delig, 0, (ndom + 1) * sizeof *st->delig);
+}
+
 /* Counts the set on every node, or only on those under g->within. */
 static void count_all(struct pc *x, struct set *st)
 {
@@ -275,6 +288,20 @@ static uint32_t count_fn(void *ud, uint32_t slot, struct tg_status *why, int *ha
     return eval_plugins(u->x, u->st, slot, why, has);
 }
 
+/* Moves st's kept rejections of (why, arg) by sign (cached_blocks); room
+ * for one entry per block was made by count_cached. */
+static void chist_move(struct set *st, uint8_t why, uint32_t arg, int sign)
+{
+    if (st->nchist == UINT32_MAX)
+        return;
+    uint32_t i = 0;
+    while (i < st->nchist && !(st->chist[i].why == why && st->chist[i].arg == arg))
+        i++;
+    if (i == st->nchist)
+        st->chist[st->nchist++] = (struct tg__chist){why, arg, 0};
+    st->chist[i].n = (uint32_t)((int64_t)st->chist[i].n + sign);
+}
+
 /* Zeroes st's counts on the nodes under blocks, as eval_slot does, and
  * notes the block as their reason (the first block over a node wins). */
 static int cached_blocks(struct pc *x, struct set *st)
@@ -295,6 +322,9 @@ static int cached_blocks(struct pc *x, struct set *st)
                 propagate_elig(x, st, slot, -1);
                 st->sh.count[slot] = 0;
             }
+            if (st->crej[slot])
+                chist_move(st, st->cwhy[slot], st->carg[slot], -1);
+            chist_move(st, TG_R_RESERVED, bl->owner, +1);
             st->crej[slot] = 1;
             st->cwhy[slot] = TG_R_RESERVED;
             st->carg[slot] = bl->owner;
@@ -326,24 +356,65 @@ static int count_cached(struct pc *x, struct set *st)
     memcpy(st->sh.count, e->count, ns * sizeof *e->count);
     memcpy(st->dcount, e->dcount, e->ndom * sizeof *e->dcount);
     memcpy(st->delig, e->delig, e->ndom * sizeof *e->delig);
+    st->sh.count[ns] = st->dcount[e->ndom] = st->delig[e->ndom] = 0; /* the spare entry */
     memcpy(st->crej, e->rej, ns);
     memcpy(st->cwhy, e->why, ns);
     memcpy(st->carg, e->arg, ns * sizeof *e->arg);
+    st->nchist = UINT32_MAX;
+    if (e->nhist != UINT32_MAX) {
+        st->chist = tg_arena_alloc(x->a, (e->nhist + x->s->nblocks + 1) * sizeof *st->chist);
+        if (!st->chist)
+            return TG_ENOMEM;
+        st->nchist = 0;
+        for (uint32_t i = 0; i < e->nhist; i++)
+            if (e->hist[i].n)
+                st->chist[st->nchist++] = e->hist[i];
+    }
     st->hist_due = 1;
     int rc = x->s->nblocks ? cached_blocks(x, st) : 0;
     return rc ? rc : 1;
 }
 
-/* Makes st->hist from the reasons count_cached copied, in slot order as
- * the full count records them. */
+/* Makes st->hist from the reasons count_cached copied, as the full count
+ * records them: entries in the order of their first slot, at most
+ * MAX_HIST. With the kept totals (st->chist) the walk stops once every
+ * reason has been met (in a full cluster, within the first nodes); else
+ * every slot is added. */
 static void hist_ready(struct pc *x, struct set *st)
 {
     if (!st->hist_due)
         return;
     st->hist_due = 0;
-    for (uint32_t slot = 0; slot < x->s->cluster.nslots; slot++)
-        if (st->crej[slot])
-            hist_add(&st->hist, st->cwhy[slot], st->carg[slot]);
+    uint32_t nslots = x->s->cluster.nslots;
+    if (st->nchist == UINT32_MAX || st->hist.len) {
+        for (uint32_t slot = 0; slot < nslots; slot++)
+            if (st->crej[slot])
+                hist_add(&st->hist, st->cwhy[slot], st->carg[slot]);
+        return;
+    }
+    uint32_t left = 0, last = 0;
+    for (uint32_t i = 0; i < st->nchist; i++)
+        left += st->chist[i].n > 0;
+    for (uint32_t slot = 0; slot < nslots && left && st->hist.len < MAX_HIST; slot++) {
+        if (!st->crej[slot])
+            continue;
+        uint8_t why = st->cwhy[slot];
+        uint32_t arg = st->carg[slot];
+        if (st->hist.len && st->hist.reason[last] == why && st->hist.arg[last] == arg)
+            continue;
+        uint32_t k = 0;
+        while (k < st->hist.len && !(st->hist.reason[k] == why && st->hist.arg[k] == arg))
+            k++;
+        if (k == st->hist.len) {
+            uint32_t j = 0;
+            while (j < st->nchist && !(st->chist[j].why == why && st->chist[j].arg == arg))
+                j++;
+            assert(j < st->nchist && st->chist[j].n); /* the kept totals hold every rejection */
+            hist_put(&st->hist, why, arg, j < st->nchist ? st->chist[j].n : 1, 0);
+            left--;
+        }
+        last = k;
+    }
 }
 
 /* The set's count on slot afresh. */
@@ -702,6 +773,16 @@ static uint64_t holds_in(const struct pc *x, uint32_t d, uint32_t slot)
 static uint64_t holds(const struct pc *x, uint32_t d)
 {
     return holds_in(x, d, NONE);
+}
+
+/* 1 when a set has a domain constraint on a topology level (holds clamps
+ * it per domain: a domain may then hold more than its parent). */
+static int any_aligned(const struct pc *x)
+{
+    for (uint32_t i = 0; i < x->nsets; i++)
+        if (x->sets[i].aligned)
+            return 1;
+    return 0;
 }
 
 /* a before b in set_order? Sets whose pod affinity members of other sets
@@ -1444,10 +1525,11 @@ static int make_sets(struct pc *x)
     for (uint32_t k = 0; k < x->nsets; k++) {
         struct set *st = &x->sets[k];
         st->mem = tg_arena_alloc(a, st->nmem * sizeof *st->mem);
-        st->sh.count = tg_arena_calloc(a, nslots + 1, sizeof *st->sh.count);
+        /* counts: zeroed by counts_zero or filled whole by count_cached */
+        st->sh.count = tg_arena_alloc(a, (nslots + 1) * sizeof *st->sh.count);
         st->score = tg_arena_alloc(a, (nslots + 1) * sizeof *st->score);
-        st->dcount = tg_arena_calloc(a, ndom + 1, sizeof *st->dcount);
-        st->delig = tg_arena_calloc(a, ndom + 1, sizeof *st->delig);
+        st->dcount = tg_arena_alloc(a, (ndom + 1) * sizeof *st->dcount);
+        st->delig = tg_arena_alloc(a, (ndom + 1) * sizeof *st->delig);
         if (!st->mem || !st->sh.count || !st->score || !st->dcount || !st->delig)
             return TG_ENOMEM;
         memset(st->score, 0xff, (nslots + 1) * sizeof *st->score);
@@ -1655,8 +1737,10 @@ static int pc_init(struct pc *x, struct tg_sched *s, struct tg_arena *a, const s
         struct set *st = &x->sets[i];
         if ((rc = count_cached(x, st)) < 0)
             return rc;
-        if (!rc)
+        if (!rc) {
+            counts_zero(x, st);
             count_all(x, st);
+        }
         for (uint32_t k = 0; k < st->ndcs; k++)
             st->dcs[k].gen = *st->dcs[k].dc->gen;
         if (st->rising)
@@ -2250,6 +2334,11 @@ static int try_levels(struct pc *x, int preferred, int required, uint32_t want,
 {
     const struct tg_tree *t = &x->s->cluster.tree;
     struct tg_result *r = x->r;
+    /* no domain holds more than the cluster does (without domain caps a
+     * domain's counts are its children's sums): when the cluster cannot
+     * hold `want` members, no level has a candidate */
+    if (t->ndom && !any_aligned(x) && holds(x, 0) < want)
+        return 0;
     for (int lvl = preferred; lvl >= required; lvl--) {
         uint32_t n = candidates(x, (uint32_t)lvl, required, !x->sg, want, cands, ncap);
         for (uint32_t i = 0; i < n; i++) {
@@ -2454,11 +2543,19 @@ int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots)
         return 0;
     w->runs++;
     struct tg_arena_mark m = tg_arena_mark(&w->arena);
+    /* the dry run's members are taken back before it returns: quiet, the
+     * gang and queue layers never hear of them (tg_cluster_quiet). Not for
+     * a gang with placed members: which node anchors it follows its
+     * members' comings and goings, the dry run's too (gang.c) */
+    struct tg_cluster *c = &w->x.s->cluster;
+    int quiet = !w->x.g->nbound;
+    tg_cluster_quiet(c, quiet);
     int rc = try_in(&w->x, d, NONE, w->must, ok);
     if (!rc && *ok && slots)
         memcpy(slots, w->r.slot, w->x.g->npods * sizeof *slots);
     if (*ok || rc)
         rollback(&w->x);
+    tg_cluster_quiet(c, 0);
     tg_arena_release(&w->arena, m);
     return rc;
 }
@@ -2466,6 +2563,8 @@ int tg_whatif_fits(struct tg_whatif *w, uint32_t d, int *ok, uint32_t *slots)
 uint32_t tg_whatif_domains(struct tg_whatif *w, uint32_t lvl, uint32_t *out, uint32_t cap)
 {
     flush(&w->x);
+    if (w->x.s->cluster.tree.ndom && !any_aligned(&w->x) && holds(&w->x, 0) < w->must)
+        return 0; /* the cluster does not hold it: no domain does (as tg_sched_gang) */
     struct tg_arena_mark m = tg_arena_mark(&w->arena);
     struct cand *c = tg_arena_alloc(&w->arena, (cap + 1) * sizeof *c);
     uint32_t n = c ? candidates(&w->x, lvl, w->required, 0, w->must, c, cap) : 0;

@@ -266,14 +266,12 @@ static struct unit *find_unit(struct plan *x, struct tg_usage *u, struct tg_grec
     return NULL;
 }
 
-static struct unit *unit_of(struct plan *x, struct tg_usage *u)
+/* Makes the unit of u (its gang's, its own) unless made already. Returns 0
+ * or TG_ENOMEM. */
+static int unit_of(struct plan *x, struct tg_usage *u)
 {
     struct tg_grec *g;
-    struct unit *un = find_unit(x, u, &g);
-    if (un || !(un = make_unit(x, g, u)))
-        return un;
-    struct unit *member = find_unit(x, u, &g); /* an elastic gang's: u's own unit */
-    return member ? member : un;
+    return find_unit(x, u, &g) || make_unit(x, g, u) ? 0 : TG_ENOMEM;
 }
 
 static int leave(struct plan *x, struct tg_usage *u)
@@ -303,7 +301,7 @@ static int scan_model(struct plan *x, int units)
         }
         if (x->healthy && u->kind == TG_USAGE_BOUND)
             pdb_index_hits(x, u, x->healthy);
-        if (units && !unit_of(x, u))
+        if (units && unit_of(x, u))
             return TG_ENOMEM;
     }
     return 0;
@@ -327,17 +325,17 @@ static int collect_indexed(struct plan *x)
             i++;
         x->judged = r ? g : NULL;
         x->judged_over = r ? over : 0;
-        struct unit *un = i < g->nmembers ? unit_of(x, g->members[i]) : NULL;
+        int rc = i < g->nmembers ? unit_of(x, g->members[i]) : 0;
         x->judged = NULL;
-        if (i < g->nmembers && !un)
-            return TG_ENOMEM;
+        if (rc)
+            return rc;
     }
     uint32_t pos = 0;
     struct tg_usage *u;
     while ((u = tg_gangs_loose_next(x->gs, &pos))) {
         if (u->hidden)
             continue;
-        if (u->deleting ? leave(x, u) : !unit_of(x, u))
+        if (u->deleting ? leave(x, u) : unit_of(x, u))
             return TG_ENOMEM;
     }
     return 0;
@@ -394,29 +392,39 @@ static int64_t need_of(const struct tg_gang *g, uint32_t r, uint32_t must, int64
     return need;
 }
 
-/* Per domain of tree level lvl, the most of resource r it could offer:
- * its nodes' free room (each at least 0) plus what the units and
- * Terminating pods there hold (a Terminating member counts once, as
- * leaving). room: t->ndom + 1 entries. */
-static void room_of(const struct plan *x, uint32_t lvl, uint32_t r, uint32_t nslots, int64_t *room)
+/* Per domain of tree level lvl, the most of each resource res[0..nr) it
+ * could offer: its nodes' free room (each at least 0) plus what the units
+ * and Terminating pods there hold (a Terminating member counts once, as
+ * leaving). room: nr rows of t->ndom + 1 entries, row k for res[k]. One
+ * walk over the nodes and the units' records for all the resources. */
+static void room_of(const struct plan *x, uint32_t lvl, const uint32_t *res, uint32_t nr,
+                    uint32_t nslots, int64_t *room)
 {
     const struct tg_cluster *c = &x->s->cluster;
     const struct tg_tree *t = &c->tree;
-    memset(room, 0, (t->ndom + 1) * sizeof *room);
+    uint32_t row = t->ndom + 1;
+    memset(room, 0, nr * row * sizeof *room);
     for (uint32_t slot = 0; slot < nslots; slot++) {
-        int64_t f = tg_alloc(c, slot, r) - tg_used(c, slot, r);
-        if (t->leaf[slot] != NONE && f > 0)
-            room[tg_tree_ancestor(t, t->leaf[slot], lvl)] += f;
+        if (t->leaf[slot] == NONE)
+            continue;
+        uint32_t d = tg_tree_ancestor(t, t->leaf[slot], lvl);
+        for (uint32_t k = 0; k < nr; k++) {
+            int64_t f = tg_alloc(c, slot, res[k]) - tg_used(c, slot, res[k]);
+            if (f > 0)
+                room[k * row + d] += f;
+        }
     }
     for (uint32_t u = 0; u <= x->nunits; u++) {
         struct tg_usage *const *recs = u < x->nunits ? x->units[u]->recs : x->leaving;
-        uint32_t nr = u < x->nunits ? x->units[u]->nrecs : x->nleaving;
-        for (uint32_t j = 0; j < nr; j++) {
+        uint32_t n = u < x->nunits ? x->units[u]->nrecs : x->nleaving;
+        for (uint32_t j = 0; j < n; j++) {
             const struct tg_usage *rec = recs[j];
             if ((u < x->nunits && rec->deleting) || rec->hidden || rec->slot >= nslots ||
                 t->leaf[rec->slot] == NONE)
                 continue;
-            room[tg_tree_ancestor(t, t->leaf[rec->slot], lvl)] += tg_rq_get(rec->req, rec->nreq, r);
+            uint32_t d = tg_tree_ancestor(t, t->leaf[rec->slot], lvl);
+            for (uint32_t k = 0; k < nr; k++)
+                room[k * row + d] += tg_rq_get(rec->req, rec->nreq, res[k]);
         }
     }
 }
@@ -426,9 +434,9 @@ static void room_of(const struct plan *x, uint32_t lvl, uint32_t r, uint32_t nsl
  * For each resource the gang asks, its `must` smallest requests need that
  * much room inside one domain (NodeResourcesFit counts no member where it
  * does not fit), and a domain has at most room_of. A necessary condition,
- * O(nodes + units' pods) per resource, settled before the what-if session
- * and its counts (most reclaims that cannot help stop here). Returns 0 or
- * 1; 0 as well on out of memory (the session decides). */
+ * O(nodes + units' pods) for all the resources together, settled before
+ * the what-if session and its counts (most reclaims that cannot help stop
+ * here). Returns 0 or 1; 0 as well on out of memory (the session decides). */
 static int room_short(struct plan *x, uint32_t lvl)
 {
     const struct tg_gang *g = x->in->gang;
@@ -438,26 +446,36 @@ static int room_short(struct plan *x, uint32_t lvl)
     if (!must || must > g->npods || !t->ndom)
         return 0;
     struct tg_arena_mark m = tg_arena_mark(&x->a);
-    int64_t *room = tg_arena_alloc(&x->a, (t->ndom + 1) * sizeof *room);
     int64_t *vals = tg_arena_alloc(&x->a, (g->npods + 1) * sizeof *vals);
     uint8_t seen[TG_RES_MAX] = {0}; /* each resource once: at its first pod */
-    int short_all = 0;
-    for (uint32_t i = 0; room && vals && i < g->npods && !short_all; i++)
-        for (uint8_t k = 0; k < g->pods[i]->nreq && !short_all; k++) {
+    uint32_t res[TG_RES_MAX];
+    int64_t need[TG_RES_MAX];
+    uint32_t nr = 0;
+    for (uint32_t i = 0; vals && i < g->npods; i++)
+        for (uint8_t k = 0; k < g->pods[i]->nreq; k++) {
             uint32_t r = g->pods[i]->req[k].res;
             if (r >= TG_RES_MAX || seen[r] || r == TG_RES_PODS)
                 continue;
             seen[r] = 1;
-            int64_t need = need_of(g, r, must, vals);
-            if (need <= 0)
-                continue;
-            room_of(x, lvl, r, nslots, room);
-            short_all = 1;
-            for (uint32_t d = 0; d < t->ndom && short_all; d++)
-                short_all = room[d] < need;
+            int64_t n = need_of(g, r, must, vals);
+            if (n > 0) {
+                res[nr] = r;
+                need[nr++] = n;
+            }
         }
+    int64_t *room = nr ? tg_arena_alloc(&x->a, nr * (t->ndom + 1) * sizeof *room) : NULL;
+    int short_any = 0;
+    if (room) {
+        room_of(x, lvl, res, nr, nslots, room);
+        for (uint32_t k = 0; k < nr && !short_any; k++) {
+            const int64_t *rk = room + k * (t->ndom + 1);
+            short_any = 1;
+            for (uint32_t d = 0; d < t->ndom && short_any; d++)
+                short_any = rk[d] < need[k];
+        }
+    }
     tg_arena_release(&x->a, m);
-    return short_all;
+    return short_any;
 }
 
 /* ---- cost -------------------------------------------------------------------------- */

@@ -30,6 +30,7 @@
 #include "util/intern.h"
 #include "util/strbuf.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,14 @@ struct rctx {
     int rq;                             /* the reclaimer's queue */
     uint32_t dom;                       /* its gang's dominant resource */
     int64_t now_ms, min_run_ms;         /* the clock; preemption.reclaimMinRuntimeSeconds */
-    char why[256];                      /* the last victim refused (its queue's share, its
-                                           runtime) */
+    const struct tg_grec *refused;      /* the last victim refused, NULL: none; its text
+                                           (its queue's share, its runtime) is made only when
+                                           a reason needs it (refusal_text): the planner asks
+                                           about every placed gang on every try */
+    int refused_vq;                     /* its queue; -1: refused for its runtime */
+    uint32_t qname[8];                  /* victim_queue's answers by queue name (interned), */
+    int qvq[8];                         /* a gang's walk of the tree asked once per queue */
+    uint32_t nq;
 };
 
 /* 1 when a is b or one of b's ancestors. */
@@ -55,12 +62,27 @@ static int above_or_same(const struct tg_fairshare *fs, int a, int b)
     return 0;
 }
 
-/* The queue of a victim gang, or -1 when it cannot be one for rq. */
-static int victim_queue(const struct rctx *c, const struct tg_grec *g)
+/* The queue named name, or -1 when its gangs cannot be victims for rq. */
+static int queue_of_name(const struct rctx *c, uint32_t name)
 {
-    int vq = g->queue ? tg_fairshare_find(c->fs, g->queue) : -1;
+    int vq = name ? tg_fairshare_find(c->fs, name) : -1;
     if (vq < 0 || above_or_same(c->fs, vq, c->rq) || above_or_same(c->fs, c->rq, vq))
         return -1;
+    return vq;
+}
+
+/* The queue of a victim gang, or -1 when it cannot be one for rq; the
+ * answers for the first queues met are kept for the plan. */
+static int victim_queue(struct rctx *c, const struct tg_grec *g)
+{
+    for (uint32_t i = 0; i < c->nq; i++)
+        if (c->qname[i] == g->queue)
+            return c->qvq[i];
+    int vq = queue_of_name(c, g->queue);
+    if (c->nq < sizeof c->qname / sizeof c->qname[0]) {
+        c->qname[c->nq] = g->queue;
+        c->qvq[c->nq++] = vq;
+    }
     return vq;
 }
 
@@ -72,22 +94,23 @@ static uint32_t held_into(const struct tg_grec *g, struct tg_rq *out, uint32_t n
     return n;
 }
 
-/* 1 when g has run at least the policy's minimum since its last member
- * started (status.startTime, else when first seen bound); else 0, why says. */
-static int ran_long_enough(struct rctx *c, const struct tg_grec *g)
+/* When g's last member started (status.startTime, else when first seen
+ * bound: now). */
+static int64_t last_start(const struct rctx *c, const struct tg_grec *g)
 {
-    if (c->min_run_ms <= 0)
-        return 1;
     int64_t last = 0;
     for (uint32_t i = 0; i < g->nmembers; i++) {
         int64_t s = g->members[i]->start_ms ? g->members[i]->start_ms : c->now_ms;
         last = s > last ? s : last;
     }
-    if (c->now_ms - last >= c->min_run_ms)
-        return 1;
-    snprintf(c->why, sizeof c->why, "gang %s has run %lld s < preemption.reclaimMinRuntimeSeconds %lld",
-             g->key, (long long)((c->now_ms - last) / 1000), (long long)(c->min_run_ms / 1000));
-    return 0;
+    return last;
+}
+
+/* 1 when g has run at least the policy's minimum since its last member
+ * started; else 0. */
+static int ran_long_enough(const struct rctx *c, const struct tg_grec *g)
+{
+    return c->min_run_ms <= 0 || c->now_ms - last_start(c, g) >= c->min_run_ms;
 }
 
 static int victim(void *ud, const struct tg_grec *g, double *over)
@@ -97,14 +120,46 @@ static int victim(void *ud, const struct tg_grec *g, double *over)
     if (vq < 0 || tg_fairshare_allocated(c->fs, (uint32_t)vq, c->dom) <=
                       tg_fairshare_share(c->fs, (uint32_t)vq, c->dom) + EPS)
         return 0; /* its queue is not above its share in what the reclaimer needs */
-    if (!ran_long_enough(c, g))
+    if (!ran_long_enough(c, g)) {
+        c->refused = g;
+        c->refused_vq = -1;
         return 0;
-    struct tg_rq take[TG__MAXREQ];
-    uint32_t n = held_into(g, take, 0);
-    if (!tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)vq, take, n, c->why, sizeof c->why))
-        return 0; /* even alone it would take its queue below its share */
+    }
+    struct tg_rq sum[TG__MAXREQ];
+    uint32_t n;
+    const struct tg_rq *take = tg_grec_held(g, &n); /* kept by the gang layer, O(1) */
+    if (!take)
+        n = held_into(g, sum, 0), take = sum;
+    if (!tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)vq, take, n, NULL, 0)) {
+        c->refused = g; /* even alone it would take its queue below its share */
+        c->refused_vq = vq;
+        return 0;
+    }
     *over = tg_fairshare_order_key(c->fs, (uint32_t)vq);
     return 1;
+}
+
+/* Why the last victim was refused, into buf (empty: none was): "gang ml/a
+ * has run 10 s < preemption.reclaimMinRuntimeSeconds 60", or the victim
+ * queue's share as tg_fairshare_may_reclaim words it. The planner's dry
+ * runs put the queues' allocations back as they found them, so the verdict
+ * made during the plan is made again here, with its text. */
+static void refusal_text(const struct rctx *c, char *buf, size_t len)
+{
+    buf[0] = 0;
+    const struct tg_grec *g = c->refused;
+    if (!g)
+        return;
+    if (c->refused_vq < 0) {
+        snprintf(buf, len, "gang %s has run %lld s < preemption.reclaimMinRuntimeSeconds %lld", g->key,
+                 (long long)((c->now_ms - last_start(c, g)) / 1000), (long long)(c->min_run_ms / 1000));
+        return;
+    }
+    struct tg_rq take[TG__MAXREQ];
+    uint32_t n = held_into(g, take, 0);
+    int ok = tg_fairshare_may_reclaim(c->fs, c->rq, (uint32_t)c->refused_vq, take, n, buf, len);
+    assert(!ok); /* the same verdict as in victim() */
+    (void)ok;
 }
 
 /* What a victim set takes from one queue. */
@@ -117,7 +172,7 @@ struct vqsum {
 /* Sums the n gangs' held resources per victim queue into out (cap entries,
  * in order of first appearance); gang(ud, i) is the i-th gang or NULL (a
  * pod of no gang: not counted). One pass, O(victims x queues). */
-static uint32_t per_queue(const struct rctx *c, const struct tg_grec *(*gang)(const void *, uint32_t),
+static uint32_t per_queue(struct rctx *c, const struct tg_grec *(*gang)(const void *, uint32_t),
                           const void *ud, uint32_t n, struct vqsum *out, uint32_t cap)
 {
     uint32_t nq = 0;
@@ -213,7 +268,7 @@ static int enough_above(const struct rctx *c, double ask)
 
 /* "reclaimed 16 nvidia.com/gpu from queue research (fair share 24,
  * allocated 40) for queue team-a (fair share 24, allocated 8): <plan>". */
-static void describe(const struct rctx *c, struct tg_preemption *pl)
+static void describe(struct rctx *c, struct tg_preemption *pl)
 {
     struct tg_sb b = {0};
     char x[48], y[48], z[48];
@@ -254,7 +309,8 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
         return 0;
     struct tg_rq req[TG__MAXREQ];
     uint32_t n = tg__tenants_request(base->gang, req); /* as its queue's limit trimmed it */
-    struct rctx c = {e, fs, rq, 0, base->now_ms, e->sched.policy.reclaim_min_runtime_s * 1000, ""};
+    struct rctx c = {e, fs, rq, 0, base->now_ms, e->sched.policy.reclaim_min_runtime_s * 1000, NULL, -1,
+                     {0}, {0}, 0};
     double ask;
     char x[48], y[48], z[48];
     if (!below_share(e, (uint32_t)rq, req, n, &c.dom, &ask)) {
@@ -274,10 +330,11 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
     in.reclaim = &rule;
     int rc = tg_preempt_plan(&e->sched, &e->gangs, &in, out);
     if (rc || out->domain == TG_NONE || !out->nvictims) {
+        char refused[256];
         if (strstr(out->reason, "below its fair share"))
             snprintf(why, len, "reclaim: %s", out->reason);
-        else if (c.why[0])
-            snprintf(why, len, "reclaim: %s", c.why);
+        else if (refusal_text(&c, refused, sizeof refused), refused[0])
+            snprintf(why, len, "reclaim: %s", refused);
         tg_preemption_free(out);
         out->domain = TG_NONE;
         return rc;

@@ -75,6 +75,15 @@ static void acct_set(struct tg_engine *e, const char *key, uint32_t queue, const
                      uint8_t nreq, int placed)
 {
     struct qacct *old = acct_get(e, key);
+    if (old && old->nreq == nreq) { /* the same pod counted anew (assumed, bound): in place */
+        apply(e, old, -1);
+        old->queue = queue;
+        old->placed = (uint8_t)placed;
+        if (nreq)
+            memcpy(old->req, req, nreq * sizeof *req);
+        apply(e, old, 1);
+        return;
+    }
     if (old)
         acct_drop(e, old);
     struct qacct *a = malloc(sizeof *a + nreq * sizeof *a->req);
@@ -227,7 +236,8 @@ static void held_free(struct tg_queue_obj **held, uint32_t n)
 int tg__tenants_init(struct tg_engine *e)
 {
     struct tg_cluster_hooks h = {.record_added = on_record_added,
-                                 .record_removed = on_record_removed, .ud = e};
+                                 .record_removed = on_record_removed, .ud = e,
+                                 .skip_quiet = 1}; /* a what-if allocates nothing */
     return tg_cluster_listen(&e->sched.cluster, &h);
 }
 
@@ -458,11 +468,16 @@ int tg__tenants_cap(const struct tg_engine *e, const struct tg_grec *g, struct t
         return TG_TENANT_OK; /* queues off, or a gang placed as without them (the gate's) */
     uint32_t must = tg_gang_must(v), n = 0, k = 0;
     struct tg_rq req[TG__MAXREQ], next[TG__MAXREQ];
-    char why[8];
+    /* the whole gang within the limits: so is every prefix (requests only
+     * add), one check instead of one per member */
+    n = tg__tenants_request(v, req);
+    if (tg_fairshare_admit(fs, (uint32_t)q, req, n, NULL, 0))
+        return TG_TENANT_OK;
+    n = 0;
     for (; k < v->npods; k++) { /* the longest prefix within the limits */
         memcpy(next, req, n * sizeof *req);
         uint32_t m = tg__rq_add(next, n, v->pods[k]->req, v->pods[k]->nreq);
-        if (!tg_fairshare_admit(fs, (uint32_t)q, next, m, why, sizeof why))
+        if (!tg_fairshare_admit(fs, (uint32_t)q, next, m, NULL, 0))
             break;
         memcpy(req, next, m * sizeof *req);
         n = m;

@@ -388,6 +388,149 @@ static void test_whatif_bound_by_counts(void **st)
     tg_sched_free(&s);
 }
 
+/* The reason's node counts come from the rejections kept per reason
+ * (counts.h) and their order from the nodes' (as the full count makes
+ * them): 40 nodes each with a taint of its own (more reasons than a
+ * histogram holds, each on one node, so the order decides which are
+ * shown), taken off and put back under other keys (kept entries emptied
+ * and reused), whole nodes taken, and a reservation over tainted nodes
+ * (their reason becomes the reservation). Each step decides as a full
+ * count, reason text included. */
+static void test_many_reasons(void **st)
+{
+    (void)st;
+    struct tg_sched s;
+    cluster(&s);
+    char name[40][16], rack[40][8], taint[128];
+    for (int i = 0; i < 40; i++) {
+        snprintf(name[i], sizeof name[i], "t%02d", i);
+        snprintf(rack[i], sizeof rack[i], "r%d", 4 + i / 10);
+        snprintf(taint, sizeof taint, "\"taints\":[{\"key\":\"k%02d\",\"effect\":\"NoSchedule\"}]", i);
+        node(&s, name[i], rack[i], 8, taint);
+    }
+    for (int i = 0; i < NNODES - 4; i++) { /* 4 nodes left: "big" (10 nodes) waits */
+        char n[16];
+        snprintf(n, sizeof n, "w%d", i);
+        bind(&s, n, i, 8);
+    }
+    check_all(&s, "forty taints");
+    struct gang g;
+    gang(&g, "big", 10, 8, NULL, 0);
+    struct verdict v;
+    try_gang(&s, &g, &v);
+    assert_int_equal(v.status, TG_GANG_UNSCHEDULABLE);
+    /* 32 reasons kept: insufficient GPUs and k00-k30; the ties shown from
+     * the last kept back (explain's selection) */
+    if (!strstr(v.reason, "12 nodes insufficient") || !strstr(v.reason, "tainted k30; 1 node tainted k29") ||
+        strstr(v.reason, "k31"))
+        fail_msg("reason: %s", v.reason);
+    char first[sizeof v.reason];
+    memcpy(first, v.reason, sizeof first);
+    for (int i = 0; i < 40; i += 3) { /* other keys: emptied entries reused, order moves */
+        snprintf(taint, sizeof taint, "\"taints\":[{\"key\":\"x%02d\",\"effect\":\"NoSchedule\"}]", 39 - i);
+        node(&s, name[i], rack[i], 8, i % 2 ? NULL : taint);
+        check_all(&s, "taints moved");
+    }
+    try_gang(&s, &g, &v);
+    if (!strcmp(v.reason, first))
+        fail_msg("reason after moves unchanged: %s", v.reason);
+    /* a reservation over rack r4: its tainted nodes' reason becomes it */
+    uint32_t r4 = s.cluster.tree.dom[s.cluster.tree.leaf[tg_cluster_slot(&s.cluster, tg_intern(name[1]), 0)]].parent;
+    s.blocks[0] = (struct tg_block){r4, tg_intern("ml/other")};
+    s.nblocks = 1;
+    check_all(&s, "block over taints");
+    try_gang(&s, &g, &v);
+    if (!strstr(v.reason, "10 nodes reserved for ml/other"))
+        fail_msg("reason with the block: %s", v.reason);
+    s.nblocks = 0;
+    check_all(&s, "block gone");
+    gang_free(&g);
+    tg_sched_free(&s);
+}
+
+/* A try whose gang the whole cluster cannot hold looks at no domain
+ * (tg_sched_gang: no domain holds more than the cluster); one the cluster
+ * holds exactly is placed, on every node. */
+static void test_cluster_holds_exactly(void **st)
+{
+    (void)st;
+    struct tg_sched s;
+    cluster(&s);
+    struct gang g;
+    gang(&g, "all", NNODES, 8, NULL, 0);
+    struct verdict v;
+    try_gang(&s, &g, &v);
+    if (v.status != TG_GANG_SCHEDULED)
+        fail_msg("16 x 8 GPUs on 16 free nodes: %s", v.reason);
+    bind(&s, "one", 7, 1);
+    try_gang(&s, &g, &v);
+    assert_int_equal(v.status, TG_GANG_UNSCHEDULABLE);
+    if (!strstr(v.reason, "the cluster holds 15; 1 node insufficient nvidia.com/gpu"))
+        fail_msg("reason: %s", v.reason);
+    gang_free(&g);
+    tg_sched_free(&s);
+}
+
+/* Hooks that count the records they hear of. */
+struct heard {
+    int added, removed;
+};
+
+static void heard_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
+{
+    (void)c, (void)u;
+    ((struct heard *)ud)->added++;
+}
+
+static void heard_removed(void *ud, struct tg_cluster *c, struct tg_usage *u)
+{
+    (void)c, (void)u;
+    ((struct heard *)ud)->removed++;
+}
+
+/* A what-if's dry run is quiet (tg_cluster_quiet): listeners that skip
+ * quiet records (the gang and queue layers) hear neither of its members
+ * nor of their removal, others (plugins that read records while counting)
+ * hear both; a placement (tg_sched_gang) is heard by both. */
+static void test_whatif_quiet(void **st)
+{
+    (void)st;
+    struct tg_sched s;
+    cluster(&s);
+    struct heard quiet = {0}, loud = {0};
+    struct tg_cluster_hooks hq = {.record_added = heard_added, .record_removed = heard_removed,
+                                  .ud = &quiet, .skip_quiet = 1};
+    struct tg_cluster_hooks hl = {.record_added = heard_added, .record_removed = heard_removed,
+                                  .ud = &loud};
+    assert_int_equal(tg_cluster_listen(&s.cluster, &hq), 0);
+    assert_int_equal(tg_cluster_listen(&s.cluster, &hl), 0);
+    struct gang g;
+    gang(&g, "four", 4, 8, NULL, 0);
+    struct tg_whatif *w;
+    assert_int_equal(tg_whatif_begin(&s, &g.g, &w), 0);
+    const struct tg_tree *t = &s.cluster.tree;
+    uint32_t r1 = tg_tree_ancestor(t, t->leaf[tg_cluster_slot(&s.cluster, tg_intern(nodename[PER_RACK]), 0)], 2);
+    int ok = 0;
+    assert_int_equal(tg_whatif_fits(w, r1, &ok, NULL), 0);
+    assert_int_equal(ok, 1);
+    assert_int_equal(tg_whatif_runs(w), 1);
+    tg_whatif_end(&w);
+    assert_int_equal(loud.added, 4);
+    assert_int_equal(loud.removed, 4);
+    assert_int_equal(quiet.added, 0);
+    assert_int_equal(quiet.removed, 0);
+    assert_false(s.cluster.quiet);
+    assert_null(tg_cluster_usage(&s.cluster, g.pods[0]->key)); /* taken back */
+    struct verdict v;
+    try_gang(&s, &g, &v); /* placed (then deleted by try_gang): heard by both */
+    assert_int_equal(v.status, TG_GANG_SCHEDULED);
+    assert_int_equal(quiet.added, 4);
+    assert_int_equal(quiet.removed, 4);
+    assert_int_equal(loud.added, 8);
+    gang_free(&g);
+    tg_sched_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +539,9 @@ int main(void)
         cmocka_unit_test(test_blocks_reason),
         cmocka_unit_test(test_slot_without_node),
         cmocka_unit_test(test_whatif_bound_by_counts),
+        cmocka_unit_test(test_many_reasons),
+        cmocka_unit_test(test_cluster_holds_exactly),
+        cmocka_unit_test(test_whatif_quiet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -798,12 +798,39 @@ enum { CH_PODS = 40, CH_STEPS = 3000 };
  * a placed member filed once, under its priority, lowest first, no empty
  * bucket; a walk below P yields exactly those of priority < P; the loose
  * records are exactly the placed records of no gang (not phantoms). */
+/* What a gang's members ask, kept as they come and go (tg_grec_held),
+ * against their sum made afresh; lost only when they ask more resources
+ * than it holds. */
+static void held_check(const struct tg_grec *g)
+{
+    int64_t sum[TG_RES_MAX] = {0};
+    uint32_t n;
+    for (uint32_t i = 0; i < g->nmembers; i++)
+        for (uint8_t k = 0; k < g->members[i]->nreq; k++)
+            sum[g->members[i]->req[k].res] += g->members[i]->req[k].val;
+    const struct tg_rq *held = tg_grec_held(g, &n);
+    if (!held) {
+        assert_true(g->nmembers > 0); /* lost: many resources since it was empty */
+        return;
+    }
+    int64_t seen[TG_RES_MAX] = {0};
+    for (uint32_t k = 0; k < n; k++) {
+        assert_true(held[k].res < TG_RES_MAX);
+        seen[held[k].res] += held[k].val;
+    }
+    for (uint32_t r = 0; r < TG_RES_MAX; r++)
+        if (seen[r] != sum[r])
+            fail_msg("gang %s: resource %u held %lld, its members ask %lld", g->key, r,
+                     (long long)seen[r], (long long)sum[r]);
+}
+
 static void index_check(const struct tg_gangs *gs, const struct tg_cluster *c, int32_t below)
 {
     uint32_t want = 0, got = 0, nbelow = 0, wbelow = 0, pos = 0;
     const struct tg_hslot *hs;
     while ((hs = tg_hmap_next(&gs->by_key, &pos))) {
         const struct tg_grec *g = (const struct tg_grec *)(uintptr_t)hs->val;
+        held_check(g);
         want += g->nmembers > 0;
         wbelow += g->nmembers > 0 && g->priority < below;
         assert_int_equal(g->filed, g->nmembers > 0);
@@ -849,7 +876,8 @@ static void index_check(const struct tg_gangs *gs, const struct tg_cluster *c, i
 
 /* Random binds, assumptions, nominations, Terminating pods, deletes and
  * PriorityClass changes (every gang's priority resolved again); the index
- * is checked after each step. */
+ * and each gang's kept sums of its members' requests are checked after
+ * each step. */
 static void test_victims_index_churn(void **state)
 {
     (void)state;
@@ -873,9 +901,15 @@ static void test_victims_index_churn(void **state)
         p->name_off = 3;
         p->group = i % 5 == 0 ? 0 : tg_intern(grp); /* every fifth: a pod of no gang */
         p->owner_kind = tg_intern("Job");
-        p->req = calloc(1, sizeof *p->req);
-        p->req[0] = (struct tg_rq){gpu, 1};
-        p->nreq = 1;
+        /* one resource, two, or five (more than a gang's kept sums hold) */
+        p->nreq = i % 11 == 3 ? 5 : i % 3 == 1 ? 2 : 1;
+        p->req = calloc(p->nreq, sizeof *p->req);
+        p->req[0] = (struct tg_rq){gpu, 1 + i % 4};
+        for (uint8_t k = 1; k < p->nreq; k++) {
+            char rn[32];
+            snprintf(rn, sizeof rn, "example.com/r%u", k);
+            p->req[k] = (struct tg_rq){(uint32_t)tg_res_id(rn, strlen(rn)), 10 * k + i};
+        }
     }
     for (int step = 0; step < CH_STEPS; step++) {
         seed = seed * 1103515245u + 12345u;

@@ -503,23 +503,34 @@ static int any_set(void *ud, struct tg_grec *const *gs, uint32_t n, char *buf, s
  * ml/v (8 GPUs, takeable) and ml/k, r1 ml/k2. No rack's free room plus
  * what the rule may take covers 24 GPUs, so the plan stops before any
  * count (no node counted for the gang's shape, no dry run) with the
- * reason; with v on both of r0's nodes and a 2-member gang it takes v. */
-static void plan_direct(int fits, char *reason, size_t n)
+ * reason; with v on both of r0's nodes and a 2-member gang it takes v
+ * (mode 1). Members ask 10 cpu each too; mode 2: 70 cpu each, more than
+ * a rack's two nodes hold (128) for two: stopped on cpu, the second
+ * resource the gang asks (room_short weighs each resource on its own). */
+static void plan_direct(int mode, char *reason, size_t n)
 {
+    int fits = mode == 1, two_v = mode >= 1;
     char *y = NULL;
     nodes(&y, 2, 2);
     group(&y, "v", "team-b", 1, 1, NULL);
     group(&y, "k", "team-b", 1, 1, NULL);
     group(&y, "k2", "team-b", 2, 1, NULL);
-    group(&y, "big", "team-a", fits ? 2 : 3, 1, "topology: {required: rack}");
+    group(&y, "big", "team-a", two_v ? 2 : 3, 1, "topology: {required: rack}");
     bound(&y, "v", 0, "r0-n0", 8, NULL);
-    if (fits)
+    if (two_v)
         bound(&y, "v", 1, "r0-n1", 8, NULL);
     else
         bound(&y, "k", 0, "r0-n1", 8, NULL);
     bound(&y, "k2", 0, "r1-n0", 8, NULL);
     bound(&y, "k2", 1, "r1-n1", 8, NULL);
-    pending(&y, "big", fits ? 2 : 3, 8);
+    /* 10 cpu each fit a rack (cpu is no reason to stop: the GPUs are, in
+     * mode 0), 2 x 70 do not (mode 2) */
+    for (int i = 0; i < (two_v ? 2 : 3); i++) {
+        char pod[32];
+        snprintf(pod, sizeof pod, "big-%d", i);
+        tu_pod(&y, pod, "big", mode == 2 ? "nvidia.com/gpu: 8, cpu: \"70\"" : "nvidia.com/gpu: 8, cpu: \"10\"",
+               NULL);
+    }
     struct tg_simdata d;
     struct tg_sb err = {0};
     tg_simdata_init(&d);
@@ -583,6 +594,9 @@ static void test_plan_stops_on_room(void **state)
                                 "unit(s) it may take gone");
     plan_direct(1, reason, sizeof reason);
     assert_non_null(strstr(reason, "evicting 1 unit(s)"));
+    plan_direct(2, reason, sizeof reason); /* v's two members: two units (elastic) */
+    assert_string_equal(reason, "reclaim cannot help: no rack has room for the gang even with all 2 "
+                                "unit(s) it may take gone");
 }
 
 int main(void)
