@@ -1919,6 +1919,7 @@ int tg_podgroup_decode(const cJSON *obj, struct tg_diag *d, struct tg_podgroup *
     g->ns = tg_intern(m.ns);
     g->name = tg_intern(m.name);
     g->created_ms = m.created_ms;
+    g->generation = tg__generation(get(obj, "metadata")); /* a spec edit wakes its gang */
     const cJSON *spec = want_map(&x, obj, "spec", "spec");
     int64_t v = 1;
     if (!want_int(&x, spec, "minMember", "spec.minMember", 1, 1000000, &v) && !x.bad)

@@ -16,6 +16,17 @@ const char *tg__str(const cJSON *o, const char *k)
     return cJSON_IsString(j) ? j->valuestring : NULL;
 }
 
+int64_t tg__generation(const cJSON *md)
+{
+    const cJSON *gen = tg__get(md, "generation");
+    /* within int64 first: converting 1e300 is undefined (the class fuzz_liststream found in
+     * opt_int) */
+    return cJSON_IsNumber(gen) && gen->valuedouble >= -9223372036854775808.0 &&
+                   gen->valuedouble < 9223372036854775808.0
+               ? (int64_t)gen->valuedouble
+               : 0;
+}
+
 void tg__problem(struct tg__dec *x, const cJSON *at, const char *field, const char *fmt, ...)
 {
     char msg[400];

@@ -7,6 +7,7 @@
 #define TG_MODEL_DECODING_H
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 #include "model/objects.h"
 
@@ -21,6 +22,10 @@ struct tg__dec {
 const cJSON *tg__get(const cJSON *o, const char *k);
 /* Child k of o when it is a string, else NULL. */
 const char *tg__str(const cJSON *o, const char *k);
+/* metadata.generation of metadata md (the API server moves it on every spec
+ * change, never on a status write through the status subresource): 0 when
+ * absent or not a number within int64. */
+int64_t tg__generation(const cJSON *md);
 /* A problem with the spec at `at`, field `field`: kept (the first) in
  * x->problem and reported as a warning (the object stays). */
 void tg__problem(struct tg__dec *x, const cJSON *at, const char *field, const char *fmt, ...)

@@ -365,7 +365,7 @@ struct tg_podgroup {
                                            resolved against the policy by the gang layer */
     const char *topo_req_field, *topo_pref_field; /* static: where they were read */
     char *problem;                      /* owned: "field: why" when the spec is unusable */
-    int64_t generation;                 /* metadata.generation */
+    int64_t generation;                 /* metadata.generation (every PodGroup, ours too) */
     /* What the scheduler recorded in a topogang.io PodGroup's status about
      * the gang's life (scheduler/loss.h): its condition Complete is True
      * (the gang reached minMember bound), and its condition MemberLoss (a

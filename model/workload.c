@@ -126,13 +126,7 @@ static int wmeta(struct wdec *x, const cJSON *obj, const char *kind, const char 
     const char *ts = tg__str(m->md, "creationTimestamp");
     if (ts && tg_parse_time(ts, &m->created_ms))
         m->created_ms = 0;
-    const cJSON *gen = tg__get(m->md, "generation");
-    /* within int64 first: converting 1e300 is undefined (the class fuzz_liststream found in
-     * opt_int) */
-    m->generation = cJSON_IsNumber(gen) && gen->valuedouble >= -9223372036854775808.0 &&
-                            gen->valuedouble < 9223372036854775808.0
-                        ? (int64_t)gen->valuedouble
-                        : 0;
+    m->generation = tg__generation(m->md);
     return 0;
 }
 

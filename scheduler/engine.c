@@ -505,10 +505,12 @@ void tg_engine_forget(struct tg_engine *e, const char *key)
     }
 }
 
-/* The fields of a PodGroup that placement and the queue read; a peer's
- * whole spec through metadata.generation (its sub-group policy, its
- * networkTopology: 0 for topogang.io PodGroups, whose status writes
- * never move it anyway). */
+/* The fields of a PodGroup that placement and the queue read, and its whole
+ * spec through metadata.generation, which the API server moves on every
+ * spec edit (a peer's sub-group policy or networkTopology, our own
+ * spec.subGroups / subGroupSize / subGroupTopology) and never on a status
+ * write (the PodGroup CRDs have the status subresource). An object without
+ * one (simulate's files) wakes only through the fields listed. */
 static int pg_same_spec(const struct tg_podgroup *a, const struct tg_podgroup *b)
 {
     return a->generation == b->generation &&

@@ -68,9 +68,13 @@ uint32_t tg_loss_home(const struct tg_cluster *c, struct tg_usage *const *m, uin
 void tg_loss_explain(char *buf, size_t n, const char *who, const char *level, const char *path,
                      uint32_t fit, uint32_t nodes, uint32_t failed, const char *what)
 {
-    int k = snprintf(buf, n, "%s for %s %s: %u of %u node%s in the %s ha%s room for %s", who,
-                     level, path, fit, nodes, nodes == 1 ? "" : "s", level,
-                     fit == 1 ? "s" : "ve", what);
+    int k = path && *path
+                ? snprintf(buf, n, "%s for %s %s: %u of %u node%s in the %s ha%s room for %s", who,
+                           level, path, fit, nodes, nodes == 1 ? "" : "s", level,
+                           fit == 1 ? "s" : "ve", what)
+                : snprintf(buf, n, "%s anywhere in the cluster: %u of %u node%s in the cluster "
+                           "ha%s room for %s", who, fit, nodes, nodes == 1 ? "" : "s",
+                           fit == 1 ? "s" : "ve", what);
     if (failed && k > 0 && (size_t)k < n)
         snprintf(buf + k, n - (size_t)k, " (%u not Ready or tainted NoExecute)", failed);
 }

@@ -92,7 +92,10 @@ uint32_t tg_loss_home(const struct tg_cluster *c, struct tg_usage *const *m, uin
  * rack zone-a/rack-3: 0 of 3 nodes in the rack have room for 1 x
  * nvidia.com/gpu=8 (1 not Ready or tainted NoExecute)". who: "replacement",
  * or "growth" for an elastic gang's extras (scheduler/elastic.h); what: the
- * members sought ("1 x nvidia.com/gpu=8"); failed: failing nodes in the domain. */
+ * members sought ("1 x nvidia.com/gpu=8"); failed: failing nodes in the domain.
+ * path NULL or "": the gang's domain is the whole cluster (no required
+ * level), and level is not read: "growth anywhere in the cluster: 0 of 8
+ * nodes in the cluster have room for ...". */
 void tg_loss_explain(char *buf, size_t n, const char *who, const char *level, const char *path,
                      uint32_t fit, uint32_t nodes, uint32_t failed, const char *what);
 

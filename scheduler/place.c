@@ -1439,8 +1439,8 @@ static void explain_home(struct pc *x, int required)
     char path[512], head[1024];
     int growth = x->g->nbound >= tg_gang_min(x->g);
     tg_loss_explain(head, sizeof head, growth ? "growth" : "replacement",
-                    required ? x->s->policy.levels[required - 1].name : "cluster",
-                    required ? tg_tree_path(t, best, path, sizeof path) : "", x->sets[0].delig[best],
+                    required ? x->s->policy.levels[required - 1].name : NULL,
+                    required ? tg_tree_path(t, best, path, sizeof path) : NULL, x->sets[0].delig[best],
                     t->dom[best].nnodes, failed, tg_sb_str(&what));
     tg_sb_free(&what);
     struct tg_sb b = {0};

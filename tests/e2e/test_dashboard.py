@@ -496,7 +496,8 @@ def case_chart(ctx):
 def case_dashboard_shape(ctx):
     """The dashboard is one Grafana imports: unique panel ids, every panel
     on the Prometheus datasource variable with a query, inside 24 columns,
-    none overlapping; the panels issue 19 asks for are there."""
+    none overlapping; the panels issue 19 asks for are there, and the API
+    client's throttling (its 429/503 count and its write and Event windows)."""
     dash = json.load(open(DASHBOARD))
     if dash.get("uid") != "topogang" or not isinstance(dash.get("schemaVersion"), int):
         fail(f"uid {dash.get('uid')}, schemaVersion {dash.get('schemaVersion')}")
@@ -522,7 +523,8 @@ def case_dashboard_shape(ctx):
     names = {n for _, e, _ in dashboard_queries(dash) for n, _ in promql_read(e)[0]}
     for need in ("topogang_queue_allocated", "topogang_queue_fair_share", "topogang_gang_e2e_seconds_bucket",
                  "topogang_preemptions_total", "topogang_reclaims_total", "topogang_binds_total",
-                 "topogang_leader", "topogang_informer_synced"):
+                 "topogang_leader", "topogang_informer_synced", "topogang_api_throttled_total",
+                 "topogang_api_write_window", "topogang_api_event_window"):
         if need not in names:
             fail(f"no panel queries {need}")
 

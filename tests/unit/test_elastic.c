@@ -1,6 +1,7 @@
 /* Elastic gangs (scheduler/elastic.h; issue 20): minMember <= placed <= desired.
  *   - growth past minMember stays inside the rack the gang's members hold
- *     when it requires a rack, even with room elsewhere, and says so;
+ *     when it requires a rack, even with room elsewhere, and says so (with
+ *     no required level: "anywhere in the cluster");
  *   - spec.maxMember bounds what is placed (the lowest ranks), the rest waits
  *     with the reason;
  *   - `simulate`: minMember 4, maxMember 8 with room for 6: 6 placed, 2 wait;
@@ -131,6 +132,32 @@ static void grows_inside_its_domain(void **state)
     has(tu_str(g, "reason"), "growth for rack r0: 0 of 3 nodes in the rack have room for 1 x "
                              "nvidia.com/gpu=8");
     assert_null(strstr(tu_str(g, "reason"), "r1"));
+    cJSON_Delete(res);
+    free(y);
+}
+
+/* An elastic gang with no required level: its domain is the whole cluster,
+ * and the reason says so (not "growth for cluster :", the empty name it
+ * printed). el (minMember 2) runs on both nodes of r0, the only rack;
+ * el-2 waits for room anywhere. */
+static void growth_anywhere_named(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    rack(&y, "r0", 2);
+    group(&y, "el", 2, 0, 10, NULL);
+    bound(&y, "el-0", "el", "r0-n0", "2026-01-01T00:00:00Z");
+    bound(&y, "el-1", "el", "r0-n1", "2026-01-01T00:00:00Z");
+    pending(&y, "el", 2, 1);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/el");
+    assert_non_null(g);
+    assert_int_equal(placed(g), 0);
+    const char *why = tu_str(g, "reason");
+    assert_non_null(why);
+    assert_string_equal(why, "elastic: 2 placed (minMember 2, desired 3); 1 wait for room in its "
+                             "domain (growth does not preempt): growth anywhere in the cluster: 0 "
+                             "of 2 nodes in the cluster have room for 1 x nvidia.com/gpu=8");
     cJSON_Delete(res);
     free(y);
 }
@@ -926,6 +953,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(grows_inside_its_domain),
+        cmocka_unit_test(growth_anywhere_named),
         cmocka_unit_test(domain_for_desired_size),
         cmocka_unit_test(desired_bound),
         cmocka_unit_test(cap_keeps_lowest_ranks),

@@ -2,7 +2,8 @@
  * one decision at a time out, on a clock the test moves.
  *   - a PodGroup update that only changes its status (the daemon's own status
  *     patches come back as updates) keeps the gang where it waits; a spec
- *     change wakes it (a peer's: its metadata.generation moved).
+ *     change wakes it (a peer's: its metadata.generation moved; our own's
+ *     sub-group shape, by its generation too).
  *   - a gang left short of minMember with members bound (its completion's
  *     binds were rolled back, some of its pods gone) is decided again when
  *     its timeout passes, timed out, so that the daemon rolls it back.
@@ -157,6 +158,68 @@ static void peer_spec_fix_wakes(void **state)
     assert_int_not_equal(dc.kind, TG_D_PLACE);
     tg_decision_free(&dc);
     clock_ms += 5000;
+    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_equal(dc.kind, TG_D_NONE);
+    tg_decision_free(&dc);
+    tg_engine_podgroup_set(&e, d2.pgs[0]);
+    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_equal(dc.kind, TG_D_PLACE);
+    tg_decision_free(&dc);
+    tg_engine_free(&e);
+    tg_simdata_free(&d);
+    tg_simdata_free(&d2);
+    free(y);
+    free(y2);
+}
+
+/* topogang's own PodGroup ml/sg (generation gen, 4 x 8 GPUs): sub-groups
+ * of `size` members, each in one rack; and its pods (ranks 0..3). */
+static void own_sg(char **y, int gen, int size, int pods)
+{
+    tu_cat(y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\n"
+              "metadata: {name: sg, namespace: ml, generation: %d}\n"
+              "spec: {minMember: 4, subGroupSize: %d, subGroupTopology: {required: rack}}\n",
+           gen, size);
+    for (int i = 0; i < pods; i++)
+        tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: sg-%d\n  namespace: ml\n"
+                  "  labels: {topogang.io/pod-group: sg, topogang.io/rank: \"%d\"}\n"
+                  "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                  "    resources: {requests: {nvidia.com/gpu: 8}}\n", i, i);
+}
+
+/* topogang's own PodGroup whose sub-group shape is edited (only
+ * spec.subGroupSize moves, and metadata.generation with it, as the
+ * apiserver does) wakes its gang: sub-groups of 4 in one rack never fit two
+ * racks of 2 nodes; sub-groups of 2 do, placed at once. */
+static void own_subgroup_edit_wakes(void **state)
+{
+    (void)state;
+    char *y = NULL, *y2 = NULL;
+    tu_node(&y, "r0-n0", "", "r0", 8, NULL);
+    tu_node(&y, "r0-n1", "", "r0", 8, NULL);
+    tu_node(&y, "r1-n0", "", "r1", 8, NULL);
+    tu_node(&y, "r1-n1", "", "r1", 8, NULL);
+    own_sg(&y, 1, 4, 4);
+    own_sg(&y2, 2, 2, 0);
+    struct tg_simdata d, d2;
+    load(&d, y);
+    load(&d2, y2);
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    struct tg_engine e;
+    struct tg_clock clk = {test_clock, NULL};
+    clock_ms = 1000000;
+    assert_int_equal(tg_engine_init(&e, &pol, &clk), 0);
+    for (uint32_t i = 0; i < d.nnodes; i++)
+        assert_int_equal(tg_engine_node_set(&e, tg_node_clone(d.nodes[i])), 0);
+    tg_engine_podgroup_set(&e, d.pgs[0]);
+    for (uint32_t i = 0; i < d.npods; i++)
+        assert_int_equal(tg_engine_pending_set(&e, d.pods[i].pod), 0);
+    struct tg_decision dc;
+    assert_int_equal(tg_engine_next(&e, &dc), 0);
+    assert_int_equal(dc.kind, TG_D_UNSCHEDULABLE);
+    tg_decision_free(&dc);
+    clock_ms += 5000; /* past the backoff: a wake would make it active at once */
     assert_int_equal(tg_engine_next(&e, &dc), 0);
     assert_int_equal(dc.kind, TG_D_NONE);
     tg_decision_free(&dc);
@@ -627,6 +690,7 @@ int main(void)
         cmocka_unit_test(podgroup_status_update_does_not_wake),
         cmocka_unit_test(half_bound_gang_times_out),
         cmocka_unit_test(peer_spec_fix_wakes),
+        cmocka_unit_test(own_subgroup_edit_wakes),
         cmocka_unit_test(accessors_read_what_the_engine_holds),
         cmocka_unit_test(queue_gangs_counted),
         cmocka_unit_test(queue_limit_holds_when_nodes_come_later),

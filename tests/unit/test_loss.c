@@ -391,6 +391,10 @@ static void no_replacement_policy(void **state)
     tg_loss_explain(buf, sizeof buf, "replacement", "nvlink-domain", "c1", 1, 1, 1, "1 x cpu=2");
     assert_string_equal(buf, "replacement for nvlink-domain c1: 1 of 1 node in the nvlink-domain "
                              "has room for 1 x cpu=2 (1 not Ready or tainted NoExecute)");
+    /* no required level: the whole cluster, no empty name */
+    tg_loss_explain(buf, sizeof buf, "replacement", NULL, NULL, 2, 12, 0, "1 x cpu=2");
+    assert_string_equal(buf, "replacement anywhere in the cluster: 2 of 12 nodes in the cluster "
+                             "have room for 1 x cpu=2");
 }
 
 int main(void)
