@@ -1371,7 +1371,8 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
     else
         tg_sb_printf(&b, "; the cluster holds %llu", (unsigned long long)besth);
     if (tried)
-        tg_sb_printf(&b, "; %d candidate %s(s) fit by count but not all pod sets together", tried, lname);
+        tg_sb_printf(&b, "; %d candidate %s(s) fit by count but not all pod sets together", tried,
+                     required ? lname : "domain"); /* without one: domains of any level */
     explain_limits(x, &b);
     /* merge the rejection histograms of all sets, most frequent first */
     struct hist all = {0};
@@ -2286,8 +2287,12 @@ static void sg_explain(struct pc *x)
     const struct tg_policy *pol = &x->s->policy;
     char gpath[256], name[128], *old = strdup(x->r->reason);
     uint32_t gl = t->dom[p->why_dom].level;
-    const char *glname = gl ? pol->levels[gl - 1].name : "cluster";
-    tg_tree_path(t, p->why_dom, gpath, sizeof gpath);
+    /* "rack z1/b1/r1", or the whole cluster (no path to print) */
+    const char *glname = gl ? pol->levels[gl - 1].name : "the";
+    if (gl)
+        tg_tree_path(t, p->why_dom, gpath, sizeof gpath);
+    else
+        snprintf(gpath, sizeof gpath, "cluster");
     struct tg_sb b = {0};
     if (p->why.unfilled)
         tg_sb_printf(&b, "sub-groups: an arrangement in %s %s fits by count, but its pod sets "
@@ -2300,10 +2305,13 @@ static void sg_explain(struct pc *x)
         char fpath[256];
         for (uint32_t s = 0; s < x->nsets; s++)
             n += p->need[(size_t)k * x->nsets + s];
-        tg_tree_path(t, p->why.fixed, fpath, sizeof fpath);
+        if (fl)
+            tg_tree_path(t, p->why.fixed, fpath, sizeof fpath);
+        else
+            snprintf(fpath, sizeof fpath, "cluster");
         tg_sb_printf(&b, "sub-group %s: its %s %s (where its members run) has room for %u of its "
                          "%u pods", tg_subgroup_name(x->g->pg, k, name, sizeof name),
-                     fl ? pol->levels[fl - 1].name : "cluster", fpath, p->why.most, n);
+                     fl ? pol->levels[fl - 1].name : "domain, the", fpath, p->why.most, n);
     } else if (p->why.rest || p->why.sg == NONE)
         tg_sb_printf(&b, "sub-groups: the members in no sub-group do not fit beside the sub-groups "
                          "in %s %s", glname, gpath);

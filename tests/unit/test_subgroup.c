@@ -165,6 +165,36 @@ static void test_all_or_nothing(void **state)
     free(y);
 }
 
+/* A gang without a required level whose sub-group fits no domain: its reason
+ * names the domains it tried as domains (of any level, not "cluster(s)") and
+ * the whole cluster as "the cluster" (its path is empty). */
+static void test_reason_without_gang_level(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    for (int c = 1; c <= 2; c++)
+        for (int i = 0; i < 4; i++) {
+            char n[16], cl[8];
+            snprintf(n, sizeof n, "c%d-n%d", c, i);
+            snprintf(cl, sizeof cl, "c%d", c);
+            node(&y, n, c == 1 ? "b1" : "b2", cl, 1);
+        }
+    tu_cat(&y, "---\napiVersion: topogang.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, "
+               "namespace: ml}\nspec:\n  minMember: 6\n  subGroups:\n"
+               "  - {name: a, minMember: 6, topology: {required: nvlink-domain}}\n");
+    sgpods(&y, "a", "g", "a", 6, -1);
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/g");
+    assert_string_equal(tu_str(g, "status"), "Unschedulable");
+    const char *why = tu_str(g, "reason");
+    assert_non_null(strstr(why, "sub-group a: no nvlink-domain in the cluster has room for its 6 "
+                                "pods (most: 4;"));
+    assert_non_null(strstr(why, "candidate domain(s) fit by count but not all pod sets together"));
+    assert_null(strstr(why, "cluster(s)"));
+    cJSON_Delete(res);
+    free(y);
+}
+
 static void test_gang_level_holds(void **state)
 {
     (void)state;
@@ -1166,6 +1196,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_joint_where_greedy_fails),
         cmocka_unit_test(test_all_or_nothing),
+        cmocka_unit_test(test_reason_without_gang_level),
         cmocka_unit_test(test_gang_level_holds),
         cmocka_unit_test(test_min_member_and_bad_label),
         cmocka_unit_test(test_size_by_rank),
