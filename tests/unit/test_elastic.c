@@ -789,6 +789,27 @@ static void sg_member(char **y, const char *name, const char *sg, const char *no
            node ? node : "", node ? "\n" : "", node ? "status: {phase: Running}\n" : "");
 }
 
+/* Of ml/el-0..n-1 (sub-groups of 4 consecutive ranks), ranks 0-7 are
+ * placed, each sub-group in one rack (its first two letters of node name,
+ * into rk[0], rk[1]), and the rest are not. */
+static void ranks_0_7_by_rack(const cJSON *res, int n, char rk[2][8])
+{
+    rk[0][0] = rk[1][0] = 0;
+    for (int r = 0; r < n; r++) {
+        char pod[16];
+        snprintf(pod, sizeof pod, "ml/el-%d", r);
+        const char *node = tu_node_of(res, pod);
+        if (r >= 8) {
+            assert_null(node);
+            continue;
+        }
+        assert_non_null(node);
+        if (!rk[r / 4][0])
+            snprintf(rk[r / 4], sizeof rk[0], "%.2s", node);
+        assert_memory_equal(rk[r / 4], node, 2); /* each sub-group in one rack */
+    }
+}
+
 /* minMember 8, maxMember 9, sub-groups of 4 consecutive ranks (each in one
  * rack), twelve pods, room for all: ranks 0-7 placed (two whole
  * sub-groups); rank 8 alone would start sub-group 2 below its minMember, so
@@ -811,20 +832,8 @@ static void cap_keeps_subgroups_whole(void **state)
     const cJSON *g = tu_gang(res, "ml/el");
     assert_string_equal(tu_str(g, "status"), "Scheduled");
     assert_int_equal(placed(g), 8);
-    char rk[2][8] = {"", ""};
-    for (int r = 0; r < 12; r++) {
-        char pod[16];
-        snprintf(pod, sizeof pod, "ml/el-%d", r);
-        const char *n = tu_node_of(res, pod);
-        if (r >= 8) {
-            assert_null(n);
-            continue;
-        }
-        assert_non_null(n);
-        if (!rk[r / 4][0])
-            snprintf(rk[r / 4], sizeof rk[0], "%.2s", n);
-        assert_memory_equal(rk[r / 4], n, 2); /* each sub-group in one rack */
-    }
+    char rk[2][8];
+    ranks_0_7_by_rack(res, 12, rk);
     cJSON_Delete(res);
     free(y);
 }
@@ -853,20 +862,8 @@ static void subgroups_start_at_min(void **state)
     assert_non_null(g);
     assert_string_equal(tu_str(g, "status"), "Scheduled");
     assert_int_equal(placed(g), 8);
-    char rk[2][8] = {"", ""};
-    for (int r = 0; r < 16; r++) {
-        char pod[16];
-        snprintf(pod, sizeof pod, "ml/el-%d", r);
-        const char *n = tu_node_of(res, pod);
-        if (r >= 8) {
-            assert_null(n);
-            continue;
-        }
-        assert_non_null(n);
-        if (!rk[r / 4][0])
-            snprintf(rk[r / 4], sizeof rk[0], "%.2s", n);
-        assert_memory_equal(rk[r / 4], n, 2); /* each sub-group in one rack */
-    }
+    char rk[2][8];
+    ranks_0_7_by_rack(res, 16, rk);
     assert_string_not_equal(rk[0], "r2");
     assert_string_not_equal(rk[1], "r2");
     cJSON_Delete(res);
