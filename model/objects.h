@@ -316,6 +316,7 @@ struct tg_subgroup {
     uint32_t name;                      /* interned */
     int32_t min_member;                 /* >= 1 */
     uint32_t required, preferred;       /* interned level names, 0 = none */
+    uint32_t policy;                    /* a Volcano PodGroup's: its spec.subGroupPolicy entry */
 };
 
 #define TG_MAX_SUBGROUPS 4096           /* spec.subGroups entries accepted */
@@ -336,6 +337,8 @@ struct tg_sgpolicy {
     uint8_t tier_hard;                  /* networkTopology.mode hard */
     int16_t tier;                       /* highestTierAllowed, -1 none */
     uint32_t tier_name;                 /* highestTierName (level or node label key), 0 none */
+    int32_t min_subs;                   /* minSubGroups, -1 absent: the gang is ready with this
+                                           many of the entry's sub-groups whole (subgroup.h) */
 };
 
 #define TG_MAX_SGPOLICIES 64            /* spec.subGroupPolicy entries accepted */

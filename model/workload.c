@@ -248,7 +248,7 @@ static int decode_sgpolicy(struct wdec *x, const cJSON *it, const char *path, ui
     opt_int(x, it, "subGroupSize", f, 1, 1000000, &v);
     sp->size = (int32_t)v;
     snprintf(f, sizeof f, "%s.minSubGroups", path);
-    opt_int(x, it, "minSubGroups", f, 0, 1000000, &v); /* checked, not read (README) */
+    sp->min_subs = opt_int(x, it, "minSubGroups", f, 0, 1000000, &v) > 0 ? (int32_t)v : -1;
     const cJSON *ls = tg__get(it, "labelSelector");
     snprintf(f, sizeof f, "%s.labelSelector", path);
     if (ls && !cJSON_IsNull(ls) && tg__labelsel_decode(&x->c, ls, f, &sp->sel) == TG_ENOMEM)

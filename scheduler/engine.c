@@ -1,6 +1,7 @@
 /* The scheduling flow; see engine.h. */
 #include "scheduler/internal.h"
 #include "scheduler/elastic.h"
+#include "scheduler/subgroup.h"
 #include "model/quantity.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -1114,6 +1115,7 @@ static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     if ((rc = view(e, g, d)))
         return rc;
     tg_elastic_cap(g, &d->view); /* at most its desired size (elastic.h) */
+    tg_subgroup_min_cut(&d->view, 0); /* minSubGroups: short sub-groups wait (subgroup.h) */
     if (!d->view.npods && tg_elastic_growing(g))
         return grow_wait(e, g, d, NULL);
     /* queue admission: what its queue's limits allow of it (issue 19) */
@@ -1126,6 +1128,9 @@ static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
      * size starts at minMember where that fits (elastic.h); the view stays
      * cut for what follows (a nomination's domain, preemption) */
     if (!placed && tg_elastic_fallback(g, &d->view) && (rc = attempt(e, g, d, &placed)))
+        return rc;
+    /* with minSubGroups, the whole sub-groups beyond it are extras */
+    if (!placed && tg_subgroup_min_cut(&d->view, 1) && (rc = attempt(e, g, d, &placed)))
         return rc;
     if (!placed && g->q.nom) {
         if (victims_remaining(e, g->q.nom)) {

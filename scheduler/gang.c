@@ -814,7 +814,8 @@ static void volcano_join(struct tg_grec *g, struct tg_podgroup *e, const struct 
         return; /* out of memory: the member is in no sub-group for now */
     e->subs[e->nsubs++] = (struct tg_subgroup){.name = id, .min_member = e->sgpol[i].size,
                                                .required = g->sgpol_lv[2 * i],
-                                               .preferred = g->sgpol_lv[2 * i + 1]};
+                                               .preferred = g->sgpol_lv[2 * i + 1],
+                                               .policy = (uint32_t)i};
 }
 
 /* A member (pending pod or placed record) joined g: its Volcano sub-group. */

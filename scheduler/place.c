@@ -1939,6 +1939,16 @@ static int sg_plan(struct pc *x)
         if (k >= 0 && k < (int64_t)p->nsg)
             p->placed[k]++;
     }
+    if (tg_subgroup_has_min(pg)) { /* Volcano's minSubGroups: enough whole sub-groups */
+        uint32_t *pend = tg_arena_calloc(x->a, n, sizeof *pend);
+        if (!pend)
+            return TG_ENOMEM;
+        for (uint32_t k = 0; k < p->nsg; k++)
+            for (uint32_t s = 0; s < ns; s++)
+                pend[k] += p->need[(size_t)k * ns + s];
+        if (tg_subgroup_min_short(pg, p->placed, pend, why, sizeof why))
+            return sg_bad(x, 2, "%s", why);
+    }
     for (uint32_t k = 0; k < p->nsg; k++) {
         uint32_t pend = 0, min = tg_subgroup_min(pg, k);
         for (uint32_t s = 0; s < ns; s++)

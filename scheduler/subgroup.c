@@ -3,6 +3,7 @@
  * the single-set answer is exact). No configuration key drives it: the
  * PodGroup says everything (spec.subGroups, spec.subGroupSize). */
 #include "scheduler/subgroup.h"
+#include "scheduler/cycle.h"
 #include "model/workload.h"
 #include "util/err.h"
 #include "util/intern.h"
@@ -645,4 +646,176 @@ const char *tg_subgroup_name(const struct tg_podgroup *pg, uint32_t k, char *buf
     else
         snprintf(buf, n, "%s", tg_str(pg->subs[k].name));
     return buf;
+}
+
+/* ---- Volcano's minSubGroups ---------------------------------------------------- */
+
+int tg_subgroup_has_min(const struct tg_podgroup *pg)
+{
+    if (!pg || pg->sub_by != TG_SUB_BY_VOLCANO)
+        return 0;
+    for (uint32_t i = 0; i < pg->nsgpol; i++)
+        if (pg->sgpol[i].min_subs >= 0)
+            return 1;
+    return 0;
+}
+
+/* The minSubGroups of sub-group k's entry, -1 none. */
+static int32_t min_subs_of(const struct tg_podgroup *pg, uint32_t k)
+{
+    if (k >= pg->nsubs || pg->subs[k].policy >= pg->nsgpol)
+        return -1;
+    return pg->sgpol[pg->subs[k].policy].min_subs;
+}
+
+int tg_subgroup_min_short(const struct tg_podgroup *pg, const uint32_t *placed,
+                          const uint32_t *pend, char *reason, size_t n)
+{
+    for (uint32_t i = 0; i < pg->nsgpol; i++) {
+        int32_t m = pg->sgpol[i].min_subs;
+        if (m <= 0)
+            continue;
+        uint32_t whole = 0, some = 0, most = 0, short_k = NONE;
+        for (uint32_t k = 0; k < pg->nsubs; k++) {
+            if (pg->subs[k].policy != i)
+                continue;
+            uint32_t have = placed[k] + pend[k];
+            some += have > 0;
+            if (have >= tg_subgroup_min(pg, k)) {
+                whole++;
+            } else if (have > most || short_k == NONE) {
+                most = have;
+                short_k = k;
+            }
+        }
+        if (whole >= (uint32_t)m)
+            continue;
+        char more[192] = "";
+        if (short_k != NONE && most)
+            snprintf(more, sizeof more, "; the fullest of the others, %s, has %u",
+                     tg_str(pg->subs[short_k].name), most);
+        snprintf(reason, n, "PodGroup %s: spec.subGroupPolicy[%u] (%s) has %u of its minSubGroups "
+                 "%d sub-groups with their subGroupSize %d members (%u sub-group(s) have members%s)",
+                 pg->key, i, tg_str(pg->sgpol[i].name), whole, m, pg->sgpol[i].size, some, more);
+        return 1;
+    }
+    return 0;
+}
+
+/* Orders sub-groups for the fallback: by name (as the daemon and
+ * `simulate` list them alike). */
+static int name_cmp(const void *pa, const void *pb, void *ud)
+{
+    const struct tg_podgroup *pg = ud;
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    int c = strcmp(tg_str(pg->subs[a].name), tg_str(pg->subs[b].name));
+    return c ? c : (a > b) - (a < b);
+}
+
+/* Per sub-group of v's PodGroup: placed members into placed[], pending
+ * members of the view into pend[], each pod's sub-group into of[] (-1 none). */
+static void min_tally(const struct tg_gang *v, uint32_t *placed, uint32_t *pend, int64_t *of)
+{
+    const struct tg_podgroup *pg = v->pg;
+    for (uint32_t i = 0; v->members && i < v->nbound; i++) {
+        int64_t k = tg_subgroup_of_usage(pg, v->members[i]);
+        if (k >= 0 && k < pg->nsubs)
+            placed[k]++;
+    }
+    char why[8];
+    for (uint32_t i = 0; i < v->npods; i++) {
+        of[i] = tg_subgroup_of(pg, v->pods[i], why, sizeof why);
+        if (of[i] >= pg->nsubs)
+            of[i] = -1;
+        if (of[i] >= 0)
+            pend[of[i]]++;
+    }
+}
+
+/* Which sub-groups the fallback keeps (keep[k] = 1) under an entry's
+ * minSubGroups: per entry, the sub-groups already started, then unstarted
+ * whole ones by name until minSubGroups are whole; then more, by name, until
+ * the view holds `must` members (or one sub-group, when it would hold none).
+ * Returns 1 when some sub-group with members in the view is left out. */
+static int min_pick(const struct tg_podgroup *pg, const uint32_t *placed, const uint32_t *pend,
+                    uint32_t must, uint32_t free_pods, uint8_t *keep, uint32_t *order)
+{
+    uint32_t n = 0, kept = free_pods, left = 0;
+    uint32_t *whole = calloc(pg->nsgpol + 1, sizeof *whole);
+    if (!whole)
+        return 0;
+    for (uint32_t k = 0; k < pg->nsubs; k++) {
+        if (!pend[k])
+            continue;
+        if (min_subs_of(pg, k) < 0 || placed[k]) {
+            keep[k] = 1;
+            kept += pend[k];
+        } else {
+            order[n++] = k;
+        }
+        whole[pg->subs[k].policy] += placed[k] + (keep[k] ? pend[k] : 0) >= tg_subgroup_min(pg, k);
+    }
+    for (uint32_t k = 0; k < pg->nsubs; k++) /* entries' whole placed sub-groups */
+        if (!pend[k] && placed[k] >= tg_subgroup_min(pg, k) && pg->subs[k].policy < pg->nsgpol)
+            whole[pg->subs[k].policy]++;
+    qsort_r(order, n, sizeof *order, name_cmp, (void *)pg);
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t k = order[j], i = pg->subs[k].policy;
+        if (whole[i] < (uint32_t)pg->sgpol[i].min_subs) {
+            keep[k] = 1;
+            kept += pend[k];
+            whole[i]++;
+        }
+    }
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t k = order[j];
+        if (!keep[k] && (kept < must || !kept)) {
+            keep[k] = 1;
+            kept += pend[k];
+        }
+        left += !keep[k];
+    }
+    free(whole);
+    return left > 0;
+}
+
+int tg_subgroup_min_cut(struct tg_gang *v, int fallback)
+{
+    const struct tg_podgroup *pg = v->pg;
+    if (!tg_subgroup_has_min(pg) || !v->npods)
+        return 0;
+    uint32_t nsg = pg->nsubs, must = tg_gang_must(v), kept = 0, free_pods = 0;
+    uint32_t *placed = calloc(nsg + 1, sizeof *placed), *pend = calloc(nsg + 1, sizeof *pend);
+    uint32_t *order = malloc((nsg + 1) * sizeof *order);
+    uint8_t *keep = calloc(nsg + 1, 1);
+    int64_t *of = malloc((v->npods + 1) * sizeof *of);
+    int cut = 0;
+    if (!placed || !pend || !order || !keep || !of)
+        goto done;
+    min_tally(v, placed, pend, of);
+    if (fallback) {
+        for (uint32_t i = 0; i < v->npods; i++)
+            free_pods += of[i] < 0;
+        if (!min_pick(pg, placed, pend, must, free_pods, keep, order))
+            goto done;
+    } else { /* a sub-group short of its subGroupSize waits: the others go on */
+        char why[8];
+        if (tg_subgroup_min_short(pg, placed, pend, why, sizeof why))
+            goto done; /* not ready whatever is placed: as it is (the reason names them all) */
+        for (uint32_t k = 0; k < nsg; k++)
+            keep[k] = min_subs_of(pg, k) < 0 || placed[k] + pend[k] >= tg_subgroup_min(pg, k);
+    }
+    for (uint32_t i = 0; i < v->npods; i++)
+        kept += of[i] < 0 || keep[of[i]];
+    if (kept == v->npods || kept < must || !kept)
+        goto done; /* nothing left out, or too little left to be placed: as it is */
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < v->npods; i++)
+        if (of[i] < 0 || keep[of[i]])
+            v->pods[at++] = v->pods[i];
+    v->npods = at;
+    cut = 1;
+done:
+    free(placed), free(pend), free(order), free(keep), free(of);
+    return cut;
 }

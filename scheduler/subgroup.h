@@ -111,6 +111,33 @@ int tg_subgroup_volcano_name(const struct tg_podgroup *pg, const struct tg_label
 uint32_t tg_subgroup_min(const struct tg_podgroup *pg, uint32_t k);
 /* The name of sub-group k of pg ("tp-3", or "3" under subGroupSize). */
 const char *tg_subgroup_name(const struct tg_podgroup *pg, uint32_t k, char *buf, size_t n);
+/* Volcano's minSubGroups (spec.subGroupPolicy[i].minSubGroups), read as
+ * Volcano's scheduler reads it: the gang is ready when minMember members are
+ * placed and, for each entry that gives minSubGroups m, at least m of the
+ * entry's sub-groups are whole (subGroupSize members placed); each sub-group
+ * is placed whole or not at all. So under such an entry a sub-group short of
+ * its subGroupSize waits without holding the others back, and the whole ones
+ * beyond m are extras: placed with the gang where an arrangement holds them
+ * all, else the gang starts with m of them (by name) and the rest join it
+ * later, each whole, as room frees. An entry without minSubGroups keeps
+ * topogang's stricter reading: every sub-group with members is needed.
+ * 1 when pg is a Volcano PodGroup with an entry giving minSubGroups. */
+int tg_subgroup_has_min(const struct tg_podgroup *pg);
+/* 1 with the reason (naming the PodGroup, the entry and the numbers) when
+ * an entry's minSubGroups cannot be met by its sub-groups' members, placed[k]
+ * and pend[k] per sub-group k of pg->subs; 0 when every entry's can. */
+int tg_subgroup_min_short(const struct tg_podgroup *pg, const uint32_t *placed,
+                          const uint32_t *pend, char *reason, size_t n);
+struct tg_gang;
+/* Cuts the placement view v of a gang with minSubGroups (no-op for any other
+ * gang): fallback 0, the pending members of sub-groups short of their
+ * subGroupSize under such an entry leave the view (they wait); fallback 1
+ * (after the view did not fit), only the sub-groups needed stay (started
+ * ones, then unstarted whole ones by name up to each entry's minSubGroups,
+ * then more, whole, until the view holds tg_gang_must(v) members). Never
+ * cuts the view below tg_gang_must(v) members (the gang then waits as it
+ * is). 1 when cut (v->pods compacted, v->npods lowered), 0 when not. */
+int tg_subgroup_min_cut(struct tg_gang *v, int fallback);
 /* 1 when pg declares sub-groups. */
 static inline int tg_podgroup_has_subs(const struct tg_podgroup *pg)
 {

@@ -728,6 +728,56 @@ EOF
   wipe vsg
 }
 
+# Volcano's minSubGroups (issue 20), as Volcano reads it: the gang is ready
+# with minMember placed and at least minSubGroups of the entry's sub-groups
+# whole. Partition a has its 4 workers (4 GPUs each: one clique of 2 nodes x
+# 8 GPUs), partition b 3 of 4: with minSubGroups 1, a is placed in one clique
+# and b waits without holding a back (before: the whole gang waited for b).
+# b's fourth worker then comes: b joins the running gang, whole, in a clique
+# of its own. A second PodGroup asking minSubGroups 2 of one whole partition
+# waits with an Event naming the entry and the numbers.
+vc_worker() {  # vc_worker NS GROUP NAME PARTITION
+  printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: %s, labels: {g: %s, volcano.sh/partition: %s}, annotations: {scheduling.k8s.io/group-name: %s}}\nspec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [%s]}\n' \
+    "$3" "$2" "$4" "$2" "$(gpus 4)" | $K create -n "$1" -f - >/dev/null
+}
+case_volcano_min_subgroups() {
+  newns vms
+  $K create -n vms -f - >/dev/null <<EOF
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: ms}
+spec:
+  minMember: 4
+  networkTopology: {mode: hard, highestTierAllowed: 2}
+  subGroupPolicy:
+  - {name: part, subGroupSize: 4, minSubGroups: 1, matchLabelKeys: [volcano.sh/partition], networkTopology: {mode: hard, highestTierAllowed: 1}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: ms2}
+spec:
+  minMember: 1
+  subGroupPolicy:
+  - {name: part, subGroupSize: 2, minSubGroups: 2, matchLabelKeys: [volcano.sh/partition], networkTopology: {mode: hard, highestTierAllowed: 1}}
+EOF
+  local i
+  for i in 0 1 2 3; do vc_worker vms ms a-$i a; done
+  for i in 0 1 2; do vc_worker vms ms b-$i b; done
+  vc_worker vms ms2 c-0 c
+  vc_worker vms ms2 c-1 c
+  wait_for 30 "partition a's 4 workers bound" bound_is vms g=ms,volcano.sh/partition=a 4 || return
+  check "partition a in one clique" one_clique vms g=ms,volcano.sh/partition=a
+  check "partition b (3 of 4) waits" [ "$(count_bound vms g=ms,volcano.sh/partition=b)" = 0 ]
+  vc_worker vms ms b-3 b
+  wait_for 30 "partition b's 4 workers bound once whole" bound_is vms g=ms,volcano.sh/partition=b 4 || return
+  check "partition b in one clique" one_clique vms g=ms,volcano.sh/partition=b
+  check "a and b in two cliques" [ "$(domains vms g=ms 'nvidia\.com/gpu\.clique')" = 2 ]
+  wait_for 15 "an Event on ms2 names minSubGroups" \
+    event_says vms PodGroup/ms2 "[A-Za-z]*" "spec.subGroupPolicy[0] (part) has 1 of its minSubGroups 2 sub-groups"
+  check "ms2 stays unbound" [ "$(count_bound vms g=ms2)" = 0 ]
+  wipe vms
+}
+
 run_case case_discovery
 run_case case_job
 run_case case_rank_order
@@ -738,6 +788,7 @@ run_case case_lws
 run_case case_lws_whole
 run_case case_lws_subgroups
 run_case case_volcano_subgroups
+run_case case_volcano_min_subgroups
 run_case case_kubeflow
 run_case case_upstream
 run_case case_peers_status_untouched

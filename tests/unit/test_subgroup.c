@@ -635,6 +635,102 @@ static void test_volcano_subgroup_policy(void **state)
     free(y);
 }
 
+/* Volcano gang v (minMember min) with one entry "p": sub-groups of `size`
+ * by volcano.sh/partition, each in one NVLink domain, minSubGroups msg. */
+static cJSON *vc_min(char **y, int min, int size, int msg)
+{
+    char pol[320];
+    snprintf(pol, sizeof pol, "  - name: p\n    subGroupSize: %d\n    minSubGroups: %d\n"
+             "    matchLabelKeys: [volcano.sh/partition]\n"
+             "    networkTopology: {mode: hard, highestTierAllowed: 1}\n", size, msg);
+    vc_group(y, min, pol);
+    cJSON *res = tu_simulate(POLICY, *y);
+    free(*y);
+    *y = NULL;
+    return res;
+}
+
+/* Volcano's minSubGroups, as Volcano's scheduler reads it: the gang is ready
+ * with minMember placed and at least minSubGroups of the entry's sub-groups
+ * whole; a sub-group short of its subGroupSize waits without holding the
+ * others back; whole sub-groups beyond minSubGroups that find no room wait
+ * while the gang starts; fewer whole sub-groups than minSubGroups: the gang
+ * waits, the reason naming the PodGroup, the entry and the numbers. */
+static void test_volcano_min_subgroups(void **state)
+{
+    (void)state;
+    char *y = NULL, ca[16], cb[16];
+    /* p-a whole (4), p-b short (3 of 4): p-a is placed, p-b waits */
+    cluster_two_tens(&y);
+    vc_pods(&y, "pa", "volcano.sh/partition: a", 4);
+    vc_pods(&y, "pb", "volcano.sh/partition: b", 3);
+    cJSON *res = vc_min(&y, 4, 4, 1);
+    const cJSON *g = gang_v(res);
+    assert_non_null(g);
+    if (strcmp(tu_str(g, "status"), "Scheduled"))
+        fprintf(stderr, "reason: %s\n", tu_str(g, "reason"));
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_one_clique(res, "pa", 4, ca);
+    assert_int_equal(placed(res, "pb", 3), 0);
+    cJSON_Delete(res);
+
+    /* three whole sub-groups of 6, two NVLink domains of 10: all three
+     * never fit; minSubGroups 1 starts the gang with p-a (by name) */
+    cluster_two_tens(&y);
+    vc_pods(&y, "pa", "volcano.sh/partition: a", 6);
+    vc_pods(&y, "pb", "volcano.sh/partition: b", 6);
+    vc_pods(&y, "pc", "volcano.sh/partition: c", 6);
+    res = vc_min(&y, 6, 6, 1);
+    g = gang_v(res);
+    assert_non_null(g);
+    if (strcmp(tu_str(g, "status"), "Scheduled"))
+        fprintf(stderr, "reason: %s\n", tu_str(g, "reason"));
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_one_clique(res, "pa", 6, ca);
+    int nb = placed(res, "pb", 6), nc = placed(res, "pc", 6);
+    assert_true(nb == 0 || nb == 6); /* whole or not at all */
+    assert_true(nc == 0 || nc == 6);
+    assert_true(nb + nc <= 6);
+    if (nb) {
+        assert_one_clique(res, "pb", 6, cb);
+        assert_string_not_equal(ca, cb);
+    }
+    cJSON_Delete(res);
+
+    /* minMember 8 with minSubGroups 1: two whole sub-groups are needed for
+     * minMember (p-c, short, waits) */
+    cluster_two_tens(&y);
+    vc_pods(&y, "pa", "volcano.sh/partition: a", 4);
+    vc_pods(&y, "pb", "volcano.sh/partition: b", 4);
+    vc_pods(&y, "pc", "volcano.sh/partition: c", 3);
+    res = vc_min(&y, 8, 4, 1);
+    g = gang_v(res);
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_one_clique(res, "pa", 4, ca);
+    assert_one_clique(res, "pb", 4, cb);
+    assert_int_equal(placed(res, "pc", 3), 0);
+    cJSON_Delete(res);
+
+    /* minSubGroups 2 with one whole sub-group: the gang waits, with numbers */
+    cluster_two_tens(&y);
+    vc_pods(&y, "pa", "volcano.sh/partition: a", 4);
+    vc_pods(&y, "pb", "volcano.sh/partition: b", 3);
+    res = vc_min(&y, 4, 4, 2);
+    g = gang_v(res);
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    const char *why = tu_str(g, "reason");
+    if (!strstr(why, ": spec.subGroupPolicy[0] (p) has 1 of its minSubGroups 2 sub-groups with "
+                     "their subGroupSize 4 members (2 sub-group(s) have members; the fullest of "
+                     "the others, p-b, has 3)"))
+        fprintf(stderr, "reason: %s\n", why);
+    assert_non_null(strstr(why, "PodGroup ml/v"));
+    assert_non_null(strstr(why, ": spec.subGroupPolicy[0] (p) has 1 of its minSubGroups 2 "
+                                "sub-groups with their subGroupSize 4 members (2 sub-group(s) have "
+                                "members; the fullest of the others, p-b, has 3)"));
+    assert_int_equal(placed(res, "pa", 4), 0);
+    cJSON_Delete(res);
+}
+
 /* ---- the peers' workloads: JobSet child Jobs, LWS groups ----------------------- */
 
 /* Cliques c1..c<nc> of 3 two-GPU nodes (6 GPUs) in block b1. */
@@ -1210,6 +1306,7 @@ int main(void)
         cmocka_unit_test(test_jobset_joint_and_bad_level),
         cmocka_unit_test(test_lws_whole_gang),
         cmocka_unit_test(test_lws_group_exclusive),
+        cmocka_unit_test(test_volcano_min_subgroups),
         cmocka_unit_test(test_lws_subgroup_policy),
         cmocka_unit_test(test_lws_subgroup_leader_excluded),
         cmocka_unit_test(test_lws_subgroup_bad),

@@ -273,8 +273,11 @@ static void test_volcano_subgroup_policy(void **state)
     assert_string_equal(tg_str(a->keys[0]), "volcano.sh/partition");
     assert_true(a->tier_hard);
     assert_int_equal(a->tier, 1);
-    /* defaults: size 1, no selector (every member), soft with a tier name */
+    assert_int_equal(a->min_subs, 2);
+    /* defaults: size 1, no selector (every member), soft with a tier name,
+     * no minSubGroups (-1: every sub-group with members is needed) */
     assert_int_equal(b->size, 1);
+    assert_int_equal(b->min_subs, -1);
     assert_int_equal(b->sel.nreq, 0);
     assert_false(b->tier_hard);
     assert_int_equal(b->tier, -1);
