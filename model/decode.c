@@ -1982,6 +1982,7 @@ void tg_podgroup_free(struct tg_podgroup **pg)
     free(g->rv);
     free(g->problem);
     free(g->subs);
+    free(g->outer);
     for (uint32_t i = 0; i < g->nsgpol; i++) {
         tg_labelsel_free(&g->sgpol[i].sel);
         free(g->sgpol[i].keys);

@@ -317,6 +317,8 @@ struct tg_subgroup {
     int32_t min_member;                 /* >= 1 */
     uint32_t required, preferred;       /* interned level names, 0 = none */
     uint32_t policy;                    /* a Volcano PodGroup's: its spec.subGroupPolicy entry */
+    uint32_t outer;                     /* a KAI PodGroup's: 1 + the index in pg->outer of its
+                                           parent with a topologyConstraint, 0 none */
 };
 
 #define TG_MAX_SUBGROUPS 4096           /* spec.subGroups entries accepted */
@@ -389,17 +391,24 @@ struct tg_podgroup {
      * lists its sub-groups in subs as members show them (TG_SUB_BY_VOLCANO) */
     struct tg_sgpolicy *sgpol;
     uint32_t nsgpol;
+    /* KAI's parent sub-groups with a topologyConstraint of their own (owned,
+     * nouter of them; name and levels): each holds its leaves (subs[k].outer)
+     * inside one domain of its level, inside the gang's (scheduler/subgroup.h) */
+    struct tg_subgroup *outer;
+    uint32_t nouter;
 };
 
 /* How a member names its sub-group in pg->subs: the label topogang.io/sub-group
  * (kai.scheduler/subgroup-name for a KAI PodGroup); a derived JobSet gang's
  * pod, by the name of its controller Job; a whole-LWS gang's pod, by its
  * label leaderworkerset.sigs.k8s.io/group-index; an LWS group's pod, by its
- * label leaderworkerset.sigs.k8s.io/subgroup-index (LWS's subGroupPolicy;
- * with a whole-LWS gang, sub-group "<group>-<subgroup>", by both labels); a
- * Volcano PodGroup's, by its subGroupPolicy (struct tg_sgpolicy). */
+ * label leaderworkerset.sigs.k8s.io/subgroup-index (LWS's subGroupPolicy);
+ * with a whole-LWS gang and LWS's subGroupPolicy, sub-group
+ * "<group>-<subgroup>", by both labels, each group an outer group
+ * (TG_SUB_BY_LWS_NESTED); a Volcano PodGroup's, by its subGroupPolicy
+ * (struct tg_sgpolicy). */
 enum tg_sub_by { TG_SUB_BY_LABEL, TG_SUB_BY_JOB, TG_SUB_BY_LWS_GROUP, TG_SUB_BY_LWS_SUBGROUP,
-                 TG_SUB_BY_VOLCANO };
+                 TG_SUB_BY_VOLCANO, TG_SUB_BY_LWS_NESTED };
 
 /* The MemberLoss condition of a PodGroup's status: its reasons, indexed by
  * enum tg_pg_loss (TG_PGLOSS_NONE: no such condition, or not True). */

@@ -360,11 +360,60 @@ static void kai_sub_topo(struct wdec *x, const cJSON *it, const char *path, stru
     sg->preferred = p && *p ? tg_intern(p) : 0;
 }
 
+/* KAI's parents (parent[i]: the interned parent name of entry i, 0 none):
+ * the leaves stay in g->subs; a parent with a topologyConstraint goes to
+ * g->outer and its leaves point at it (subs[k].outer). A constrained parent
+ * of another parent (constraints nested more than one level) is refused
+ * naming the field. Returns 0 or TG_ENOMEM. */
+static int kai_parents(struct wdec *x, const cJSON *list, struct tg_podgroup *g, const uint32_t *parent)
+{
+    uint32_t n = g->nsubs, k = 0;
+    uint8_t *is_parent = calloc(n + 1, 1);
+    if (!is_parent || !(g->outer = calloc(n + 1, sizeof *g->outer))) {
+        free(is_parent);
+        return TG_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < n && !is_parent[i]; j++)
+            is_parent[i] = parent[j] && parent[j] == g->subs[i].name;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!is_parent[i] || !(g->subs[i].required || g->subs[i].preferred))
+            continue;
+        for (uint32_t j = 0; j < n; j++)
+            if (parent[j] == g->subs[i].name && is_parent[j]) {
+                char f[64];
+                snprintf(f, sizeof f, "spec.subGroups[%u].topologyConstraint", i);
+                tg__problem(&x->c, list, f, "a constraint over sub-groups nested more than one "
+                            "level (its child %s has children) is not supported",
+                            tg_str(g->subs[j].name));
+                break;
+            }
+        g->outer[g->nouter] = g->subs[i];
+        g->outer[g->nouter++].min_member = 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (is_parent[i])
+            continue;
+        g->subs[k] = g->subs[i];
+        for (uint32_t o = 0; parent[i] && o < g->nouter; o++)
+            if (g->outer[o].name == parent[i])
+                g->subs[k].outer = o + 1;
+        k++;
+    }
+    g->nsubs = k;
+    if (!g->nouter) {
+        free(g->outer);
+        g->outer = NULL;
+    }
+    free(is_parent);
+    return 0;
+}
+
 /* KAI's spec.subGroups: pods join leaf sub-groups by the label
- * kai.scheduler/subgroup-name. A parent sub-group only groups its children
- * (each leaf is placed whole, all of them required); one whose own
- * topologyConstraint would have to hold over its children is refused rather
- * than ignored. Returns 0 or TG_ENOMEM. */
+ * kai.scheduler/subgroup-name. A parent sub-group groups its children (each
+ * leaf is placed whole, all of them required); a parent's own
+ * topologyConstraint holds its leaves inside one domain of its level
+ * (kai_parents). Returns 0 or TG_ENOMEM. */
 static int decode_kai_subgroups(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)
 {
     const cJSON *it, *list = tg__get(spec, "subGroups");
@@ -404,23 +453,9 @@ static int decode_kai_subgroups(struct wdec *x, const cJSON *spec, struct tg_pod
         kai_sub_topo(x, it, path, sg);
         g->nsubs++;
     }
-    /* parents: not leaves; keep the leaves */
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < g->nsubs; i++) {
-        int is_parent = 0;
-        for (uint32_t j = 0; j < g->nsubs && !is_parent; j++)
-            is_parent = parent[j] == g->subs[i].name;
-        if (is_parent && (g->subs[i].required || g->subs[i].preferred)) {
-            char f[64];
-            snprintf(f, sizeof f, "spec.subGroups[%u].topologyConstraint", i);
-            tg__problem(&x->c, list, f, "a constraint over nested sub-groups is not supported yet");
-        }
-        if (!is_parent)
-            g->subs[k++] = g->subs[i];
-    }
-    g->nsubs = k;
+    int rc = kai_parents(x, list, g, parent);
     free(parent);
-    return 0;
+    return rc;
 }
 
 static void decode_kai(struct wdec *x, const cJSON *spec, struct tg_podgroup *g)

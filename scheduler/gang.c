@@ -127,6 +127,8 @@ static void grec_free(struct tg_grec *g)
     free(g->members);
     if (g->eff && (g->derived || g->eff->sub_by == TG_SUB_BY_VOLCANO))
         free(g->eff->subs); /* made by derived_subs, volcano_subs; a KAI one's are borrowed */
+    if (g->eff && g->derived)
+        free(g->eff->outer); /* a whole LWS's groups (derived_subs) */
     free(g->eff);
     free(g->sgpol_lv);
     free(g->eff_problem);
@@ -952,6 +954,34 @@ static void sub_set(struct tg_podgroup *e, uint32_t k, const char *name, int32_t
                                       .required = lvl};
 }
 
+/* A whole LWS (gang "LeaderWorkerSet/name") whose groups have LWS subgroups
+ * (subGroupPolicy with the subgroup-exclusive-topology annotation): each
+ * group an outer group "<group>" at the LWS's exclusive-topology level (none:
+ * anywhere in the gang's domain), its subgroups the sub-groups
+ * "<group>-<subgroup>" (nper a group, numbered as LWS numbers them) at the
+ * subgroup level, each inside its group's domain (subgroup.h). */
+static void lws_nested_subs(struct tg_gangs *gs, struct tg_grec *g, const struct tg_workload *w,
+                            struct tg_podgroup *e, uint64_t nper, int32_t extra)
+{
+    if (!(e->outer = calloc((size_t)w->replicas, sizeof *e->outer))) {
+        eff_problem(g, "out of memory for its sub-groups");
+        return;
+    }
+    e->sub_by = TG_SUB_BY_LWS_NESTED;
+    uint32_t glvl = excl_level(gs, g, w->excl, "metadata.annotations[" TG_ANN_LWS_EXCLUSIVE "]");
+    uint32_t lvl = excl_level(gs, g, w->sub_excl, "metadata.annotations[" TG_ANN_LWS_SUB_EXCLUSIVE "]");
+    char name[64];
+    for (int32_t i = 0; i < w->replicas; i++) {
+        snprintf(name, sizeof name, "%d", (int)i);
+        e->outer[e->nouter++] = (struct tg_subgroup){.name = tg_intern(name), .required = glvl};
+        for (uint64_t s = 0; s < nper; s++) {
+            snprintf(name, sizeof name, "%d-%llu", (int)i, (unsigned long long)s);
+            sub_set(e, e->nsubs, name, w->sub_size + (s ? 0 : extra), lvl);
+            e->subs[e->nsubs++].outer = (uint32_t)i + 1;
+        }
+    }
+}
+
 /* The sub-groups of a derived gang (issue 20), into e->subs (owned by g):
  *  - a JobSet: each child Job ("<jobset>-<replicated job>-<index>") of a
  *    replicated job with an exclusive-topology, at that level; its pods join
@@ -978,17 +1008,21 @@ static void derived_subs(struct tg_gangs *gs, struct tg_grec *g, const struct tg
     if (whole_lws && w->excl)
         n = (uint64_t)w->replicas;
     int lws_group = w->kind == TG_WL_LWS && !whole_lws && w->sub_size > 0 && w->sub_excl;
+    int lws_nested = whole_lws && w->sub_size > 0 && w->sub_excl; /* groups of subgroups */
     int32_t extra = 0; /* the leader, one more in subgroup 0 (LeaderWorker, size - 1 the multiple) */
-    if (lws_group) {
+    uint64_t nper = 0;
+    if (lws_group || lws_nested) {
         extra = !w->sub_leader_excluded && w->size % w->sub_size;
-        n = (uint64_t)((w->size - (w->sub_leader_excluded || extra)) / w->sub_size);
+        nper = (uint64_t)((w->size - (w->sub_leader_excluded || extra)) / w->sub_size);
+        lws_nested = lws_nested && nper && w->replicas > 0;
+        n = lws_group ? nper : lws_nested ? (uint64_t)w->replicas * nper : n;
     }
     if (!n)
         return;
     char f[300], name[600];
     if (n > TG_MAX_SUBGROUPS) {
         eff_problem(g, "%s: %llu sub-groups (one per %s with an exclusive-topology), more than %d",
-                    lws_group ? "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize"
+                    lws_group || lws_nested ? "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize"
                     : whole_lws ? "spec.replicas" : "spec.replicatedJobs", (unsigned long long)n,
                     lws_group ? "subgroup" : whole_lws ? "group" : "child Job", TG_MAX_SUBGROUPS);
         return;
@@ -1005,6 +1039,10 @@ static void derived_subs(struct tg_gangs *gs, struct tg_grec *g, const struct tg
             snprintf(name, sizeof name, "%u", i);
             sub_set(e, e->nsubs++, name, w->sub_size + (i ? 0 : extra), lvl);
         }
+        return;
+    }
+    if (lws_nested) {
+        lws_nested_subs(gs, g, w, e, nper, extra);
         return;
     }
     if (whole_lws) {
@@ -1046,6 +1084,7 @@ static void resolve_derived(struct tg_gangs *gs, struct tg_grec *g)
     }
     struct tg_podgroup *e = g->eff;
     free(e->subs);
+    free(e->outer);
     memset(e, 0, sizeof *e);
     e->key = g->key;
     e->ns = g->ns;

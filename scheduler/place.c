@@ -1788,6 +1788,9 @@ struct sgplan {
     uint32_t *fixed[2];                 /* per sub-group: the domain its placed members hold at
                                            its preferred [0] and required [1] level, NONE none
                                            (sg_fixed); NULL: nothing placed */
+    uint32_t *outer;                    /* per sub-group: its outer group (KAI's parent with a
+                                           topologyConstraint), NONE none; NULL: no outer */
+    uint32_t *oreq, *opref;             /* per outer group: tree levels */
 };
 
 static int sg_bad(struct pc *x, int bad, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1818,6 +1821,37 @@ static int sg_level(struct pc *x, uint32_t name, const char *field, uint32_t *ou
     return 0;
 }
 
+/* The outer groups of a KAI PodGroup (its parents with a topologyConstraint,
+ * subgroup.h): each sub-group's, and their levels. */
+static int sg_outer_levels(struct pc *x)
+{
+    const struct tg_podgroup *pg = x->g->pg;
+    struct sgplan *p = x->sg;
+    if (!pg->nouter || pg->sub_size > 0)
+        return 0;
+    p->outer = tg_arena_alloc(x->a, (p->nsg + 1) * sizeof *p->outer);
+    p->oreq = tg_arena_calloc(x->a, pg->nouter + 1, sizeof *p->oreq);
+    p->opref = tg_arena_calloc(x->a, pg->nouter + 1, sizeof *p->opref);
+    if (!p->outer || !p->oreq || !p->opref)
+        return TG_ENOMEM;
+    for (uint32_t k = 0; k < p->nsg; k++)
+        p->outer[k] = k < pg->nsubs && pg->subs[k].outer && pg->subs[k].outer <= pg->nouter
+                          ? pg->subs[k].outer - 1 : NONE;
+    for (uint32_t j = 0; j < pg->nouter; j++) {
+        char f[300];
+        snprintf(f, sizeof f, "spec.subGroups[name=%s].topologyConstraint.requiredTopologyLevel",
+                 tg_str(pg->outer[j].name));
+        if (sg_level(x, pg->outer[j].required, f, &p->oreq[j]))
+            return 0;
+        snprintf(f, sizeof f, "spec.subGroups[name=%s].topologyConstraint.preferredTopologyLevel",
+                 tg_str(pg->outer[j].name));
+        if (sg_level(x, pg->outer[j].preferred, f, &p->opref[j]))
+            return 0;
+        p->opref[j] = p->opref[j] < p->oreq[j] ? p->oreq[j] : p->opref[j];
+    }
+    return 0;
+}
+
 /* Which member is in which sub-group, what each needs per pod set, and the
  * levels; a gang that cannot be tried gets x->sg->bad and its reason. */
 static int sg_levels(struct pc *x)
@@ -1840,7 +1874,7 @@ static int sg_levels(struct pc *x)
         if (p->pref[k] < p->req[k])
             p->pref[k] = p->req[k];
     }
-    return 0;
+    return sg_outer_levels(x);
 }
 
 /* A gang with members placed (a running gang's replacements, an elastic
@@ -2099,6 +2133,8 @@ static int sg_alike_cmp(const struct sgrank *r, uint32_t a, uint32_t b)
 {
     if (r->lvl[a] != r->lvl[b])
         return r->lvl[a] < r->lvl[b] ? -1 : 1;
+    if (r->p->outer && r->p->outer[a] != r->p->outer[b]) /* each inside its own outer group's */
+        return r->p->outer[a] < r->p->outer[b] ? -1 : 1;
     for (uint32_t s = 0; s < r->nsets; s++) {
         uint32_t na = r->p->need[(size_t)a * r->nsets + s], nb = r->p->need[(size_t)b * r->nsets + s];
         if (na != nb)
@@ -2238,11 +2274,17 @@ static int sg_try_in(struct pc *x, uint32_t d, uint32_t slot, int *ok)
         return TG_ENOMEM;
     for (uint32_t s = 0; s < x->nsets; s++)
         count[s] = x->sets[s].dcount;
-    int differ = memcmp(p->pref, p->req, p->nsg * sizeof *p->req) != 0;
+    int differ = memcmp(p->pref, p->req, p->nsg * sizeof *p->req) != 0 ||
+                 (p->outer && memcmp(p->opref, p->oreq, x->g->pg->nouter * sizeof *p->oreq));
     for (int pass = differ ? 0 : 1; pass < 2; pass++) {
         const uint32_t *lvl = pass ? p->req : p->pref;
         struct tg_sgprob prob = {&x->s->cluster.tree, x->nsets, count, p->nsg, lvl, p->sneed,
                                  p->rest, 0, p->fixed[pass]};
+        if (p->outer) { /* KAI's parents with a constraint (subgroup.h) */
+            prob.nouter = x->g->pg->nouter;
+            prob.outer = p->outer;
+            prob.olevel = pass ? p->oreq : p->opref;
+        }
         struct tg_sgwhy why;
         int found = tg_subgroup_solve(&prob, d, x->a, p->dom, &why);
         if (found < 0)

@@ -32,6 +32,10 @@ struct solver {
     uint64_t budget;
     struct tg_sgwhy *why;
     uint32_t *dom;
+    uint32_t *odom;                     /* per outer group: the domain chosen (p->nouter) */
+    uint32_t **oused;                   /* per set: per domain, what the outer groups chosen
+                                           inside it need (their sub-groups not fixed) */
+    uint32_t *oneed;                    /* per outer group x set: that need */
 };
 
 static uint32_t need_of(const struct tg_sgprob *p, uint32_t k, uint32_t s)
@@ -51,8 +55,24 @@ static uint64_t need_total(const struct tg_sgprob *p, uint32_t k)
  * that is as tight (the gang domain is then its domain). */
 static uint32_t eff_level(const struct solver *v, uint32_t k)
 {
+    const struct tg_sgprob *p = v->p;
+    uint32_t gl = p->t->dom[v->gang].level, l = p->level[k] > gl ? p->level[k] : gl;
+    if (p->nouter && p->outer[k] != NONE && p->olevel[p->outer[k]] > l)
+        l = p->olevel[p->outer[k]]; /* no looser than its outer group's */
+    return l;
+}
+
+/* The level of outer group j's domain: its own, or the gang domain's. */
+static uint32_t outer_level(const struct solver *v, uint32_t j)
+{
     uint32_t gl = v->p->t->dom[v->gang].level;
-    return v->p->level[k] > gl ? v->p->level[k] : gl;
+    return v->p->olevel[j] > gl ? v->p->olevel[j] : gl;
+}
+
+/* Whether domain d is inside domain o (or is o). */
+static int inside(const struct tg_tree *t, uint32_t d, uint32_t o)
+{
+    return t->dom[d].level >= t->dom[o].level && tg_tree_ancestor(t, d, t->dom[o].level) == o;
 }
 
 static int same_need(const struct solver *v, uint32_t a, uint32_t b)
@@ -222,8 +242,8 @@ static void dead_end(struct solver *v, uint32_t pos)
 static int interchangeable(const struct solver *v, uint32_t d, uint32_t e)
 {
     const struct tg_tree *t = v->p->t;
-    if (t->dom[d].parent != t->dom[e].parent)
-        return 0;
+    if (t->dom[d].parent != t->dom[e].parent || v->p->nouter)
+        return 0; /* outer groups: d may be one's domain, e not */
     for (uint32_t s = 0; s < v->p->nsets; s++)
         if (v->p->count[s][d] - v->used[s][d] != v->p->count[s][e] - v->used[s][e])
             return 0;
@@ -248,7 +268,8 @@ static int search(struct solver *v, uint32_t pos)
         uint32_t d = v->list[lvl][i];
         if (++v->steps > v->budget)
             return -1;
-        if (!fits(v, k, d))
+        if (!fits(v, k, d) ||
+            (p->nouter && p->outer[k] != NONE && !inside(p->t, d, v->odom[p->outer[k]])))
             continue;
         int twin = 0;
         for (uint32_t j = 0; j < ntried && !twin; j++)
@@ -390,6 +411,53 @@ static int all_alike(const struct solver *v)
     return 1;
 }
 
+/* Outer groups from j on, each given a domain of its level (best fit
+ * first) that holds its fixed sub-groups' domains and, by count, what its
+ * other sub-groups need; then the sub-groups are searched under that
+ * choice. 1 found, 0 none, -1 budget spent. */
+static int search_outer(struct solver *v, uint32_t j)
+{
+    const struct tg_sgprob *p = v->p;
+    const struct tg_tree *t = p->t;
+    if (j == p->nouter)
+        return search(v, 0);
+    uint32_t lvl = outer_level(v, j);
+    const uint32_t *need = &v->oneed[(size_t)j * p->nsets];
+    for (uint32_t i = 0; i < v->nlist[lvl]; i++) {
+        uint32_t o = v->list[lvl][i], ok = 1;
+        if (++v->steps > v->budget)
+            return -1;
+        for (uint32_t s = 0; s < p->nsets && ok; s++) /* room for it beside those chosen */
+            for (uint32_t a = o; ok; a = t->dom[a].parent) {
+                ok = (uint64_t)v->oused[s][a] + need[s] + v->used[s][a] <= p->count[s][a];
+                if (a == v->gang)
+                    break;
+            }
+        for (uint32_t k = 0; ok && p->fixed && k < p->nsg; k++)
+            if (p->outer[k] == j && p->fixed[k] != NONE)
+                ok = inside(t, v->dom[k], o) || inside(t, o, v->dom[k]);
+        if (!ok)
+            continue;
+        v->odom[j] = o;
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            for (uint32_t s = 0; s < p->nsets; s++)
+                for (uint32_t a = o;; a = t->dom[a].parent) {
+                    v->oused[s][a] += sign > 0 ? need[s] : -need[s];
+                    if (a == v->gang)
+                        break;
+                }
+            if (sign > 0) {
+                int rc = search_outer(v, j + 1);
+                if (rc > 0)
+                    return rc; /* found: oused no longer matters */
+                if (rc < 0)
+                    return rc;
+            }
+        }
+    }
+    return 0;
+}
+
 static int solver_init(struct solver *v, const struct tg_sgprob *p, uint32_t gang,
                        struct tg_arena *a, uint32_t *dom, struct tg_sgwhy *why)
 {
@@ -421,6 +489,24 @@ static int solver_init(struct solver *v, const struct tg_sgprob *p, uint32_t gan
                 v->remain[(size_t)(i + 1) * p->nsets + s] + need_of(p, v->order[i], s);
     for (uint32_t k = 0; k < p->nsg; k++) {
         uint32_t lvl = eff_level(v, k);
+        int rc;
+        if (!v->list[lvl] && (rc = make_list(v, a, lvl)))
+            return rc;
+    }
+    if (p->nouter && (!(v->odom = tg_arena_calloc(a, p->nouter + 1, sizeof *v->odom)) ||
+                      !(v->oused = tg_arena_calloc(a, p->nsets + 1, sizeof *v->oused)) ||
+                      !(v->oneed = tg_arena_calloc(a, (size_t)p->nouter * p->nsets + 1,
+                                                   sizeof *v->oneed))))
+        return TG_ENOMEM;
+    for (uint32_t s = 0; p->nouter && s < p->nsets; s++)
+        if (!(v->oused[s] = tg_arena_calloc(a, t->ndom + 1, sizeof **v->oused)))
+            return TG_ENOMEM;
+    for (uint32_t k = 0; p->nouter && k < p->nsg; k++)
+        for (uint32_t s = 0; p->outer[k] != NONE && s < p->nsets; s++)
+            if (!p->fixed || p->fixed[k] == NONE)
+                v->oneed[(size_t)p->outer[k] * p->nsets + s] += need_of(p, k, s);
+    for (uint32_t j = 0; j < p->nouter; j++) {
+        uint32_t lvl = outer_level(v, j);
         int rc;
         if (!v->list[lvl] && (rc = make_list(v, a, lvl)))
             return rc;
@@ -477,18 +563,20 @@ int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena 
         rc = 0;
     } else if (!place_fixed(&v)) {
         rc = 0;
-    } else if (!v.n) {
+    } else if (!v.n && !p->nouter) {
         rc = fits_gang(&v);
         why->rest = !rc;
         rc = 1;
-    } else if (all_alike(&v) && v.n == p->nsg) { /* none fixed: counts alone decide */
+    } else if (!p->nouter && all_alike(&v) && v.n == p->nsg) { /* none fixed: counts decide */
         rc = solve_alike(&v, a);
     } else {
-        rc = search(&v, 0);
+        rc = p->nouter ? search_outer(&v, 0) : search(&v, 0);
         if (rc < 0) {
             why->gave_up = 1;
             rc = 0;
         }
+        if (rc > 0 && p->odom)
+            memcpy(p->odom, v.odom, p->nouter * sizeof *v.odom);
     }
 out:
     tg_arena_release(a, mk);
@@ -520,6 +608,28 @@ struct member {
     uint64_t rank;
 };
 
+/* A whole LWS's subgroup "<group>-<subgroup>" of member p (gang.c lists
+ * pg->nouter groups of nsubs / nouter subgroups each, in index order): by
+ * its group-index and subgroup-index labels; -1 none. */
+static int64_t lws_nested_sub(const struct tg_podgroup *pg, const struct member *p)
+{
+    static const char *const keys[2] = {TG_LABEL_LWS_GROUP, TG_LABEL_LWS_SUBGROUP};
+    unsigned long ix[2];
+    for (int i = 0; i < 2; i++) {
+        uint32_t key = tg_intern_lookup(keys[i], strlen(keys[i]));
+        uint32_t v = key == TG_STR_NONE ? TG_STR_NONE : tg_labels_get(p->labels, p->nlabels, key);
+        char *end;
+        const char *txt = v && v != TG_STR_NONE ? tg_str(v) : "";
+        ix[i] = strtoul(txt, &end, 10);
+        if (!*txt || *end || *txt == '-')
+            return -1;
+    }
+    uint32_t nper = pg->nouter ? pg->nsubs / pg->nouter : 0;
+    if (ix[0] >= pg->nouter || ix[1] >= nper)
+        return -1;
+    return (int64_t)(ix[0] * nper + ix[1]);
+}
+
 /* A derived gang's sub-group (gang.c made pg->subs from the workload): the
  * pod's controller Job by name (a JobSet), its LWS group index, or its LWS
  * subgroup index; -1 when it is in none of them (a replicated job without a
@@ -527,6 +637,8 @@ struct member {
 static int64_t derived_sub(const struct tg_podgroup *pg, const struct member *p)
 {
     uint32_t v = 0;
+    if (pg->sub_by == TG_SUB_BY_LWS_NESTED)
+        return lws_nested_sub(pg, p);
     if (pg->sub_by == TG_SUB_BY_JOB) {
         v = p->owner_kind && !strcmp(tg_str(p->owner_kind), "Job") ? p->owner_name : 0;
     } else {

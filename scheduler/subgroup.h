@@ -59,6 +59,15 @@ struct tg_sgprob {
                                            growth), UINT32_MAX none; NULL: none fixed. A fixed
                                            sub-group's members go there (the gang domain when
                                            that is inside it); not searched */
+    /* Sub-groups inside sub-groups (KAI's parents with a topologyConstraint
+     * of their own): nouter outer groups, each placed in one domain of its
+     * level olevel[j] inside the gang domain, its sub-groups (outer[k] == j)
+     * each inside it. Searched jointly: the outer groups' domains depth
+     * first (best fit first), the sub-groups under each choice. 0: none. */
+    uint32_t nouter;
+    const uint32_t *outer;              /* per sub-group: its outer group, UINT32_MAX none */
+    const uint32_t *olevel;             /* per outer group: tree level of its domain */
+    uint32_t *odom;                     /* out, per outer group: its domain (NULL: not wanted) */
 };
 
 /* Why no arrangement was found in a gang domain. */

@@ -635,6 +635,191 @@ static void test_volcano_subgroup_policy(void **state)
     free(y);
 }
 
+/* A KAI PodGroup "k" (no gang level) with two parents p1, p2, each with
+ * a topologyConstraint `plevel` of its own (NULL: none), and leaves: p1's of
+ * 6 and 2 pods, p2's of 10 and 1, each required in one NVLink domain. */
+static void kai_nested(char **y, const char *plevel)
+{
+    static const char *const leaf[] = {"a", "b", "c", "d"}, *const par[] = {"p1", "p1", "p2", "p2"};
+    static const int size[] = {6, 2, 10, 1};
+    tu_cat(y, "---\napiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: k, "
+              "namespace: ml}\nspec:\n  minMember: 19\n  subGroups:\n");
+    for (int j = 1; j <= 2; j++) {
+        tu_cat(y, "  - {name: p%d", j);
+        if (plevel)
+            tu_cat(y, ", topologyConstraint: {requiredTopologyLevel: %s}", plevel);
+        tu_cat(y, "}\n");
+    }
+    for (int k = 0; k < 4; k++)
+        tu_cat(y, "  - {name: %s, parent: %s, minMember: %d, topologyConstraint: "
+                  "{requiredTopologyLevel: nvidia.com/gpu.clique}}\n", leaf[k], par[k], size[k]);
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < size[k]; i++)
+            tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%d\n  namespace: ml\n"
+                      "  annotations: {pod-group-name: k}\n  labels: {kai.scheduler/subgroup-name: %s}\n"
+                      "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                      "    resources: {requests: {nvidia.com/gpu: 1}}\n", leaf[k], i, leaf[k]);
+}
+
+static const cJSON *gang_k(const cJSON *res)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "gangs"))
+        if (tu_str(it, "podGroup") && strstr(tu_str(it, "podGroup"), "ml/k"))
+            return it;
+    return NULL;
+}
+
+/* The block of pod ml/<prefix>-0's node ("b1-..." names carry it). */
+static char block_of(const cJSON *res, const char *prefix)
+{
+    char name[64];
+    snprintf(name, sizeof name, "ml/%s-0", prefix);
+    const char *n = tu_node_of(res, name);
+    return n ? n[1] : 0;
+}
+
+/* KAI's nested sub-groups whose parent has a topologyConstraint of its own:
+ * each parent's leaves in one domain of the parent's level, each leaf in
+ * its own NVLink domain, searched jointly. Block b1 has cliques of 10 and 2
+ * GPUs (12), b2 two of 8 (16). p1 (6 + 2) fits either block and best fit
+ * (the tighter block) puts it in b1, where it leaves no clique of 10 for
+ * p2's leaf c: placed parent by parent, greedily, p2 finds no room; jointly,
+ * p1 goes to b2 and p2 (10 + 1) to b1. Before: refused ("a constraint over
+ * nested sub-groups is not supported yet"). A parent level that does not
+ * exist in the policy is refused naming the parent and the field; with
+ * blocks too small for any parent the gang waits with the reason. */
+static void test_kai_nested_parent_topology(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    for (int i = 0; i < 5; i++) { /* b1: c1 = 10 GPUs, c2 = 2; b2: c3, c4 = 8 each */
+        char n[16];
+        snprintf(n, sizeof n, "b1c1-n%d", i);
+        node(&y, n, "b1", "c1", 2);
+    }
+    node(&y, "b1c2-n0", "b1", "c2", 2);
+    for (int c = 3; c <= 4; c++)
+        for (int i = 0; i < 4; i++) {
+            char n[16], cl[8];
+            snprintf(n, sizeof n, "b2c%d-n%d", c, i);
+            snprintf(cl, sizeof cl, "c%d", c);
+            node(&y, n, "b2", cl, 2);
+        }
+    char *base = strdup(y);
+    kai_nested(&y, "topogang.io/block");
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = gang_k(res);
+    assert_non_null(g);
+    if (strcmp(tu_str(g, "status"), "Scheduled"))
+        fprintf(stderr, "reason: %s\n", tu_str(g, "reason"));
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    char cl[16];
+    assert_one_clique(res, "a", 6, cl);
+    assert_one_clique(res, "b", 2, cl);
+    assert_one_clique(res, "c", 10, cl);
+    assert_string_equal(cl, "b1c1");
+    assert_one_clique(res, "d", 1, cl);
+    assert_int_equal(block_of(res, "a"), '2'); /* p1 in b2 */
+    assert_int_equal(block_of(res, "b"), '2');
+    assert_int_equal(block_of(res, "c"), '1'); /* p2 in b1 */
+    assert_int_equal(block_of(res, "d"), '1');
+    cJSON_Delete(res);
+    free(y);
+
+    /* a parent level the policy lacks: refused naming the parent's field */
+    y = strdup(base);
+    kai_nested(&y, "no-such-level");
+    res = tu_simulate(POLICY, y);
+    g = gang_k(res);
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_non_null(strstr(tu_str(g, "reason"), "spec.subGroups[name=p1].topologyConstraint."
+                                                "requiredTopologyLevel: \"no-such-level\""));
+    cJSON_Delete(res);
+    free(y);
+
+    /* parents each in one NVLink domain: p2 (11) has none; p1 (8) would */
+    y = strdup(base);
+    kai_nested(&y, "nvidia.com/gpu.clique");
+    res = tu_simulate(POLICY, y);
+    g = gang_k(res);
+    assert_string_not_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(placed(res, "a", 6), 0);
+    assert_non_null(strstr(tu_str(g, "reason"), "sub-group"));
+    cJSON_Delete(res);
+    free(y);
+    free(base);
+}
+
+/* A whole LWS (gang-scope: lws) whose groups have LWS subgroups: each group
+ * one sub-group of sub-groups, in one block (exclusive-topology), each of
+ * its subgroups (subGroupPolicy subGroupSize 4, subgroup-exclusive-topology)
+ * in one NVLink domain inside it. 2 groups of 8; block b1 has NVLink domains
+ * of 6 and 2 GPUs (8: it holds a group by count but not its subgroups), b2
+ * and b3 two of 4 each. Before, a whole LWS's subgroups were not placed: a
+ * group took b1, its second subgroup split 2 + 2 across b1's domains. */
+static void test_lws_whole_with_subgroups(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    static const char *const cl[] = {"c1", "c1", "c1", "c2", "c3", "c3", "c4", "c4", "c5", "c5",
+                                     "c6", "c6"};
+    for (int i = 0; i < 12; i++) {
+        char n[16], b[4];
+        int blk = i < 4 ? 1 : i < 8 ? 2 : 3;
+        snprintf(n, sizeof n, "b%d%s-n%d", blk, cl[i], i);
+        snprintf(b, sizeof b, "b%d", blk);
+        node(&y, n, b, cl[i], 2);
+    }
+    tu_cat(&y, "---\napiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: ws, "
+               "namespace: ml, annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: "
+               "topogang.io/block, leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: "
+               "nvidia.com/gpu.clique}}\nspec:\n  replicas: 2\n  leaderWorkerTemplate: {size: 8, "
+               "subGroupPolicy: {subGroupSize: 4}}\n");
+    for (int g = 0; g < 2; g++)
+        for (int w = 0; w < 8; w++) {
+            char pod[64], sts[64];
+            snprintf(pod, sizeof pod, w ? "ws-%d-%d" : "ws-%d", g, w);
+            snprintf(sts, sizeof sts, w ? "ws-%d" : "ws", g);
+            tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
+                       "  labels: {leaderworkerset.sigs.k8s.io/name: ws, leaderworkerset.sigs.k8s.io/"
+                       "group-index: \"%d\", leaderworkerset.sigs.k8s.io/worker-index: \"%d\", "
+                       "leaderworkerset.sigs.k8s.io/subgroup-index: \"%d\"}\n"
+                       "  annotations: {topogang.io/gang-scope: lws}\n"
+                       "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: %s, uid: u-%s, "
+                       "controller: true}]\nspec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
+                       "    resources: {requests: {nvidia.com/gpu: 1}}\n", pod, g, w, w / 4, sts, sts);
+        }
+    cJSON *res = tu_simulate(POLICY, y);
+    const cJSON *g = tu_gang(res, "ml/LeaderWorkerSet/ws");
+    assert_non_null(g);
+    if (strcmp(tu_str(g, "status"), "Scheduled"))
+        fprintf(stderr, "reason: %s\n", tu_str(g, "reason"));
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "subGroups")), 4);
+    char blk[2] = {0, 0};
+    for (int gi = 0; gi < 2; gi++) {
+        char first[2][32];
+        for (int w = 0; w < 8; w++) {
+            char key[64], c[32];
+            snprintf(key, sizeof key, w ? "ml/ws-%d-%d" : "ml/ws-%d", gi, w);
+            const char *n = tu_node_of(res, key);
+            assert_non_null(n);
+            snprintf(c, sizeof c, "%.*s", (int)strcspn(n, "-"), n); /* "b2c3" */
+            if (w % 4 == 0)
+                strcpy(first[w / 4], c);
+            assert_string_equal(c, first[w / 4]); /* each subgroup in one NVLink domain */
+            assert_int_equal(c[1], first[0][1]);  /* the group in one block */
+        }
+        assert_string_not_equal(first[0], first[1]);
+        blk[gi] = first[0][1];
+        assert_int_not_equal(blk[gi], '1'); /* b1 holds a group by count only */
+    }
+    assert_int_not_equal(blk[0], blk[1]);
+    cJSON_Delete(res);
+    free(y);
+}
+
 /* Volcano gang v (minMember min) with one entry "p": sub-groups of `size`
  * by volcano.sh/partition, each in one NVLink domain, minSubGroups msg. */
 static cJSON *vc_min(char **y, int min, int size, int msg)
@@ -1301,12 +1486,14 @@ int main(void)
         cmocka_unit_test(test_search_packs_as_plain),
         cmocka_unit_test(test_kai_subgroups),
         cmocka_unit_test(test_volcano_subgroup_policy),
+        cmocka_unit_test(test_kai_nested_parent_topology),
         cmocka_unit_test(test_preemption_honours_subgroups),
         cmocka_unit_test(test_jobset_child_jobs),
         cmocka_unit_test(test_jobset_joint_and_bad_level),
         cmocka_unit_test(test_lws_whole_gang),
         cmocka_unit_test(test_lws_group_exclusive),
         cmocka_unit_test(test_volcano_min_subgroups),
+        cmocka_unit_test(test_lws_whole_with_subgroups),
         cmocka_unit_test(test_lws_subgroup_policy),
         cmocka_unit_test(test_lws_subgroup_leader_excluded),
         cmocka_unit_test(test_lws_subgroup_bad),

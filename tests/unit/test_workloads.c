@@ -361,9 +361,10 @@ static void test_volcano_subgroup_policy(void **state)
     tg_podgroup_free(&g);
 }
 
-/* KAI's nested sub-groups (spec.subGroups[].parent): a parent only groups
- * its leaves (the leaves are the sub-groups, each with its own constraint);
- * a parent with a topologyConstraint of its own is refused naming the field. */
+/* KAI's nested sub-groups (spec.subGroups[].parent): the leaves are the
+ * sub-groups, each with its own constraint; a parent with a
+ * topologyConstraint of its own is kept (pg->outer) and its leaves point at
+ * it; constraints nested more than one level are refused naming the field. */
 static void test_kai_nested_subgroups(void **state)
 {
     (void)state;
@@ -385,9 +386,24 @@ static void test_kai_nested_subgroups(void **state)
            "{\"name\":\"k\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":4,\"subGroups\":["
            "{\"name\":\"decode\",\"topologyConstraint\":{\"requiredTopologyLevel\":\"topogang.io/rack\"}},"
            "{\"name\":\"d0\",\"parent\":\"decode\",\"minMember\":2}]}}");
+    assert_null(g->problem);
+    assert_int_equal(g->nsubs, 1);
+    assert_int_equal(g->nouter, 1);
+    assert_string_equal(tg_str(g->outer[0].name), "decode");
+    assert_string_equal(tg_str(g->outer[0].required), "topogang.io/rack");
+    assert_string_equal(tg_str(g->subs[0].name), "d0");
+    assert_int_equal(g->subs[0].outer, 1);
+    tg_podgroup_free(&g);
+    /* a constrained parent of a parent: refused, naming the field */
+    g = pg("{\"apiVersion\":\"scheduling.run.ai/v2alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
+           "{\"name\":\"k\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":4,\"subGroups\":["
+           "{\"name\":\"all\",\"topologyConstraint\":{\"requiredTopologyLevel\":\"topogang.io/block\"}},"
+           "{\"name\":\"decode\",\"parent\":\"all\"},"
+           "{\"name\":\"d0\",\"parent\":\"decode\",\"minMember\":2}]}}");
     assert_non_null(g->problem);
     assert_non_null(strstr(g->problem, "spec.subGroups[0].topologyConstraint: a constraint over "
-                                       "nested sub-groups is not supported yet"));
+                                       "sub-groups nested more than one level (its child decode "
+                                       "has children) is not supported"));
     assert_true(nwarn >= 1);
     tg_podgroup_free(&g);
 }
