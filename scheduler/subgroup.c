@@ -77,7 +77,8 @@ static int inside(const struct tg_tree *t, uint32_t d, uint32_t o)
 
 static int same_need(const struct solver *v, uint32_t a, uint32_t b)
 {
-    if (eff_level(v, a) != eff_level(v, b))
+    if (eff_level(v, a) != eff_level(v, b) ||
+        (v->p->nouter && v->p->outer[a] != v->p->outer[b])) /* inside different domains */
         return 0;
     for (uint32_t s = 0; s < v->p->nsets; s++)
         if (need_of(v->p, a, s) != need_of(v->p, b, s))

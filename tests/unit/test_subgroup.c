@@ -758,6 +758,8 @@ static void test_kai_nested_parent_topology(void **state)
  * of 6 and 2 GPUs (8: it holds a group by count but not its subgroups), b2
  * and b3 two of 4 each. Before, a whole LWS's subgroups were not placed: a
  * group took b1, its second subgroup split 2 + 2 across b1's domains. */
+static void lws_as(char **y, const char *name, int groups, int size, const char *scope,
+                   const char *ann, const char *sgp, int sub_size);
 static void test_lws_whole_with_subgroups(void **state)
 {
     (void)state;
@@ -771,25 +773,9 @@ static void test_lws_whole_with_subgroups(void **state)
         snprintf(b, sizeof b, "b%d", blk);
         node(&y, n, b, cl[i], 2);
     }
-    tu_cat(&y, "---\napiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: ws, "
-               "namespace: ml, annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: "
-               "topogang.io/block, leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: "
-               "nvidia.com/gpu.clique}}\nspec:\n  replicas: 2\n  leaderWorkerTemplate: {size: 8, "
-               "subGroupPolicy: {subGroupSize: 4}}\n");
-    for (int g = 0; g < 2; g++)
-        for (int w = 0; w < 8; w++) {
-            char pod[64], sts[64];
-            snprintf(pod, sizeof pod, w ? "ws-%d-%d" : "ws-%d", g, w);
-            snprintf(sts, sizeof sts, w ? "ws-%d" : "ws", g);
-            tu_cat(&y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
-                       "  labels: {leaderworkerset.sigs.k8s.io/name: ws, leaderworkerset.sigs.k8s.io/"
-                       "group-index: \"%d\", leaderworkerset.sigs.k8s.io/worker-index: \"%d\", "
-                       "leaderworkerset.sigs.k8s.io/subgroup-index: \"%d\"}\n"
-                       "  annotations: {topogang.io/gang-scope: lws}\n"
-                       "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: %s, uid: u-%s, "
-                       "controller: true}]\nspec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
-                       "    resources: {requests: {nvidia.com/gpu: 1}}\n", pod, g, w, w / 4, sts, sts);
-        }
+    lws_as(&y, "ws", 2, 8, "lws", "leaderworkerset.sigs.k8s.io/exclusive-topology: topogang.io/block, "
+           "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: nvidia.com/gpu.clique",
+           "{subGroupSize: 4}", 4);
     cJSON *res = tu_simulate(POLICY, y);
     const cJSON *g = tu_gang(res, "ml/LeaderWorkerSet/ws");
     assert_non_null(g);
@@ -1058,18 +1044,34 @@ static void test_jobset_joint_and_bad_level(void **state)
  * scope: the pods' topogang.io/gang-scope (NULL: none). */
 static void lws(char **y, const char *name, int groups, int size, const char *scope)
 {
+    lws_as(y, name, groups, size, scope, "leaderworkerset.sigs.k8s.io/exclusive-topology: "
+           "nvidia.com/gpu.clique", NULL, 0);
+}
+
+/* As lws, with the LWS's annotations `ann` (a YAML flow map's inside),
+ * its leaderWorkerTemplate.subGroupPolicy `sgp` (NULL: none) and, when
+ * sub_size > 0, each pod labelled subgroup-index worker / sub_size (as
+ * LWS's webhook labels them, LeaderWorker with size a multiple). */
+static void lws_as(char **y, const char *name, int groups, int size, const char *scope,
+                   const char *ann, const char *sgp, int sub_size)
+{
     tu_cat(y, "---\napiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: %s, "
-              "namespace: ml, annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: "
-              "nvidia.com/gpu.clique}}\nspec:\n  replicas: %d\n  leaderWorkerTemplate: {size: %d}\n",
-           name, groups, size);
+              "namespace: ml, annotations: {%s}}\nspec:\n  replicas: %d\n  leaderWorkerTemplate: {size: %d",
+           name, ann, groups, size);
+    if (sgp)
+        tu_cat(y, ", subGroupPolicy: %s", sgp);
+    tu_cat(y, "}\n");
     for (int g = 0; g < groups; g++)
         for (int w = 0; w < size; w++) {
-            char pod[64], sts[64];
+            char pod[64], sts[64], sg[64] = "";
             snprintf(pod, sizeof pod, w ? "%s-%d-%d" : "%s-%d", name, g, w);
             snprintf(sts, sizeof sts, w ? "%s-%d" : "%s", name, g);
+            if (sub_size > 0)
+                snprintf(sg, sizeof sg, ", leaderworkerset.sigs.k8s.io/subgroup-index: \"%d\"",
+                         w / sub_size);
             tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
                       "  labels: {leaderworkerset.sigs.k8s.io/name: %s, leaderworkerset.sigs.k8s.io/group-index: "
-                      "\"%d\", leaderworkerset.sigs.k8s.io/worker-index: \"%d\"}\n", pod, name, g, w);
+                      "\"%d\", leaderworkerset.sigs.k8s.io/worker-index: \"%d\"%s}\n", pod, name, g, w, sg);
             if (scope)
                 tu_cat(y, "  annotations: {topogang.io/gang-scope: %s}\n", scope);
             tu_cat(y, "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: %s, uid: u-%s, "
@@ -1344,6 +1346,37 @@ static int brute(const struct tg_tree *t, const uint32_t *count, uint32_t nsg, c
     return 0;
 }
 
+/* One block of 2-3 racks of 1-3 nodes, each node holding 0-4 members:
+ * per domain, what its nodes hold into count. */
+static void random_tree(struct tg_tree *t, const uint32_t *keys, uint32_t *count)
+{
+    assert_int_equal(tg_tree_init(t, keys, 3), 0);
+    uint32_t nr = 2 + rnd(2), slot = 0, nodecnt[16];
+    for (uint32_t r = 0; r < nr; r++) {
+        uint32_t nn = 1 + rnd(3);
+        for (uint32_t i = 0; i < nn; i++, slot++) {
+            char rv[8], nv[8];
+            snprintf(rv, sizeof rv, "r%u", r);
+            snprintf(nv, sizeof nv, "n%u", slot);
+            struct tg_label l[3] = {{keys[0], tg_intern("b1")}, {keys[1], tg_intern(rv)},
+                                    {keys[2], tg_intern(nv)}};
+            /* labels sorted by key id */
+            for (int a = 0; a < 3; a++)
+                for (int b = a + 1; b < 3; b++)
+                    if (l[b].key < l[a].key) {
+                        struct tg_label tmp = l[a];
+                        l[a] = l[b];
+                        l[b] = tmp;
+                    }
+            assert_int_equal(tg_tree_insert(t, slot, l, 3), 0);
+            nodecnt[slot] = rnd(5);
+        }
+    }
+    for (uint32_t s = 0; s < slot; s++)
+        for (uint32_t d = t->leaf[s]; d != UINT32_MAX; d = t->dom[d].parent)
+            count[d] += nodecnt[s];
+}
+
 static void test_property_vs_brute_force(void **state)
 {
     (void)state;
@@ -1351,33 +1384,8 @@ static void test_property_vs_brute_force(void **state)
     int agree = 0, feasible = 0;
     for (int trial = 0; trial < 400; trial++) {
         struct tg_tree t;
-        assert_int_equal(tg_tree_init(&t, keys, 3), 0);
-        /* one block, 2-3 racks, 1-3 nodes each */
-        uint32_t nr = 2 + rnd(2), slot = 0, nodecnt[16];
-        for (uint32_t r = 0; r < nr; r++) {
-            uint32_t nn = 1 + rnd(3);
-            for (uint32_t i = 0; i < nn; i++, slot++) {
-                char rv[8], nv[8];
-                snprintf(rv, sizeof rv, "r%u", r);
-                snprintf(nv, sizeof nv, "n%u", slot);
-                struct tg_label l[3] = {{keys[0], tg_intern("b1")}, {keys[1], tg_intern(rv)},
-                                        {keys[2], tg_intern(nv)}};
-                /* labels sorted by key id */
-                for (int a = 0; a < 3; a++)
-                    for (int b = a + 1; b < 3; b++)
-                        if (l[b].key < l[a].key) {
-                            struct tg_label tmp = l[a];
-                            l[a] = l[b];
-                            l[b] = tmp;
-                        }
-                assert_int_equal(tg_tree_insert(&t, slot, l, 3), 0);
-                nodecnt[slot] = rnd(5);
-            }
-        }
         uint32_t count[256] = {0};
-        for (uint32_t s = 0; s < slot; s++)
-            for (uint32_t d = t.leaf[s]; d != UINT32_MAX; d = t.dom[d].parent)
-                count[d] += nodecnt[s];
+        random_tree(&t, keys, count);
         uint32_t gang = t.bylevel[1][0];
         uint32_t nsg = 1 + rnd(5), lvl[8], need[8], dom[8], bdom[8];
         for (uint32_t k = 0; k < nsg; k++) {
@@ -1399,6 +1407,75 @@ static void test_property_vs_brute_force(void **state)
         tg_tree_free(&t);
     }
     assert_int_equal(agree, 400);
+    assert_true(feasible > 50 && feasible < 350); /* both outcomes exercised */
+}
+
+/* Sub-groups inside outer groups (KAI's constrained parents): 1-3 outer
+ * groups at the rack level, 1-4 sub-groups at the node level, each in an
+ * outer group or none. Brute force: every rack for each outer group, every
+ * node for each sub-group inside its outer group's rack; the solver agrees,
+ * and what it returns keeps each sub-group inside its outer group's domain. */
+static int brute_nested(const struct tg_tree *t, const uint32_t *count, uint32_t nsg,
+                        const uint32_t *lvl, const uint32_t *need, const uint32_t *outer,
+                        uint32_t nouter, uint32_t gang, uint32_t *odom, uint32_t *dom, uint32_t j)
+{
+    if (j < nouter) {
+        for (uint32_t i = 0; i < t->nbylevel[2]; i++) {
+            odom[j] = t->bylevel[2][i];
+            if (t->dom[odom[j]].nnodes &&
+                brute_nested(t, count, nsg, lvl, need, outer, nouter, gang, odom, dom, j + 1))
+                return 1;
+        }
+        return 0;
+    }
+    uint32_t k = j - nouter;
+    if (k == nsg)
+        return valid(t, count, nsg, need, dom, gang);
+    for (uint32_t i = 0; i < t->nbylevel[lvl[k]]; i++) {
+        uint32_t d = t->bylevel[lvl[k]][i];
+        if (!t->dom[d].nnodes || (outer[k] != UINT32_MAX && tg_tree_ancestor(t, d, 2) != odom[outer[k]]))
+            continue;
+        dom[k] = d;
+        if (brute_nested(t, count, nsg, lvl, need, outer, nouter, gang, odom, dom, j + 1))
+            return 1;
+    }
+    return 0;
+}
+
+static void test_property_nested_vs_brute_force(void **state)
+{
+    (void)state;
+    uint32_t keys[3] = {tg_intern("b"), tg_intern("r"), tg_intern("n")};
+    int feasible = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        struct tg_tree t;
+        uint32_t count[256] = {0};
+        random_tree(&t, keys, count);
+        uint32_t gang = t.bylevel[1][0], nouter = 1 + rnd(3), olvl[4] = {2, 2, 2, 2};
+        uint32_t nsg = 1 + rnd(4), lvl[8], need[8], outer[8], dom[8], bdom[8], odom[4], bodom[4];
+        for (uint32_t k = 0; k < nsg; k++) {
+            lvl[k] = 3;
+            need[k] = 1 + rnd(4);
+            outer[k] = rnd(nouter + 1);
+            outer[k] = outer[k] == nouter ? UINT32_MAX : outer[k];
+        }
+        uint32_t *cp[1] = {count};
+        struct tg_sgprob p = {&t, 1, cp, nsg, lvl, need, NULL, 0, NULL, nouter, outer, olvl, odom};
+        struct tg_arena a = {0};
+        struct tg_sgwhy why;
+        int got = tg_subgroup_solve(&p, gang, &a, dom, &why);
+        int want = brute_nested(&t, count, nsg, lvl, need, outer, nouter, gang, bodom, bdom, 0);
+        assert_int_equal(got, want);
+        if (got == 1) {
+            assert_true(valid(&t, count, nsg, need, dom, gang));
+            for (uint32_t k = 0; k < nsg; k++)
+                if (outer[k] != UINT32_MAX)
+                    assert_int_equal(tg_tree_ancestor(&t, dom[k], 2), odom[outer[k]]);
+        }
+        feasible += want;
+        tg_arena_free(&a);
+        tg_tree_free(&t);
+    }
     assert_true(feasible > 50 && feasible < 350); /* both outcomes exercised */
 }
 
@@ -1498,6 +1575,7 @@ int main(void)
         cmocka_unit_test(test_lws_subgroup_leader_excluded),
         cmocka_unit_test(test_lws_subgroup_bad),
         cmocka_unit_test(test_property_vs_brute_force),
+        cmocka_unit_test(test_property_nested_vs_brute_force),
         cmocka_unit_test(test_property_simulate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
