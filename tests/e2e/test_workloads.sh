@@ -397,18 +397,22 @@ EOF
 # 2 groups of 2 pods x 8 GPUs, each group a sub-group in one NVLink clique
 # (the LWS's exclusive-topology), the gang in one rack; group 0 complete
 # alone stays unbound (one gang per group would bind it at once).
-whole_pod() {  # whole_pod NS LWS GROUP WORKER STS-UID
+# whole_pod NS LWS GROUP WORKER STS-UID [GPUS ", MORE-LABELS" ", MORE-ANNOTATIONS"]:
+# a pod of a whole-LWS gang (defaults: 8 GPUs, no more labels, required rack
+# and exclusive-topology on the cliques; "" for none)
+whole_pod() {
   local ns=$1 lws=$2 g=$3 w=$4 name=$2-$3
+  local ann=${8-", topogang.io/topology-required: rack, leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique"}
   [ "$w" = 0 ] || name=$2-$3-$4
   $K create -n "$ns" -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
 metadata:
   name: $name
-  labels: {leaderworkerset.sigs.k8s.io/name: $lws, leaderworkerset.sigs.k8s.io/group-index: "$g", leaderworkerset.sigs.k8s.io/worker-index: "$w"}
-  annotations: {topogang.io/gang-scope: lws, topogang.io/topology-required: rack, leaderworkerset.sigs.k8s.io/exclusive-topology: nvidia.com/gpu.clique}
+  labels: {leaderworkerset.sigs.k8s.io/name: $lws, leaderworkerset.sigs.k8s.io/group-index: "$g", leaderworkerset.sigs.k8s.io/worker-index: "$w"${7:-}}
+  annotations: {topogang.io/gang-scope: lws$ann}
   ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: $lws, uid: $5, controller: true, blockOwnerDeletion: true}]
-spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
+spec: {schedulerName: topogang, terminationGracePeriodSeconds: 0, containers: [$(gpus "${6:-8}")]}
 EOF
 }
 # An LWS of 8-GPU pods and its leader StatefulSet (no pods: the cases make
@@ -728,6 +732,37 @@ EOF
   wipe vsg
 }
 
+# A whole LWS (gang-scope: lws) whose group has LWS subgroups (issue 20):
+# the group in one rack (exclusive-topology), each subgroup of 3 pods x 4
+# GPUs in one NVLink clique inside it (subGroupPolicy subGroupSize 3 and
+# subgroup-exclusive-topology). A pod of no scheduler fills gpu-00002, so
+# rack-0 has 24 GPUs free (clique-0 16, clique-1 8): it holds the group by
+# count, and best fit picks it, but its subgroups only in rack-1. Before, a
+# whole LWS's subgroups were not placed: the group took rack-0 and its second
+# subgroup split across clique-0 and clique-1.
+case_lws_whole_subgroups() {
+  newns lwsn
+  $K create -n lwsn -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: other, labels: {app: other}}
+spec: {nodeName: gpu-00002, terminationGracePeriodSeconds: 0, containers: [$(gpus 8)]}
+EOF
+  local suid w; suid=$(lws_8gpu lwsn wn "leaderworkerset.sigs.k8s.io/exclusive-topology: topogang.io/rack, leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: nvidia.com/gpu.clique" 1 \
+    "    size: 6
+    subGroupPolicy: {subGroupSize: 3}")
+  for w in 0 1 2 3 4 5; do
+    whole_pod lwsn wn 0 $w "$suid" 4 ", leaderworkerset.sigs.k8s.io/subgroup-index: \"$((w / 3))\"" ""
+  done
+  wait_for 30 "6 pods bound" bound_is lwsn leaderworkerset.sigs.k8s.io/name=wn 6 || return
+  check "subgroup 0 in one clique" one_clique lwsn leaderworkerset.sigs.k8s.io/subgroup-index=0
+  check "subgroup 1 in one clique" one_clique lwsn leaderworkerset.sigs.k8s.io/subgroup-index=1
+  check "the group in one rack" one_rack lwsn leaderworkerset.sigs.k8s.io/name=wn
+  check "the group in rack-1 (rack-0 holds it by count only)" \
+    [ "$(label_of "$(pods lwsn leaderworkerset.sigs.k8s.io/name=wn | awk 'NR == 1 {print $2}')" 'topogang\.io/rack')" = rack-0-0-1 ]
+  wipe lwsn
+}
+
 # Volcano's minSubGroups (issue 20), as Volcano reads it: the gang is ready
 # with minMember placed and at least minSubGroups of the entry's sub-groups
 # whole. Partition a has its 4 workers (4 GPUs each: one clique of 2 nodes x
@@ -787,6 +822,7 @@ run_case case_trainjob
 run_case case_lws
 run_case case_lws_whole
 run_case case_lws_subgroups
+run_case case_lws_whole_subgroups
 run_case case_volcano_subgroups
 run_case case_volcano_min_subgroups
 run_case case_kubeflow
