@@ -30,6 +30,16 @@ static void node(char **y, const char *name, const char *b, const char *c, int g
     tu_node_labels(y, name, labels, gpus);
 }
 
+/* n nodes "<b><c>-n<i>" of gpus GPUs in block b, clique c. */
+static void clique_nodes(char **y, const char *b, const char *c, int n, int gpus)
+{
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s%s-n%d", b, c, i);
+        node(y, name, b, c, gpus);
+    }
+}
+
 /* n one-GPU pods of gang g, labelled sub-group sg (NULL: none) or ranked from rank0. */
 static void sgpods(char **y, const char *prefix, const char *g, const char *sg, int n, int rank0)
 {
@@ -499,23 +509,36 @@ static void vc_group(char **y, int min, const char *pol)
               "highestTierAllowed: 2}\n  subGroupPolicy:\n%s", min, pol);
 }
 
-/* n one-GPU pods "<prefix>-<i>" of Volcano gang v with labels `labels`. */
-static void vc_pods(char **y, const char *prefix, const char *labels, int n)
+/* n one-GPU pods "<prefix>-<i>" with annotations `ann` and labels `labels`
+ * (YAML flow maps' insides). */
+static void peer_pods(char **y, const char *prefix, const char *ann, const char *labels, int n)
 {
     for (int i = 0; i < n; i++)
         tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%d\n  namespace: ml\n"
-                  "  annotations: {scheduling.k8s.io/group-name: v}\n  labels: {%s}\n"
+                  "  annotations: {%s}\n  labels: {%s}\n"
                   "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
-                  "    resources: {requests: {nvidia.com/gpu: 1}}\n", prefix, i, labels);
+                  "    resources: {requests: {nvidia.com/gpu: 1}}\n", prefix, i, ann, labels);
+}
+
+/* ... of Volcano gang v. */
+static void vc_pods(char **y, const char *prefix, const char *labels, int n)
+{
+    peer_pods(y, prefix, "scheduling.k8s.io/group-name: v", labels, n);
+}
+
+/* The gang of a peer's PodGroup `key` ("ml/v": its podGroup names it). */
+static const cJSON *gang_of_pg(const cJSON *res, const char *key)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "gangs"))
+        if (tu_str(it, "podGroup") && strstr(tu_str(it, "podGroup"), key))
+            return it;
+    return NULL;
 }
 
 static const cJSON *gang_v(const cJSON *res)
 {
-    const cJSON *it;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "gangs"))
-        if (tu_str(it, "podGroup") && strstr(tu_str(it, "podGroup"), "ml/v"))
-            return it;
-    return NULL;
+    return gang_of_pg(res, "ml/v");
 }
 
 /* Volcano's spec.subGroupPolicy: pods its labelSelector matches form one
@@ -653,21 +676,23 @@ static void kai_nested(char **y, const char *plevel)
     for (int k = 0; k < 4; k++)
         tu_cat(y, "  - {name: %s, parent: %s, minMember: %d, topologyConstraint: "
                   "{requiredTopologyLevel: nvidia.com/gpu.clique}}\n", leaf[k], par[k], size[k]);
-    for (int k = 0; k < 4; k++)
-        for (int i = 0; i < size[k]; i++)
-            tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%d\n  namespace: ml\n"
-                      "  annotations: {pod-group-name: k}\n  labels: {kai.scheduler/subgroup-name: %s}\n"
-                      "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
-                      "    resources: {requests: {nvidia.com/gpu: 1}}\n", leaf[k], i, leaf[k]);
+    for (int k = 0; k < 4; k++) {
+        char label[64];
+        snprintf(label, sizeof label, "kai.scheduler/subgroup-name: %s", leaf[k]);
+        peer_pods(y, leaf[k], "pod-group-name: k", label, size[k]);
+    }
 }
 
-static const cJSON *gang_k(const cJSON *res)
+/* Simulates the cluster `nodes` with kai_nested(plevel); *g: gang k. */
+static cJSON *kai_try(const char *nodes, const char *plevel, const cJSON **g)
 {
-    const cJSON *it;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "gangs"))
-        if (tu_str(it, "podGroup") && strstr(tu_str(it, "podGroup"), "ml/k"))
-            return it;
-    return NULL;
+    char *y = strdup(nodes);
+    kai_nested(&y, plevel);
+    cJSON *res = tu_simulate(POLICY, y);
+    free(y);
+    *g = gang_of_pg(res, "ml/k");
+    assert_non_null(*g);
+    return res;
 }
 
 /* The block of pod ml/<prefix>-0's node ("b1-..." names carry it). */
@@ -693,24 +718,12 @@ static void test_kai_nested_parent_topology(void **state)
 {
     (void)state;
     char *y = NULL;
-    for (int i = 0; i < 5; i++) { /* b1: c1 = 10 GPUs, c2 = 2; b2: c3, c4 = 8 each */
-        char n[16];
-        snprintf(n, sizeof n, "b1c1-n%d", i);
-        node(&y, n, "b1", "c1", 2);
-    }
-    node(&y, "b1c2-n0", "b1", "c2", 2);
-    for (int c = 3; c <= 4; c++)
-        for (int i = 0; i < 4; i++) {
-            char n[16], cl[8];
-            snprintf(n, sizeof n, "b2c%d-n%d", c, i);
-            snprintf(cl, sizeof cl, "c%d", c);
-            node(&y, n, "b2", cl, 2);
-        }
-    char *base = strdup(y);
-    kai_nested(&y, "topogang.io/block");
-    cJSON *res = tu_simulate(POLICY, y);
-    const cJSON *g = gang_k(res);
-    assert_non_null(g);
+    clique_nodes(&y, "b1", "c1", 5, 2); /* b1: c1 = 10 GPUs, c2 = 2; b2: c3, c4 = 8 each */
+    clique_nodes(&y, "b1", "c2", 1, 2);
+    clique_nodes(&y, "b2", "c3", 4, 2);
+    clique_nodes(&y, "b2", "c4", 4, 2);
+    const cJSON *g;
+    cJSON *res = kai_try(y, "topogang.io/block", &g);
     if (strcmp(tu_str(g, "status"), "Scheduled"))
         fprintf(stderr, "reason: %s\n", tu_str(g, "reason"));
     assert_string_equal(tu_str(g, "status"), "Scheduled");
@@ -725,30 +738,21 @@ static void test_kai_nested_parent_topology(void **state)
     assert_int_equal(block_of(res, "c"), '1'); /* p2 in b1 */
     assert_int_equal(block_of(res, "d"), '1');
     cJSON_Delete(res);
-    free(y);
 
     /* a parent level the policy lacks: refused naming the parent's field */
-    y = strdup(base);
-    kai_nested(&y, "no-such-level");
-    res = tu_simulate(POLICY, y);
-    g = gang_k(res);
+    res = kai_try(y, "no-such-level", &g);
     assert_string_not_equal(tu_str(g, "status"), "Scheduled");
     assert_non_null(strstr(tu_str(g, "reason"), "spec.subGroups[name=p1].topologyConstraint."
                                                 "requiredTopologyLevel: \"no-such-level\""));
     cJSON_Delete(res);
-    free(y);
 
     /* parents each in one NVLink domain: p2 (11) has none; p1 (8) would */
-    y = strdup(base);
-    kai_nested(&y, "nvidia.com/gpu.clique");
-    res = tu_simulate(POLICY, y);
-    g = gang_k(res);
+    res = kai_try(y, "nvidia.com/gpu.clique", &g);
     assert_string_not_equal(tu_str(g, "status"), "Scheduled");
     assert_int_equal(placed(res, "a", 6), 0);
     assert_non_null(strstr(tu_str(g, "reason"), "sub-group"));
     cJSON_Delete(res);
     free(y);
-    free(base);
 }
 
 /* A whole LWS (gang-scope: lws) whose groups have LWS subgroups: each group
@@ -764,15 +768,11 @@ static void test_lws_whole_with_subgroups(void **state)
 {
     (void)state;
     char *y = NULL;
-    static const char *const cl[] = {"c1", "c1", "c1", "c2", "c3", "c3", "c4", "c4", "c5", "c5",
-                                     "c6", "c6"};
-    for (int i = 0; i < 12; i++) {
-        char n[16], b[4];
-        int blk = i < 4 ? 1 : i < 8 ? 2 : 3;
-        snprintf(n, sizeof n, "b%d%s-n%d", blk, cl[i], i);
-        snprintf(b, sizeof b, "b%d", blk);
-        node(&y, n, b, cl[i], 2);
-    }
+    static const char *const blk_of[] = {"b1", "b1", "b2", "b2", "b3", "b3"};
+    static const char *const cl[] = {"c1", "c2", "c3", "c4", "c5", "c6"};
+    static const int nn[] = {3, 1, 2, 2, 2, 2};
+    for (int i = 0; i < 6; i++)
+        clique_nodes(&y, blk_of[i], cl[i], nn[i], 2);
     lws_as(&y, "ws", 2, 8, "lws", "leaderworkerset.sigs.k8s.io/exclusive-topology: topogang.io/block, "
            "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: nvidia.com/gpu.clique",
            "{subGroupSize: 4}", 4);
