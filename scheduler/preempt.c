@@ -334,7 +334,9 @@ static int collect_indexed(struct plan *x)
             i++;
         x->judged = r ? g : NULL;
         x->judged_over = r ? over : 0;
-        int rc = i < g->nmembers ? unit_of(x, g->members[i]) : 0;
+        /* no unit of g exists yet (the walk meets a gang once, before any
+         * other unit is made): made at once, without unit_of's lookups */
+        int rc = i < g->nmembers && !make_unit(x, g, g->members[i]) ? TG_ENOMEM : 0;
         x->judged = NULL;
         if (rc)
             return rc;
