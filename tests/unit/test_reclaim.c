@@ -10,7 +10,10 @@
  *   - inside one queue, preemption stays by priority (a higher-priority gang
  *     evicts, an equal one does not);
  *   - a system-critical pod is never a victim;
- *   - a property over random cases: no reclaim takes a queue below its share. */
+ *   - a property over random cases: no reclaim takes a queue below its share;
+ *   - tg_preempt_plan itself: a reclaim stops before counting when no rack
+ *     has the room; by priority with queues on, only the preemptor's own
+ *     queue's gangs are victims (queues off: any). */
 #include "testutil.h"
 #include "config/policy.h"
 #include "scheduler/counts.h"
