@@ -208,6 +208,13 @@ static int split_members(struct plan *x, struct unit *whole)
     return 0;
 }
 
+/* Preemption by priority with tenant queues on takes only pods of no gang and
+ * gangs of the preemptor's own queue (issue 19: between queues, reclaim). */
+static int own_queue(const struct tg_preempt_in *in, const struct tg_grec *g)
+{
+    return !in->queue || !g || g->queue == in->queue;
+}
+
 /* Builds the unit of a gang or a lone pod (an elastic gang's: its members'). */
 static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage *u)
 {
@@ -225,8 +232,7 @@ static struct unit *make_unit(struct plan *x, struct tg_grec *g, struct tg_usage
     if (judged)
         un->over = x->judged_over;
     int ok = (in->reclaim ? g && (judged || in->reclaim->victim(in->reclaim->ud, g, &un->over))
-                          : un->prio < in->priority &&
-                                (!in->queue || !g || g->queue == in->queue)) &&
+                          : un->prio < in->priority && own_queue(in, g)) &&
              !(g && in->exclude && !strcmp(g->key, in->exclude));
     for (uint32_t i = 0; i < un->nrecs; i++) {
         const struct tg_usage *r = un->recs[i];
@@ -307,9 +313,10 @@ static int scan_model(struct plan *x, int units)
     return 0;
 }
 
-/* Units from the victims index (gang.h): only gangs of lower priority and
- * the records of no gang, never every placed pod. A unit is what the scan
- * would make: a gang counts when one of its members is visible. */
+/* Units from the victims index (gang.h): only gangs of lower priority (with
+ * tenant queues, of the preemptor's queue) and the records of no gang, never
+ * every placed pod. A unit is what the scan would make: a gang counts when
+ * one of its members is visible. */
 static int collect_indexed(struct plan *x)
 {
     struct tg_placed_it it = {0};
@@ -320,12 +327,16 @@ static int collect_indexed(struct plan *x)
         double over;
         if (r && !r->victim(r->ud, g, &over))
             continue; /* reclaim: no unit for a gang its rule refuses (units_in skips it) */
+        if (!r && !own_queue(x->in, g))
+            continue; /* nor for another queue's gang (make_unit would refuse it) */
         uint32_t i = 0;
         while (i < g->nmembers && g->members[i]->hidden)
             i++;
         x->judged = r ? g : NULL;
         x->judged_over = r ? over : 0;
-        int rc = i < g->nmembers ? unit_of(x, g->members[i]) : 0;
+        /* no unit of g exists yet (the walk meets a gang once, before any
+         * other unit is made): made at once, without unit_of's lookups */
+        int rc = i < g->nmembers && !make_unit(x, g, g->members[i]) ? TG_ENOMEM : 0;
         x->judged = NULL;
         if (rc)
             return rc;

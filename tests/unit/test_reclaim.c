@@ -10,7 +10,10 @@
  *   - inside one queue, preemption stays by priority (a higher-priority gang
  *     evicts, an equal one does not);
  *   - a system-critical pod is never a victim;
- *   - a property over random cases: no reclaim takes a queue below its share. */
+ *   - a property over random cases: no reclaim takes a queue below its share;
+ *   - tg_preempt_plan itself: a reclaim stops before counting when no rack
+ *     has the room; by priority with queues on, only the preemptor's own
+ *     queue's gangs are victims (queues off: any). */
 #include "testutil.h"
 #include "config/policy.h"
 #include "scheduler/counts.h"
@@ -498,6 +501,44 @@ static int any_set(void *ud, struct tg_grec *const *gs, uint32_t n, char *buf, s
     return 1;
 }
 
+/* An engine on a fixed clock holding what y describes (nodes, Queues,
+ * PodGroups, bound pods) into e and d (the caller frees both); gang's
+ * pending pods into pend (room for 4: *np) and its PodGroup into *pg. */
+static void load_engine(const char *y, const char *gang, struct tg_simdata *d, struct tg_engine *e,
+                        struct tg_pod **pend, uint32_t *np, const struct tg_podgroup **pg)
+{
+    static struct tg_clock clk = {fixed_clock, NULL};
+    struct tg_sb err = {0};
+    tg_simdata_init(d);
+    d->quiet = 1;
+    assert_int_equal(tg_simdata_load_string(d, y, strlen(y), "t.yaml", &err), 0);
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    assert_int_equal(tg_policy_parse(POLICY, strlen(POLICY), "policy", &pol, &err), 0);
+    assert_int_equal(tg_engine_init(e, &pol, &clk), 0);
+    if (d->nqueues)
+        assert_int_equal(tg_engine_queues_set(e, (const struct tg_queue_obj *const *)d->queues,
+                                              d->nqueues), 0);
+    for (uint32_t i = 0; i < d->nnodes; i++)
+        assert_int_equal(tg_engine_node_set(e, tg_node_clone(d->nodes[i])), 0);
+    for (uint32_t i = 0; i < d->npgs; i++)
+        tg_engine_podgroup_set(e, d->pgs[i]);
+    *np = 0;
+    *pg = NULL;
+    for (uint32_t i = 0; i < d->npgs; i++)
+        if (!strcmp(d->pgs[i]->key, gang))
+            *pg = d->pgs[i];
+    assert_non_null(*pg);
+    for (uint32_t i = 0; i < d->npods; i++) {
+        struct tg_pod *p = d->pods[i].pod;
+        if (p->node)
+            assert_int_equal(tg_engine_bound_set(e, p), 0);
+        else if (*np < 4)
+            pend[(*np)++] = p;
+    }
+    tg_sb_free(&err);
+}
+
 /* tg_preempt_plan under a reclaim rule for ml/big (3 x 8 GPUs, one rack
  * required) on two racks of 2 nodes x 8 GPUs, every node full: r0 holds
  * ml/v (8 GPUs, takeable) and ml/k, r1 ml/k2. No rack's free room plus
@@ -532,34 +573,11 @@ static void plan_direct(int mode, char *reason, size_t n)
                NULL);
     }
     struct tg_simdata d;
-    struct tg_sb err = {0};
-    tg_simdata_init(&d);
-    d.quiet = 1;
-    assert_int_equal(tg_simdata_load_string(&d, y, strlen(y), "t.yaml", &err), 0);
-    struct tg_policy pol;
-    tg_policy_default(&pol);
-    assert_int_equal(tg_policy_parse(POLICY, strlen(POLICY), "policy", &pol, &err), 0);
     struct tg_engine e;
-    struct tg_clock clk = {fixed_clock, NULL};
-    assert_int_equal(tg_engine_init(&e, &pol, &clk), 0);
-    for (uint32_t i = 0; i < d.nnodes; i++)
-        assert_int_equal(tg_engine_node_set(&e, tg_node_clone(d.nodes[i])), 0);
-    for (uint32_t i = 0; i < d.npgs; i++)
-        tg_engine_podgroup_set(&e, d.pgs[i]);
     struct tg_pod *pend[4];
-    uint32_t np = 0;
-    const struct tg_podgroup *pg = NULL;
-    for (uint32_t i = 0; i < d.npgs; i++)
-        if (!strcmp(d.pgs[i]->key, "ml/big"))
-            pg = d.pgs[i];
-    assert_non_null(pg);
-    for (uint32_t i = 0; i < d.npods; i++) {
-        struct tg_pod *p = d.pods[i].pod;
-        if (p->node)
-            assert_int_equal(tg_engine_bound_set(&e, p), 0);
-        else
-            pend[np++] = p;
-    }
+    uint32_t np;
+    const struct tg_podgroup *pg;
+    load_engine(y, "ml/big", &d, &e, pend, &np, &pg);
     struct tg_gang view = {.name = "ml/big", .pg = pg, .pods = pend, .npods = np,
                            .anchor = TG_NONE, .within = TG_NONE, .priority = 1};
     struct tg_reclaim_rule rule = {v_victim, any_set, NULL};
@@ -581,7 +599,6 @@ static void plan_direct(int mode, char *reason, size_t n)
     tg_preemption_free(&out);
     tg_engine_free(&e);
     tg_simdata_free(&d);
-    tg_sb_free(&err);
     free(y);
 }
 
@@ -599,6 +616,64 @@ static void test_plan_stops_on_room(void **state)
                                 "unit(s) it may take gone");
 }
 
+/* tg_preempt_plan by priority (no reclaim rule) for ml/hi of team-a
+ * (priority 100, one pod of 8 GPUs) on one rack of 3 full nodes: a
+ * priority-1 gang of team-b on r0-n0 and r0-n1 (minMember 2: whole, it
+ * costs more than a gang of one pod), team-a's own priority-1 gang
+ * ml/a0 on r0-n2 (own = 1; else team-c's ml/c1 there). With tenant queues
+ * (in.queue) only a0 is a victim, and with no gang of its own queue below
+ * it the plan finds no unit at all; with in.queue 0 (queues off) any
+ * lower-priority gang is. The planner leaves other queues' gangs out of
+ * its units before making them (collect_indexed): a skip that dropped the
+ * preemptor's own queue, or applied with queues off, fails here. */
+static void queue_plan(int own, int queues_on, char *victim, size_t n)
+{
+    char *y = NULL;
+    nodes(&y, 1, 3);
+    queue(&y, "team-a", 8);
+    queue(&y, "team-b", 8);
+    queue(&y, "team-c", 8);
+    group(&y, "b1", "team-b", 2, 1, NULL);
+    bound(&y, "b1", 0, "r0-n0", 8, NULL);
+    bound(&y, "b1", 1, "r0-n1", 8, NULL);
+    group(&y, own ? "a0" : "c1", own ? "team-a" : "team-c", 1, 1, NULL);
+    bound(&y, own ? "a0" : "c1", 0, "r0-n2", 8, NULL);
+    group(&y, "hi", "team-a", 1, 100, NULL);
+    pending(&y, "hi", 1, 8);
+    struct tg_simdata d;
+    struct tg_engine e;
+    struct tg_pod *pend[4];
+    uint32_t np;
+    const struct tg_podgroup *pg;
+    load_engine(y, "ml/hi", &d, &e, pend, &np, &pg);
+    struct tg_gang view = {.name = "ml/hi", .pg = pg, .pods = pend, .npods = np,
+                           .anchor = TG_NONE, .within = TG_NONE, .priority = 100};
+    struct tg_preempt_in in = {.gang = &view, .priority = 100, .now_ms = 1000000,
+                               .evict_bare = 1, .queue = queues_on ? tg_intern("team-a") : 0};
+    struct tg_preemption out;
+    assert_int_equal(tg_preempt_plan(&e.sched, &e.gangs, &in, &out), 0);
+    snprintf(victim, n, "%s", out.nvictims == 1 && out.victims[0].gang ? out.victims[0].gang->key
+                              : out.nvictims ? "(several)" : out.reason);
+    tg_preemption_free(&out);
+    tg_engine_free(&e);
+    tg_simdata_free(&d);
+    free(y);
+}
+
+static void test_plan_priority_in_queue(void **state)
+{
+    (void)state;
+    char v[1024];
+    queue_plan(1, 1, v, sizeof v);
+    assert_string_equal(v, "ml/a0");
+    queue_plan(0, 1, v, sizeof v);
+    assert_string_equal(v, "preemption cannot help: no gang or pod of lower priority to evict");
+    queue_plan(1, 0, v, sizeof v); /* queues off: by priority and cost alone */
+    assert_string_equal(v, "ml/a0");
+    queue_plan(0, 0, v, sizeof v);
+    assert_string_equal(v, "ml/c1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -612,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_system_critical_kept),
         cmocka_unit_test(test_property_never_below_share),
         cmocka_unit_test(test_plan_stops_on_room),
+        cmocka_unit_test(test_plan_priority_in_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
