@@ -838,6 +838,10 @@ static void test_lws_whole_with_subgroups(void **state)
         assert_int_not_equal(blk[gi], '1'); /* b1 holds a group by count only */
     }
     assert_int_not_equal(blk[0], blk[1]);
+    /* simulate -o json: each group an outer group in its block, its subgroups inside */
+    static const char *const g0[] = {"0-0", "0-1"}, *const g1[] = {"1-0", "1-1"};
+    assert_outer(g, "0", "block", 8, g0, 2);
+    assert_outer(g, "1", "block", 8, g1, 2);
     cJSON_Delete(res);
     free(y);
 }
