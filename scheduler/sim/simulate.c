@@ -315,7 +315,8 @@ static int record_outer(const struct tg_policy *p, const struct tg_tree *t,
         const struct tg_subplace *sp = &dc->result.sub[k];
         o->subs[k].outer = (int32_t)j;
         u->npods += sp->npods;
-        uint32_t d = tg_tree_ancestor(t, sp->domain, req), e = tg_tree_ancestor(t, sp->domain, pref);
+        uint32_t d = tg_tree_ancestor(t, sp->domain, req);
+        uint32_t e = tg_tree_ancestor(t, sp->domain, pref);
         at = at == UINT32_MAX ? d : at;
         one_pref &= at_pref == UINT32_MAX || at_pref == e;
         at_pref = e;
@@ -630,6 +631,23 @@ static void queues_table(const struct tg_sim *sim, struct tg_sb *o)
     }
 }
 
+/* Entry i of a gang's "subGroups" or "outerGroups": name, level, domain
+ * (null: none), the outer group it is inside (NULL: none, not printed), pods. */
+static void subout_json(struct tg_sb *o, uint32_t i, const struct subout *u, const char *outer)
+{
+    tg_sb_puts(o, i ? ",{\"name\":" : "{\"name\":");
+    tg_sb_json_str(o, u->name);
+    tg_sb_puts(o, ",\"level\":");
+    tg_sb_json_str(o, u->level);
+    tg_sb_puts(o, ",\"domain\":");
+    json_str_or_null(o, u->domain);
+    if (outer) {
+        tg_sb_puts(o, ",\"outerGroup\":");
+        tg_sb_json_str(o, outer);
+    }
+    tg_sb_printf(o, ",\"pods\":%u}", u->npods);
+}
+
 void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
 {
     tg_sb_puts(o, "{\"gangs\":[");
@@ -668,30 +686,14 @@ void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
         if (ok && g->nsubs) {
             tg_sb_puts(o, "],\"subGroups\":[");
             for (uint32_t k = 0; k < g->nsubs; k++) {
-                tg_sb_puts(o, k ? ",{\"name\":" : "{\"name\":");
-                tg_sb_json_str(o, g->subs[k].name);
-                tg_sb_puts(o, ",\"level\":");
-                tg_sb_json_str(o, g->subs[k].level);
-                tg_sb_puts(o, ",\"domain\":");
-                tg_sb_json_str(o, g->subs[k].domain);
-                if (g->subs[k].outer >= 0) {
-                    tg_sb_puts(o, ",\"outerGroup\":");
-                    tg_sb_json_str(o, g->outs[g->subs[k].outer].name);
-                }
-                tg_sb_printf(o, ",\"pods\":%u}", g->subs[k].npods);
+                int32_t j = g->subs[k].outer;
+                subout_json(o, k, &g->subs[k], j >= 0 ? g->outs[j].name : NULL);
             }
         }
         if (ok && g->nouts) {
             tg_sb_puts(o, "],\"outerGroups\":[");
-            for (uint32_t j = 0; j < g->nouts; j++) {
-                tg_sb_puts(o, j ? ",{\"name\":" : "{\"name\":");
-                tg_sb_json_str(o, g->outs[j].name);
-                tg_sb_puts(o, ",\"level\":");
-                tg_sb_json_str(o, g->outs[j].level);
-                tg_sb_puts(o, ",\"domain\":");
-                json_str_or_null(o, g->outs[j].domain);
-                tg_sb_printf(o, ",\"pods\":%u}", g->outs[j].npods);
-            }
+            for (uint32_t j = 0; j < g->nouts; j++)
+                subout_json(o, j, &g->outs[j], NULL);
         }
         tg_sb_puts(o, "],\"rankCrossings\":");
         rank_json(sim, g, o);

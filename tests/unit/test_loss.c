@@ -293,14 +293,22 @@ static void replacement_never_on_failing_node(void **state)
     free(y);
 }
 
-/* A pod of gang g in sub-group sg (8 GPUs), bound to node (NULL: pending). */
-static void sg_pod(char **buf, const char *name, const char *sg, const char *node)
+/* A pod (8 GPUs) with metadata lines `meta`, bound to node (NULL: pending). */
+static void gpu_pod(char **buf, const char *name, const char *meta, const char *node)
 {
-    tu_cat(buf, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
-                "  labels: {topogang.io/pod-group: g, topogang.io/sub-group: %s}\n"
+    tu_cat(buf, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n%s"
                 "spec:\n  schedulerName: topogang\n%s%s%s  containers:\n  - name: c\n"
                 "    resources: {requests: {nvidia.com/gpu: 8}}\n",
-           name, sg, node ? "  nodeName: " : "", node ? node : "", node ? "\n" : "");
+           name, meta, node ? "  nodeName: " : "", node ? node : "", node ? "\n" : "");
+}
+
+/* A pod of gang g in sub-group sg, bound to node (NULL: pending). */
+static void sg_pod(char **buf, const char *name, const char *sg, const char *node)
+{
+    char meta[160];
+    snprintf(meta, sizeof meta,
+             "  labels: {topogang.io/pod-group: g, topogang.io/sub-group: %s}\n", sg);
+    gpu_pod(buf, name, meta, node);
 }
 
 /* Gang g: minMember 4, block required, sub-groups tp0 and tp1 of two pods,
@@ -364,14 +372,13 @@ static void replacement_in_its_subgroup(void **state)
     free(y);
 }
 
-/* A pod of KAI gang g in leaf `leaf` (8 GPUs), bound to node (NULL: pending). */
+/* A pod of KAI gang g in leaf `leaf`, bound to node (NULL: pending). */
 static void kai_pod(char **buf, const char *name, const char *leaf, const char *node)
 {
-    tu_cat(buf, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
-                "  annotations: {pod-group-name: g}\n  labels: {kai.scheduler/subgroup-name: %s}\n"
-                "spec:\n  schedulerName: topogang\n%s%s%s  containers:\n  - name: c\n"
-                "    resources: {requests: {nvidia.com/gpu: 8}}\n",
-           name, leaf, node ? "  nodeName: " : "", node ? node : "", node ? "\n" : "");
+    char meta[160];
+    snprintf(meta, sizeof meta, "  annotations: {pod-group-name: g}\n"
+                                "  labels: {kai.scheduler/subgroup-name: %s}\n", leaf);
+    gpu_pod(buf, name, meta, node);
 }
 
 /* KAI gang g (minMember 4): parents p1 and p2, each required in one rack;
@@ -484,7 +491,8 @@ int main(void)
         cmocka_unit_test(policy_keys), cmocka_unit_test(records_decoded),
         cmocka_unit_test(pod_started), cmocka_unit_test(replacement_tightest_domain),
         cmocka_unit_test(replacement_never_on_failing_node), cmocka_unit_test(no_replacement_policy),
-        cmocka_unit_test(replacement_in_its_subgroup), cmocka_unit_test(replacement_under_kai_parent),
+        cmocka_unit_test(replacement_in_its_subgroup),
+        cmocka_unit_test(replacement_under_kai_parent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

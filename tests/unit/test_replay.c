@@ -521,6 +521,18 @@ static void run_nodes(const cJSON *g, const char *p0, const char *p1, const char
     assert_non_null(*n1);
 }
 
+/* Racks r0 and r1 of two 8-GPU nodes each (r0-n0, r0-n1, ...). */
+static void two_racks(char **y)
+{
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 2; i++) {
+            char n[16], rk[8];
+            snprintf(n, sizeof n, "r%d-n%d", r, i);
+            snprintf(rk, sizeof rk, "r%d", r);
+            node(y, n, rk);
+        }
+}
+
 /* Two racks of two nodes. Single 8-GPU pods arrive every 150 s and run
  * 600 s: from 450 s on every node that frees up is taken again at once.
  * ml/big (2 x 8 GPUs, one rack, same priority: it cannot preempt) arrives
@@ -531,13 +543,7 @@ static void run_nodes(const cJSON *g, const char *p0, const char *p1, const char
 static char *starving_trace(void)
 {
     char *y = NULL;
-    for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 2; i++) {
-            char n[16], rk[8];
-            snprintf(n, sizeof n, "r%d-n%d", r, i);
-            snprintf(rk, sizeof rk, "r%d", r);
-            node(&y, n, rk);
-        }
+    two_racks(&y);
     pgroup(&y, "big", 2, NULL, "topology: {required: rack}, scheduleTimeoutSeconds: 86400");
     rpod(&y, "big-0", "big", 500, "600", 8, NULL, -1);
     rpod(&y, "big-1", "big", 500, "600", 8, NULL, -1);
@@ -559,13 +565,7 @@ static void reservation_for_subgroups(void **state)
 {
     (void)state;
     char *y = NULL;
-    for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 2; i++) {
-            char n[16], rk[8];
-            snprintf(n, sizeof n, "r%d-n%d", r, i);
-            snprintf(rk, sizeof rk, "r%d", r);
-            node(&y, n, rk);
-        }
+    two_racks(&y);
     pgroup(&y, "big", 4, NULL, "topology: {required: rack}, scheduleTimeoutSeconds: 86400, "
                                "subGroups: [{name: tp0, minMember: 2, topology: {required: node}}, "
                                "{name: tp1, minMember: 2, topology: {required: node}}]");
