@@ -51,6 +51,9 @@ struct outcome {
     char *pre_reason;                   /* its last preemption's or reclaim's reason */
     struct subout *subs;                /* a placed gang's sub-groups, nsubs of them */
     uint32_t nsubs;
+    struct subout *outs;                /* ... their outer groups (KAI's parents with a
+                                           topologyConstraint, a whole LWS's groups), nouts */
+    uint32_t nouts;
     int32_t *subof;                     /* per pod: its index in subs, -1 none */
 };
 
@@ -58,8 +61,9 @@ struct outcome {
 struct subout {
     char *name;
     char level[64];
-    char *domain;
+    char *domain;                       /* NULL: an outer group without leaves */
     uint32_t npods;
+    int32_t outer;                      /* a sub-group's outer group (index in outs), -1 none */
 };
 
 struct tg_sim {
@@ -107,6 +111,11 @@ static void outcome_free(struct outcome *o)
         free(o->subs[i].domain);
     }
     free(o->subs);
+    for (uint32_t i = 0; i < o->nouts; i++) {
+        free(o->outs[i].name);
+        free(o->outs[i].domain);
+    }
+    free(o->outs);
     free(o->subof);
     free(o->pods);
     free(o->node);
@@ -281,7 +290,54 @@ static int evict(struct tg_sim *sim, struct outcome *o, const struct tg_preempti
     return 0;
 }
 
-/* A placed gang's sub-groups: each one's level and domain, each pod's. */
+/* Tree level of an outer group's level (interned name or node label key; 0
+ * none or unknown: the whole cluster). */
+static uint32_t outer_lvl(const struct tg_policy *p, uint32_t id)
+{
+    int l = id ? tg_policy_level_any(p, id) : 0;
+    return l > 0 ? (uint32_t)l : 0;
+}
+
+/* Outer group j of pg as placed: the domain of its level holding its leaves'
+ * domains (its preferred level when they all lie inside one such domain, else
+ * its required one), the pods placed in them; its leaves' outer index. */
+static int record_outer(const struct tg_policy *p, const struct tg_tree *t,
+                        const struct tg_podgroup *pg, const struct tg_decision *dc,
+                        struct outcome *o, uint32_t j)
+{
+    struct subout *u = &o->outs[j];
+    uint32_t req = outer_lvl(p, pg->outer[j].required), pref = outer_lvl(p, pg->outer[j].preferred);
+    uint32_t at = UINT32_MAX, at_pref = UINT32_MAX;
+    int one_pref = pref > req;
+    for (uint32_t k = 0; k < o->nsubs; k++) {
+        if (k >= pg->nsubs || pg->subs[k].outer != j + 1)
+            continue;
+        const struct tg_subplace *sp = &dc->result.sub[k];
+        o->subs[k].outer = (int32_t)j;
+        u->npods += sp->npods;
+        uint32_t d = tg_tree_ancestor(t, sp->domain, req);
+        uint32_t e = tg_tree_ancestor(t, sp->domain, pref);
+        at = at == UINT32_MAX ? d : at;
+        one_pref &= at_pref == UINT32_MAX || at_pref == e;
+        at_pref = e;
+    }
+    uint32_t lvl = req;
+    if (one_pref && at_pref != UINT32_MAX) {
+        lvl = pref;
+        at = at_pref;
+    }
+    char name[128], path[512];
+    snprintf(u->level, sizeof u->level, "%s", lvl ? p->levels[lvl - 1].name : "cluster");
+    snprintf(name, sizeof name, "%s", tg_str(pg->outer[j].name));
+    u->outer = -1;
+    if (!(u->name = strdup(name)) ||
+        (at != UINT32_MAX && !(u->domain = strdup(tg_tree_path(t, at, path, sizeof path)))))
+        return TG_ENOMEM;
+    return 0;
+}
+
+/* A placed gang's sub-groups: each one's level and domain, each pod's; their
+ * outer groups' too. */
 static int record_subs(struct tg_sim *sim, struct outcome *o, const struct tg_decision *dc)
 {
     const struct tg_podgroup *pg = dc->gang->pg;
@@ -299,6 +355,7 @@ static int record_subs(struct tg_sim *sim, struct outcome *o, const struct tg_de
         snprintf(o->subs[k].level, sizeof o->subs[k].level, "%s",
                  sp->level ? p->levels[sp->level - 1].name : "cluster");
         o->subs[k].npods = sp->npods;
+        o->subs[k].outer = -1;
         if (!(o->subs[k].name = strdup(tg_subgroup_name(pg, k, name, sizeof name))) ||
             !(o->subs[k].domain = strdup(tg_tree_path(t, sp->domain, path, sizeof path))))
             return TG_ENOMEM;
@@ -307,6 +364,16 @@ static int record_subs(struct tg_sim *sim, struct outcome *o, const struct tg_de
         char why[8];
         int64_t sg = tg_subgroup_of(pg, o->pods[k], why, sizeof why);
         o->subof[k] = sg >= 0 && sg < o->nsubs ? (int32_t)sg : -1;
+    }
+    if (!pg->nouter)
+        return 0;
+    if (!(o->outs = calloc(pg->nouter, sizeof *o->outs)))
+        return TG_ENOMEM;
+    o->nouts = pg->nouter;
+    for (uint32_t j = 0; j < o->nouts; j++) {
+        int rc = record_outer(p, t, pg, dc, o, j);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -564,6 +631,23 @@ static void queues_table(const struct tg_sim *sim, struct tg_sb *o)
     }
 }
 
+/* Entry i of a gang's "subGroups" or "outerGroups": name, level, domain
+ * (null: none), the outer group it is inside (NULL: none, not printed), pods. */
+static void subout_json(struct tg_sb *o, uint32_t i, const struct subout *u, const char *outer)
+{
+    tg_sb_puts(o, i ? ",{\"name\":" : "{\"name\":");
+    tg_sb_json_str(o, u->name);
+    tg_sb_puts(o, ",\"level\":");
+    tg_sb_json_str(o, u->level);
+    tg_sb_puts(o, ",\"domain\":");
+    json_str_or_null(o, u->domain);
+    if (outer) {
+        tg_sb_puts(o, ",\"outerGroup\":");
+        tg_sb_json_str(o, outer);
+    }
+    tg_sb_printf(o, ",\"pods\":%u}", u->npods);
+}
+
 void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
 {
     tg_sb_puts(o, "{\"gangs\":[");
@@ -602,14 +686,14 @@ void tg_sim_json(const struct tg_sim *sim, struct tg_sb *o)
         if (ok && g->nsubs) {
             tg_sb_puts(o, "],\"subGroups\":[");
             for (uint32_t k = 0; k < g->nsubs; k++) {
-                tg_sb_puts(o, k ? ",{\"name\":" : "{\"name\":");
-                tg_sb_json_str(o, g->subs[k].name);
-                tg_sb_puts(o, ",\"level\":");
-                tg_sb_json_str(o, g->subs[k].level);
-                tg_sb_puts(o, ",\"domain\":");
-                tg_sb_json_str(o, g->subs[k].domain);
-                tg_sb_printf(o, ",\"pods\":%u}", g->subs[k].npods);
+                int32_t j = g->subs[k].outer;
+                subout_json(o, k, &g->subs[k], j >= 0 ? g->outs[j].name : NULL);
             }
+        }
+        if (ok && g->nouts) {
+            tg_sb_puts(o, "],\"outerGroups\":[");
+            for (uint32_t j = 0; j < g->nouts; j++)
+                subout_json(o, j, &g->outs[j], NULL);
         }
         tg_sb_puts(o, "],\"rankCrossings\":");
         rank_json(sim, g, o);

@@ -293,14 +293,22 @@ static void replacement_never_on_failing_node(void **state)
     free(y);
 }
 
-/* A pod of gang g in sub-group sg (8 GPUs), bound to node (NULL: pending). */
-static void sg_pod(char **buf, const char *name, const char *sg, const char *node)
+/* A pod (8 GPUs) with metadata lines `meta`, bound to node (NULL: pending). */
+static void gpu_pod(char **buf, const char *name, const char *meta, const char *node)
 {
-    tu_cat(buf, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
-                "  labels: {topogang.io/pod-group: g, topogang.io/sub-group: %s}\n"
+    tu_cat(buf, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n%s"
                 "spec:\n  schedulerName: topogang\n%s%s%s  containers:\n  - name: c\n"
                 "    resources: {requests: {nvidia.com/gpu: 8}}\n",
-           name, sg, node ? "  nodeName: " : "", node ? node : "", node ? "\n" : "");
+           name, meta, node ? "  nodeName: " : "", node ? node : "", node ? "\n" : "");
+}
+
+/* A pod of gang g in sub-group sg, bound to node (NULL: pending). */
+static void sg_pod(char **buf, const char *name, const char *sg, const char *node)
+{
+    char meta[160];
+    snprintf(meta, sizeof meta,
+             "  labels: {topogang.io/pod-group: g, topogang.io/sub-group: %s}\n", sg);
+    gpu_pod(buf, name, meta, node);
 }
 
 /* Gang g: minMember 4, block required, sub-groups tp0 and tp1 of two pods,
@@ -364,6 +372,85 @@ static void replacement_in_its_subgroup(void **state)
     free(y);
 }
 
+/* A pod of KAI gang g in leaf `leaf`, bound to node (NULL: pending). */
+static void kai_pod(char **buf, const char *name, const char *leaf, const char *node)
+{
+    char meta[160];
+    snprintf(meta, sizeof meta, "  annotations: {pod-group-name: g}\n"
+                                "  labels: {kai.scheduler/subgroup-name: %s}\n", leaf);
+    gpu_pod(buf, name, meta, node);
+}
+
+/* KAI gang g (minMember 4): parents p1 and p2, each required in one rack;
+ * p1's leaves a and b (one pod each), p2's leaf c (two pods), each leaf in
+ * one NVLink domain. a-0 runs on a1 (rack r1), c-0 and c-1 on b1 and b2
+ * (rack r2); b-0 lost its node: its recreated pod is pending. */
+static void kai_short(char **buf)
+{
+    tu_cat(buf, "---\napiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\n"
+                "metadata: {name: g, namespace: ml}\nspec:\n  minMember: 4\n  subGroups:\n"
+                "  - {name: p1, topologyConstraint: {requiredTopologyLevel: topogang.io/rack}}\n"
+                "  - {name: p2, topologyConstraint: {requiredTopologyLevel: topogang.io/rack}}\n"
+                "  - {name: a, parent: p1, minMember: 1, topologyConstraint: "
+                "{requiredTopologyLevel: nvidia.com/gpu.clique}}\n"
+                "  - {name: b, parent: p1, minMember: 1, topologyConstraint: "
+                "{requiredTopologyLevel: nvidia.com/gpu.clique}}\n"
+                "  - {name: c, parent: p2, minMember: 2, topologyConstraint: "
+                "{requiredTopologyLevel: nvidia.com/gpu.clique}}\n");
+    kai_pod(buf, "a-0", "a", "a1");
+    kai_pod(buf, "b-0", "b", NULL);
+    kai_pod(buf, "c-0", "c", "b1");
+    kai_pod(buf, "c-1", "c", "b2");
+}
+
+/* Issue 20: a running gang under KAI parents with a topologyConstraint of
+ * their own. Leaf b lost its only member: its replacement goes into an
+ * NVLink domain inside its parent p1's rack (r1, where its sibling a runs:
+ * c2's a2 or a3), not into the tightest free NVLink domain (c4, rack r2:
+ * where it goes without the parents' constraint). With no room in r1 (a2
+ * and a3 tainted NoExecute) it waits: b4 is never taken. simulate -o json
+ * names each parent's rack. */
+static void replacement_under_kai_parent(void **state)
+{
+    (void)state;
+    for (int broken = 0; broken < 2; broken++) {
+        char *y = NULL;
+        const char *taint = broken ? "taints: [{key: gpu-broken, effect: NoExecute}]" : NULL;
+        gpu_node(&y, "a1", "r1", "c1", NULL, NULL);
+        gpu_node(&y, "a2", "r1", "c2", taint, NULL);
+        gpu_node(&y, "a3", "r1", "c2", taint, NULL);
+        gpu_node(&y, "b1", "r2", "c3", NULL, NULL);
+        gpu_node(&y, "b2", "r2", "c3", NULL, NULL);
+        gpu_node(&y, "b4", "r2", "c4", NULL, NULL);
+        kai_short(&y);
+        cJSON *res = tu_simulate(NULL, y);
+        const cJSON *g = tu_gang(res, "ml/g");
+        assert_non_null(g);
+        const char *st = tu_str(g, "status");
+        if (!broken) {
+            if (strcmp(st, "Scheduled"))
+                fail_msg("status %s: %s", st, tu_str(g, "reason"));
+            const char *on = tu_node_of(res, "ml/b-0");
+            assert_non_null(on);
+            assert_int_equal(on[0], 'a'); /* rack r1 (a2 or a3), not b4 */
+            const cJSON *o;
+            int seen = 0;
+            cJSON_ArrayForEach(o, cJSON_GetObjectItem(g, "outerGroups")) {
+                const char *want = !strcmp(tu_str(o, "name"), "p1") ? "z1/b1/r1" : "z1/b1/r2";
+                assert_string_equal(tu_str(o, "level"), "rack");
+                assert_string_equal(tu_str(o, "domain"), want);
+                seen++;
+            }
+            assert_int_equal(seen, 2);
+        } else {
+            assert_string_not_equal(st, "Scheduled");
+            assert_null(tu_node_of(res, "ml/b-0"));
+        }
+        cJSON_Delete(res);
+        free(y);
+    }
+}
+
 static void no_replacement_policy(void **state)
 {
     (void)state;
@@ -405,6 +492,7 @@ int main(void)
         cmocka_unit_test(pod_started), cmocka_unit_test(replacement_tightest_domain),
         cmocka_unit_test(replacement_never_on_failing_node), cmocka_unit_test(no_replacement_policy),
         cmocka_unit_test(replacement_in_its_subgroup),
+        cmocka_unit_test(replacement_under_kai_parent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -196,15 +196,17 @@ static void node(char **y, const char *name, const char *rack)
               "nvidia.com/gpu: \"8\"}}\n", name, name, rack);
 }
 
-/* A pending pod of gang `group` (NULL: none), arriving at `arrive`,
- * running `dur` (NULL: forever), with a Job as its controller. */
-static void rpod(char **y, const char *name, const char *group, double arrive, const char *dur,
-                 int gpus, const char *prio, int grace)
+/* A pending pod of gang `group` (NULL: none) and its sub-group `sub` (NULL:
+ * none), arriving at `arrive`, running `dur` (NULL: forever), with a Job as
+ * its controller. */
+static void rpod_sub(char **y, const char *name, const char *group, const char *sub,
+                     double arrive, const char *dur, int gpus, const char *prio, int grace)
 {
     tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: ml\n"
               "  creationTimestamp: \"%s\"\n", name, at(arrive));
     if (group)
-        tu_cat(y, "  labels: {topogang.io/pod-group: %s}\n", group);
+        tu_cat(y, "  labels: {topogang.io/pod-group: %s%s%s}\n", group,
+               sub ? ", topogang.io/sub-group: " : "", sub ? sub : "");
     if (dur)
         tu_cat(y, "  annotations: {simulate.topogang.io/duration: \"%s\"}\n", dur);
     tu_cat(y, "  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: %s, uid: u-%s, "
@@ -215,6 +217,12 @@ static void rpod(char **y, const char *name, const char *group, double arrive, c
     if (grace >= 0)
         tu_cat(y, "  terminationGracePeriodSeconds: %d\n", grace);
     tu_cat(y, "  containers: [{name: c, resources: {requests: {nvidia.com/gpu: %d}}}]\n", gpus);
+}
+
+static void rpod(char **y, const char *name, const char *group, double arrive, const char *dur,
+                 int gpus, const char *prio, int grace)
+{
+    rpod_sub(y, name, group, NULL, arrive, dur, gpus, prio, grace);
 }
 
 static void pgroup(char **y, const char *name, int min, const char *prio, const char *topo)
@@ -497,6 +505,34 @@ static void preemption_loses_work_and_restarts(void **state)
 
 /* ---- reservation ---------------------------------------------------------------------------- */
 
+/* The nodes of run 0 of gang g's pods named p0, p1 (both placed). */
+static void run_nodes(const cJSON *g, const char *p0, const char *p1, const char **n0,
+                      const char **n1)
+{
+    const cJSON *it;
+    *n0 = *n1 = NULL;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(run_of(g, 0), "pods")) {
+        if (!strcmp(tu_str(it, "pod"), p0))
+            *n0 = tu_str(it, "node");
+        if (!strcmp(tu_str(it, "pod"), p1))
+            *n1 = tu_str(it, "node");
+    }
+    assert_non_null(*n0);
+    assert_non_null(*n1);
+}
+
+/* Racks r0 and r1 of two 8-GPU nodes each (r0-n0, r0-n1, ...). */
+static void two_racks(char **y)
+{
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 2; i++) {
+            char n[16], rk[8];
+            snprintf(n, sizeof n, "r%d-n%d", r, i);
+            snprintf(rk, sizeof rk, "r%d", r);
+            node(y, n, rk);
+        }
+}
+
 /* Two racks of two nodes. Single 8-GPU pods arrive every 150 s and run
  * 600 s: from 450 s on every node that frees up is taken again at once.
  * ml/big (2 x 8 GPUs, one rack, same priority: it cannot preempt) arrives
@@ -507,13 +543,7 @@ static void preemption_loses_work_and_restarts(void **state)
 static char *starving_trace(void)
 {
     char *y = NULL;
-    for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 2; i++) {
-            char n[16], rk[8];
-            snprintf(n, sizeof n, "r%d-n%d", r, i);
-            snprintf(rk, sizeof rk, "r%d", r);
-            node(&y, n, rk);
-        }
+    two_racks(&y);
     pgroup(&y, "big", 2, NULL, "topology: {required: rack}, scheduleTimeoutSeconds: 86400");
     rpod(&y, "big-0", "big", 500, "600", 8, NULL, -1);
     rpod(&y, "big-1", "big", 500, "600", 8, NULL, -1);
@@ -523,6 +553,56 @@ static char *starving_trace(void)
         rpod(&y, name, NULL, 150.0 * k, "600", 8, NULL, -1);
     }
     return y;
+}
+
+/* Issue 20: reservation for a gang with sub-groups. The starving trace's
+ * stream of single 8-GPU pods, and ml/big as 4 pods of 4 GPUs in one rack
+ * whose sub-groups tp0 (big-0, big-2) and tp1 (big-1, big-3) each need one
+ * node. It reserves a rack past 800 s, starts there within a run time of
+ * the reservation, and lands with each sub-group on one node (a split by
+ * count alone, two pods a node, may mix them). */
+static void reservation_for_subgroups(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    two_racks(&y);
+    pgroup(&y, "big", 4, NULL, "topology: {required: rack}, scheduleTimeoutSeconds: 86400, "
+                               "subGroups: [{name: tp0, minMember: 2, topology: {required: node}}, "
+                               "{name: tp1, minMember: 2, topology: {required: node}}]");
+    /* interleaved: by name alone each sub-group spans both nodes */
+    rpod_sub(&y, "big-0", "big", "tp0", 500, "600", 4, NULL, -1);
+    rpod_sub(&y, "big-1", "big", "tp1", 500, "600", 4, NULL, -1);
+    rpod_sub(&y, "big-2", "big", "tp0", 500, "600", 4, NULL, -1);
+    rpod_sub(&y, "big-3", "big", "tp1", 500, "600", 4, NULL, -1);
+    for (int k = 0; k < 20; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%02d", k);
+        rpod(&y, name, NULL, 150.0 * k, "600", 8, NULL, -1);
+    }
+    static const char *with = "topology:\n  levels:\n"
+                              "    - {name: rack, nodeLabel: topogang.io/rack}\n"
+                              "    - {name: node, nodeLabel: kubernetes.io/hostname}\n"
+                              "gang: {reserveAfterSeconds: 300}\n";
+    cJSON *a = replay_with(with, y, -1, 0);
+    const cJSON *ga = tu_gang(a, "ml/big");
+    const cJSON *resv = cJSON_GetObjectItemCaseSensitive(ga, "reservation");
+    assert_true(cJSON_IsObject(resv));
+    double ra = num(resv, "at");
+    assert_true(ra >= 800 && ra < 900);
+    double sa = num(run_of(ga, 0), "start");
+    assert_true(sa > ra && sa <= ra + 660);
+    assert_string_equal(tu_str(run_of(ga, 0), "domain"), tu_str(resv, "domain"));
+    const char *t0a, *t0b, *t1a, *t1b;
+    run_nodes(ga, "ml/big-0", "ml/big-2", &t0a, &t0b);
+    run_nodes(ga, "ml/big-1", "ml/big-3", &t1a, &t1b);
+    assert_string_equal(t0a, t0b); /* tp0 on one node */
+    assert_string_equal(t1a, t1b); /* tp1 on one node */
+    assert_string_not_equal(t0a, t1a);
+    assert_int_equal(t0a[1], tu_str(resv, "domain")[strlen(tu_str(resv, "domain")) - 1]);
+    assert_int_equal(num(summary(a), "reservations"), 1);
+    assert_int_equal(num(summary(a), "completed"), 21);
+    cJSON_Delete(a);
+    free(y);
 }
 
 static void reservation_lets_a_starving_gang_in(void **state)
@@ -886,6 +966,7 @@ int main(void)
         cmocka_unit_test(backoff_holds_a_gang),
         cmocka_unit_test(preemption_loses_work_and_restarts),
         cmocka_unit_test(reservation_lets_a_starving_gang_in),
+        cmocka_unit_test(reservation_for_subgroups),
         cmocka_unit_test(until_stops_the_clock),
         cmocka_unit_test(bind_latency_delays_starts),
         cmocka_unit_test(compare_output_shape),

@@ -704,6 +704,36 @@ static char block_of(const cJSON *res, const char *prefix)
     return n ? n[1] : 0;
 }
 
+/* Entry `name` of gang g's array `field` ("subGroups", "outerGroups"). */
+static const cJSON *named_in(const cJSON *g, const char *field, const char *name)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(g, field))
+        if (tu_str(it, "name") && !strcmp(tu_str(it, "name"), name))
+            return it;
+    fail_msg("no %s entry %s", field, name);
+    return NULL;
+}
+
+/* `simulate -o json` lists outer group `outer` with its level and domain,
+ * the domains of its leaves inside it, each leaf naming it. */
+static void assert_outer(const cJSON *g, const char *outer, const char *level, uint32_t pods,
+                         const char *const *leaves, int nleaves)
+{
+    const cJSON *o = named_in(g, "outerGroups", outer);
+    assert_string_equal(tu_str(o, "level"), level);
+    assert_int_equal((int)cJSON_GetObjectItem(o, "pods")->valuedouble, (int)pods);
+    const char *dom = tu_str(o, "domain");
+    assert_non_null(dom);
+    for (int i = 0; i < nleaves; i++) {
+        const cJSON *l = named_in(g, "subGroups", leaves[i]);
+        assert_string_equal(tu_str(l, "outerGroup"), outer);
+        const char *ld = tu_str(l, "domain");
+        if (strncmp(ld, dom, strlen(dom)) || ld[strlen(dom)] != '/')
+            fail_msg("sub-group %s in %s, not inside %s's %s", leaves[i], ld, outer, dom);
+    }
+}
+
 /* KAI's nested sub-groups whose parent has a topologyConstraint of its own:
  * each parent's leaves in one domain of the parent's level, each leaf in
  * its own NVLink domain, searched jointly. Block b1 has cliques of 10 and 2
@@ -737,6 +767,12 @@ static void test_kai_nested_parent_topology(void **state)
     assert_int_equal(block_of(res, "b"), '2');
     assert_int_equal(block_of(res, "c"), '1'); /* p2 in b1 */
     assert_int_equal(block_of(res, "d"), '1');
+    /* simulate -o json names each parent's block beside its leaves */
+    static const char *const p1[] = {"a", "b"}, *const p2[] = {"c", "d"};
+    assert_outer(g, "p1", "block", 8, p1, 2);
+    assert_outer(g, "p2", "block", 11, p2, 2);
+    assert_string_not_equal(tu_str(named_in(g, "outerGroups", "p1"), "domain"),
+                            tu_str(named_in(g, "outerGroups", "p2"), "domain"));
     cJSON_Delete(res);
 
     /* a parent level the policy lacks: refused naming the parent's field */
@@ -802,6 +838,10 @@ static void test_lws_whole_with_subgroups(void **state)
         assert_int_not_equal(blk[gi], '1'); /* b1 holds a group by count only */
     }
     assert_int_not_equal(blk[0], blk[1]);
+    /* simulate -o json: each group an outer group in its block, its subgroups inside */
+    static const char *const g0[] = {"0-0", "0-1"}, *const g1[] = {"1-0", "1-1"};
+    assert_outer(g, "0", "block", 8, g0, 2);
+    assert_outer(g, "1", "block", 8, g1, 2);
     cJSON_Delete(res);
     free(y);
 }
