@@ -547,14 +547,13 @@ static void conn_drop(struct conn *k, int err, const char *msg)
     struct tg__h2 *h = k->h;
     if (k->state == C_DEAD)
         return;
-    int was_up = k->state == C_UP;
     k->state = C_DEAD;
     if (h) {
         h->k = NULL;
         h->retry_ms = uv_now(h->loop) + RECONNECT_MS;
         h->stats.failures++;
         uv_timer_stop(&h->timer);
-        if (was_up || k->nopen)
+        if (k->nopen)
             tg_info(COMP, "HTTP/2 connection to %s ended: %s (%u stream(s) open)", h->authority,
                     msg, k->nopen);
         else
