@@ -357,7 +357,8 @@ static int conn_up(struct conn *k)
     k->state = C_UP;
     uv_timer_stop(&h->timer);
     h->stats.connects++;
-    tg_debug(COMP, "HTTP/2 connection of its own to %s up (Bindings and Events)", h->authority);
+    tg_info(COMP, "POST writes (Bindings, Events) on a direct HTTP/2 connection to %s (%llu so far)",
+            h->authority, (unsigned long long)h->stats.connects);
     return 0;
 }
 
