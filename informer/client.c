@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,6 +566,21 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
+/* libcurl 7.88 sets SSL_MODE_RELEASE_BUFFERS: OpenSSL then frees a
+ * connection's 17 KiB read buffer whenever it is drained and allocates it
+ * again on the next SSL_read, and each such allocation of a large chunk
+ * makes glibc consolidate every small free chunk (cJSON's): 7.7% of the
+ * scheduler's CPU in (a) of bench/sched/run under malloc_consolidate below
+ * SSL_read (docs/bench-sched.md). The buffers are kept instead (a few
+ * connections: tens of KiB). */
+static CURLcode keep_ssl_buffers(CURL *e, void *ssl_ctx, void *ud)
+{
+    (void)e;
+    (void)ud;
+    SSL_CTX_clear_mode((SSL_CTX *)ssl_ctx, SSL_MODE_RELEASE_BUFFERS);
+    return CURLE_OK;
+}
+
 /* What every request of c sets alike, once per handle. */
 static void easy_common(struct tg_client *c, CURL *e)
 {
@@ -576,6 +592,7 @@ static void easy_common(struct tg_client *c, CURL *e)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->ua);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, keep_ssl_buffers);
     const struct tg_client_opts *tu = &c->tune;
     if (tu->nodelay_off)
         curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 0L);

@@ -65,6 +65,8 @@ struct conn {
     uint32_t nopen;
     uint64_t last_rx_ms;
     struct tg_sb plain;             /* frames gathered for one SSL_write */
+    char *wire;                     /* what OpenSSL made of them, for one send */
+    size_t wire_cap;
     char rbuf[READ_BUF];
 };
 
@@ -262,10 +264,15 @@ static int conn_send(struct conn *k)
     int n = BIO_pending(k->wbio);
     if (n <= 0)
         return 0;
-    uv_write_t *w = malloc(sizeof *w + (size_t)n);
-    if (!w)
-        return TG_ENOMEM;
-    char *buf = (char *)(w + 1);
+    /* a buffer kept for the connection: no large allocation per send */
+    if (k->wire_cap < (size_t)n) {
+        char *nb = realloc(k->wire, (size_t)n);
+        if (!nb)
+            return TG_ENOMEM;
+        k->wire = nb;
+        k->wire_cap = (size_t)n;
+    }
+    char *buf = k->wire;
     BIO_read(k->wbio, buf, n);
     if (k->h) {
         k->h->stats.flushes++;
@@ -273,18 +280,18 @@ static int conn_send(struct conn *k)
     }
     uv_buf_t b = uv_buf_init(buf, (unsigned)n);
     int sent = uv_try_write((uv_stream_t *)&k->tcp, &b, 1);
-    if (sent == n) {
-        free(w);
+    if (sent == n)
         return 0;
-    }
-    if (sent < 0 && sent != UV_EAGAIN) {
-        free(w);
+    if (sent < 0 && sent != UV_EAGAIN)
         return TG_EIO;
-    }
-    if (sent > 0) {
-        memmove(buf, buf + sent, (size_t)(n - sent));
-        b = uv_buf_init(buf, (unsigned)(n - sent));
-    }
+    if (sent < 0)
+        sent = 0;
+    /* the socket is full: the rest waits in a copy of its own */
+    uv_write_t *w = malloc(sizeof *w + (size_t)(n - sent));
+    if (!w)
+        return TG_ENOMEM;
+    memcpy(w + 1, buf + sent, (size_t)(n - sent));
+    b = uv_buf_init((char *)(w + 1), (unsigned)(n - sent));
     w->data = k;
     if (uv_write(w, (uv_stream_t *)&k->tcp, &b, 1, on_write_done) != 0) {
         free(w);
@@ -576,6 +583,8 @@ static void conn_drop(struct conn *k, int err, const char *msg)
     SSL_free(k->ssl);
     k->ssl = NULL;
     tg_sb_free(&k->plain);
+    free(k->wire);
+    k->wire = NULL;
     if (k->gai_pending)
         uv_cancel((uv_req_t *)&k->gai);     /* freed by on_resolved */
     if (k->tcp_open)
