@@ -13,6 +13,7 @@
  * Canceled running requests stay in the running list until run_queue() or
  * check_done() removes them, so no curl call happens inside a curl callback. */
 #include "informer/client.h"
+#include "informer/h2.h"
 #include "informer/trace.h"
 
 #include <cJSON.h>
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +69,8 @@ struct tg_req {
     uint64_t born_ms;       /* uv_now when it was queued */
     uint64_t seq;           /* its lane's window's sequence number when sent (tg_aimd_send) */
     uint64_t due_ms;        /* RQ_WAITING: when it goes back to its queue (uv_now) */
+    uint64_t started_ms;    /* uv_now when it started (its timeout on the direct path) */
+    int32_t sid;            /* > 0: running on the direct HTTP/2 path (h2.c), no easy handle */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -120,6 +124,8 @@ struct tg_client {
     struct tg_client_opts tune;     /* the HTTP tuning (user_agent not kept) */
     struct hdrs *h_get, *h_json;    /* shared header lists for the current token */
     uint64_t tok_gen, h_gen;        /* token changes; the one they were built with */
+    struct tg__h2 *h2;              /* the direct HTTP/2 path for POST writes, or NULL */
+    uint64_t h2_checked_ms;         /* its timeouts were last checked (uv_now) */
 };
 
 #define COMP "client"
@@ -324,6 +330,7 @@ static void sock_close(struct tg_client *c, struct sock *k)
 /* ---- curl <-> uv glue -------------------------------------------------- */
 
 static void fence_check(struct tg_client *c);
+static void h2_timeouts(struct tg_client *c);
 
 static void set_cork(curl_socket_t fd, int on)
 {
@@ -450,6 +457,7 @@ static void on_sweep(uv_timer_t *t)
     curl_socket_t fds[64];
     int n = 0, running;
     fence_check(c);
+    h2_timeouts(c);
     if (!c->running.head)
         return;
     /* Acting as if each socket were readable runs every transfer on it; a
@@ -558,6 +566,21 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
+/* libcurl 7.88 sets SSL_MODE_RELEASE_BUFFERS: OpenSSL then frees a
+ * connection's 17 KiB read buffer whenever it is drained and allocates it
+ * again on the next SSL_read, and each such allocation of a large chunk
+ * makes glibc consolidate every small free chunk (cJSON's): 7.7% of the
+ * scheduler's CPU in (a) of bench/sched/run under malloc_consolidate below
+ * SSL_read (docs/bench-sched.md). The buffers are kept instead (a few
+ * connections: tens of KiB). */
+static CURLcode keep_ssl_buffers(CURL *e, void *ssl_ctx, void *ud)
+{
+    (void)e;
+    (void)ud;
+    SSL_CTX_clear_mode((SSL_CTX *)ssl_ctx, SSL_MODE_RELEASE_BUFFERS);
+    return CURLE_OK;
+}
+
 /* What every request of c sets alike, once per handle. */
 static void easy_common(struct tg_client *c, CURL *e)
 {
@@ -569,6 +592,7 @@ static void easy_common(struct tg_client *c, CURL *e)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->ua);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, keep_ssl_buffers);
     const struct tg_client_opts *tu = &c->tune;
     if (tu->nodelay_off)
         curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 0L);
@@ -823,7 +847,8 @@ static void retry_later(struct tg_client *c, struct tg_req *r, int err, const ch
     c->stats.retries++;
     tg_debug(COMP, "%s %s: try %d failed (%s: %s); again in %llu ms", r->method, r->path,
              r->tries, tg_err_name(err), msg, (unsigned long long)delay);
-    easy_release(r);
+    if (r->easy)
+        easy_release(r);
     curl_slist_free_all(r->hdrs);
     r->hdrs = NULL;
     hdrs_unref(r->shared);
@@ -883,6 +908,25 @@ static void retry_dropped(struct tg_client *c, const struct tg_req *r, int err, 
     log_dropped(c, r->method, r->path, why);
 }
 
+/* The outcome of an answered request from its status (0 for 2xx), msg the
+ * server's reason for another. */
+static int answer_err(const struct tg_req *r, char *msg, size_t len)
+{
+    msg[0] = 0;
+    if (r->status >= 200 && r->status < 300)
+        return 0;
+    int exists = status_reason(r, msg, len);
+    switch (r->status) {
+    case 404: return TG_ENOENT;
+    case 409: return exists ? TG_EEXIST : TG_ECONFLICT;
+    case 410: return TG_EGONE;
+    case 429: case 503: case 504: return TG_EAGAIN;
+    default: return TG_EHTTP;
+    }
+}
+
+static void settle(struct tg_client *c, struct tg_req *r, int err, const char *msg);
+
 static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
 {
     char msg[768];
@@ -905,17 +949,7 @@ static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
         r->status >= 400)
         cc = CURLE_OK;
     if (cc == CURLE_OK) {
-        msg[0] = 0;
-        if (r->status < 200 || r->status >= 300) {
-            int exists = status_reason(r, msg, sizeof msg);
-            switch (r->status) {
-            case 404: err = TG_ENOENT; break;
-            case 409: err = exists ? TG_EEXIST : TG_ECONFLICT; break;
-            case 410: err = TG_EGONE; break;
-            case 429: case 503: case 504: err = TG_EAGAIN; break;
-            default: err = TG_EHTTP; break;
-            }
-        }
+        err = answer_err(r, msg, sizeof msg);
     } else if (cc == CURLE_WRITE_ERROR && r->abort_err) {
         err = r->abort_err;
         snprintf(msg, sizeof msg, "%s", tg_strerror(err));
@@ -944,6 +978,13 @@ static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
             break;
         }
     }
+    settle(c, r, err, msg);
+}
+
+/* A finished try's outcome: its lane's window, a retry, or the caller's
+ * callback. */
+static void settle(struct tg_client *c, struct tg_req *r, int err, const char *msg)
+{
     struct tg_aimd *win = lane_window(c, r);
     if (win && (r->status == 429 || r->status == 503)) {
         int flight = (r->background ? c->bg_running : c->w_running) + 1;
@@ -998,11 +1039,114 @@ static void check_done(struct tg_client *c)
     }
 }
 
+/* ---- the direct HTTP/2 path (h2.c) --------------------------------------- */
+
+static void h2_wake(void *ud)
+{
+    fence_check(ud);
+}
+
+static void h2_head(void *ud, void *sud, long status, long retry_after_s)
+{
+    (void)ud;
+    struct tg_req *r = sud;
+    r->status = status;
+    r->retry_after_s = retry_after_s;
+}
+
+static int h2_data(void *ud, void *sud, const char *p, size_t n)
+{
+    struct tg_client *c = ud;
+    struct tg_req *r = sud;
+    c->stats.bytes_in += n;
+    if (r->canceled)
+        return 0;
+    tg_sb_putn(&r->resp, p, n);
+    if (r->resp.oom) {
+        r->abort_err = TG_ENOMEM;
+        return 1;
+    }
+    return 0;
+}
+
+/* A stream ended: the same outcome libcurl's path gives (complete). */
+static void h2_done(void *ud, void *sud, int err, const char *why)
+{
+    struct tg_client *c = ud;
+    struct tg_req *r = sud;
+    char msg[768];
+    running_remove(c, r);
+    r->sid = 0;
+    if (err == 0) {
+        c->stats.http2++;
+        c->stats.h2_direct++;
+        c->stats.h2_connects = tg__h2_stats(c->h2)->connects;
+        err = answer_err(r, msg, sizeof msg);
+    } else {
+        if (r->abort_err)
+            err = r->abort_err;
+        r->status = 0;
+        snprintf(msg, sizeof msg, "%s%s: %s", c->conf.server, r->path,
+                 r->abort_err ? tg_strerror(err) : why);
+    }
+    settle(c, r, err, msg);
+}
+
+/* Direct-path requests running past their timeout end with TG_ETIMEOUT (as
+ * libcurl's CURLOPT_TIMEOUT_MS), and a connection silent for STALL_S with
+ * streams open is dropped (as CURLOPT_LOW_SPEED_TIME); once a second. */
+static void h2_timeouts(struct tg_client *c)
+{
+    uint64_t now = uv_now(c->loop);
+    if (!c->h2 || now - c->h2_checked_ms < 1000)
+        return;
+    c->h2_checked_ms = now;
+    tg__h2_check(c->h2, (uint64_t)STALL_S * 1000);
+    for (struct tg_req *r = c->running.head, *nx; r; r = nx) {
+        nx = r->next;
+        if (r->sid <= 0 || r->canceled || r->timeout_ms <= 0 ||
+            now - r->started_ms < (uint64_t)r->timeout_ms)
+            continue;
+        tg__h2_reset(c->h2, r->sid);
+        running_remove(c, r);
+        r->sid = 0;
+        r->status = 0;
+        char msg[768];
+        snprintf(msg, sizeof msg, "%s%s: no answer in %ld ms", c->conf.server, r->path, r->timeout_ms);
+        settle(c, r, TG_ETIMEOUT, msg);
+    }
+    tg__h2_flush(c->h2);
+}
+
+/* POST writes (Bindings, Events, evictions) go the direct way when it is up;
+ * the rest, and everything while it is not, through libcurl. */
+static int h2_takes(struct tg_client *c, const struct tg_req *r)
+{
+    return c->h2 && r->is_write && !r->urgent && !r->on_chunk && r->body &&
+           strcmp(r->method, "POST") == 0 && tg__h2_ready(c->h2);
+}
+
+/* Submits r on the direct path; nonzero when it would not take it. */
+static int h2_start(struct tg_client *c, struct tg_req *r)
+{
+    refresh_token(c);
+    const char *tok = c->token ? c->token : c->conf.token;
+    int32_t sid = tg__h2_submit(c->h2, r->method, r->path, r->ctype, tok, r->body, r->body_len, r);
+    if (sid <= 0)
+        return sid ? sid : TG_EIO;
+    r->sid = sid;
+    return 0;
+}
+
 static void start(struct tg_client *c, struct tg_req *r)
 {
-    int rc = req_setup(c, r);
-    if (rc == 0 && curl_multi_add_handle(c->multi, r->easy) != CURLM_OK)
-        rc = TG_EIO;
+    int rc = 0;
+    r->started_ms = uv_now(c->loop);
+    if (!h2_takes(c, r) || h2_start(c, r) != 0) {
+        rc = req_setup(c, r);
+        if (rc == 0 && curl_multi_add_handle(c->multi, r->easy) != CURLM_OK)
+            rc = TG_EIO;
+    }
     if (rc) {
         c->stats.failed++;
         finish(c, r, rc, tg_strerror(rc));
@@ -1018,6 +1162,17 @@ static void start(struct tg_client *c, struct tg_req *r)
     struct tg_aimd *win = lane_window(c, r);
     if (win)
         r->seq = tg_aimd_send(win);
+}
+
+/* r's transfer stops: its easy handle leaves libcurl, or its stream is reset. */
+static void transfer_remove(struct tg_client *c, struct tg_req *r)
+{
+    if (r->sid > 0) {
+        tg__h2_reset(c->h2, r->sid);
+        r->sid = 0;
+    } else {
+        curl_multi_remove_handle(c->multi, r->easy);
+    }
 }
 
 static void refill(struct tg_client *c)
@@ -1057,7 +1212,7 @@ static void fence_check(struct tg_client *c)
         nx = r->next;
         if (!r->leader_only || r->canceled)
             continue;
-        curl_multi_remove_handle(c->multi, r->easy);
+        transfer_remove(c, r);
         running_remove(c, r);
         r->status = 0;
         c->stats.fenced++;
@@ -1077,7 +1232,7 @@ static void run_queue(uv_timer_t *t)
     for (struct tg_req *r = c->running.head, *nx; r; r = nx) {
         nx = r->next;
         if (r->canceled) {
-            curl_multi_remove_handle(c->multi, r->easy);
+            transfer_remove(c, r);
             running_remove(c, r);
             req_free(r);
             removed = 1;
@@ -1118,6 +1273,7 @@ static void run_queue(uv_timer_t *t)
         double wait = (1.0 - c->tokens) * 1000.0 / c->qps;
         uv_timer_start(&c->limiter, run_queue, (uint64_t)(wait < 1 ? 1 : wait + 0.999), 0);
     }
+    tg__h2_flush(c->h2);    /* this pass's streams and resets: one SSL_write, one send */
 }
 
 static void kick(struct tg_client *c)
@@ -1229,6 +1385,13 @@ int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
     c->stats.write_window = tg_aimd_window(&c->w_win);
     c->stats.bg_window = tg_aimd_window(&c->bg_win);
     refresh_token(c);
+    static const struct tg__h2_hooks hooks = {.on_wake = h2_wake, .on_head = h2_head,
+                                              .on_data = h2_data, .on_done = h2_done};
+    struct tg__h2_hooks hk = hooks;
+    hk.ud = c;
+    if (c->tune.h2_direct >= 0 && c->tune.writes_http != 1 &&
+        tg__h2_new(loop, &c->conf, c->ua, &hk, &c->h2) != 0)
+        tg_warn(COMP, "no direct HTTP/2 path (out of memory): writes go through libcurl");
     *out = c;
     return 0;
 nomem:
@@ -1274,10 +1437,12 @@ void tg_client_free(struct tg_client **pc)
         req_free(r);
     }
     while ((r = c->running.head)) {
-        curl_multi_remove_handle(c->multi, r->easy);
+        if (r->easy)
+            curl_multi_remove_handle(c->multi, r->easy);
         rl_remove(&c->running, r);
         req_free(r);
     }
+    tg__h2_free(&c->h2);    /* calls nothing back */
     c->closing = 1;
     curl_multi_cleanup(c->multi);
     c->multi = NULL;

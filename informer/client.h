@@ -115,6 +115,8 @@ struct tg_client_opts {
     int headers_per_request;/* 1: build the header list per request (reused otherwise) */
     int no_sessionid_cache; /* 1: CURLOPT_SSL_SESSIONID_CACHE off */
     long max_streams;       /* CURLMOPT_MAX_CONCURRENT_STREAMS, 0: 1000 */
+    int h2_direct;          /* 0: POST writes on the direct HTTP/2 path when the server
+                             * negotiates h2 (h2.c); -1: all through libcurl */
 };
 
 struct tg_client_stats {
@@ -132,6 +134,8 @@ struct tg_client_stats {
     uint64_t dropped;        /* retried writes not written: refused by a 4xx, tries ran
                               * out, or refused at the cap (TG_EAGAIN) */
     uint64_t throttled;      /* writes answered 429 or 503 (their lane's window halved) */
+    uint64_t h2_direct;      /* requests answered on the direct HTTP/2 path (h2.c) */
+    uint64_t h2_connects;    /* its connections that came up */
     uint32_t write_window;   /* writes (Bindings, status, deletes) that may run at once now */
     uint32_t bg_window;      /* background writes (Events) that may run at once now */
 };

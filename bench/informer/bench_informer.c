@@ -195,19 +195,21 @@ static const struct variant {
     const char *name;
     struct tg_client_opts o;
 } variants[] = {
-    /* "h2" is the client before TCP_CORK (cork -1); the others change one thing */
-    {"h2", {.cork = -1}},
-    {"h2-cork", {.cork = 1}},               /* the default since */
-    {"h1", {.writes_http = 1, .cork = -1}},
-    {"h1-cork", {.writes_http = 1, .cork = 1}},
-    {"h2-nagle", {.nodelay_off = 1, .cork = -1}},
-    {"h2-streams16", {.max_streams = 16, .cork = -1}},
-    {"h2-streams16-cork", {.max_streams = 16, .cork = 1}},
-    {"h2-streams2-cork", {.max_streams = 2, .cork = 1}},   /* many handshakes at once */
-    {"h2-buf64k", {.buffer_size = 65536, .upload_buffer_size = 65536, .cork = -1}},
-    {"h2-buf8k", {.buffer_size = 8192, .upload_buffer_size = 16384, .cork = -1}},
-    {"h2-hdrs-per-req", {.headers_per_request = 1, .cork = -1}},
-    {"h2-nosessioncache", {.no_sessionid_cache = 1, .cork = -1}},
+    /* "h2" is the client before TCP_CORK (cork -1); the others change one thing.
+     * All but h2-direct send through libcurl only (h2_direct -1). */
+    {"h2", {.cork = -1, .h2_direct = -1}},
+    {"h2-cork", {.cork = 1, .h2_direct = -1}},      /* the default until 2026-11-27 */
+    {"h2-direct", {.cork = 1}},                      /* POSTs on informer/h2.c: the default since */
+    {"h1", {.writes_http = 1, .cork = -1, .h2_direct = -1}},
+    {"h1-cork", {.writes_http = 1, .cork = 1, .h2_direct = -1}},
+    {"h2-nagle", {.nodelay_off = 1, .cork = -1, .h2_direct = -1}},
+    {"h2-streams16", {.max_streams = 16, .cork = -1, .h2_direct = -1}},
+    {"h2-streams16-cork", {.max_streams = 16, .cork = 1, .h2_direct = -1}},
+    {"h2-streams2-cork", {.max_streams = 2, .cork = 1, .h2_direct = -1}},   /* many handshakes at once */
+    {"h2-buf64k", {.buffer_size = 65536, .upload_buffer_size = 65536, .cork = -1, .h2_direct = -1}},
+    {"h2-buf8k", {.buffer_size = 8192, .upload_buffer_size = 16384, .cork = -1, .h2_direct = -1}},
+    {"h2-hdrs-per-req", {.headers_per_request = 1, .cork = -1, .h2_direct = -1}},
+    {"h2-nosessioncache", {.no_sessionid_cache = 1, .cork = -1, .h2_direct = -1}},
 };
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
@@ -242,6 +244,8 @@ static void hdone(void *ud, const struct tg_resp *r)
     hfill(w);
 }
 
+static uint64_t direct_last;     /* requests of the last run answered on the direct path */
+
 /* n requests, window in flight, on a fresh client of variant v: CPU-us per request */
 static int http_once(const struct variant *v, int n, int window, double *cpu_us, double *rps,
                      uint64_t *conns)
@@ -269,7 +273,8 @@ static int http_once(const struct variant *v, int n, int window, double *cpu_us,
         uv_run(&loop, UV_RUN_ONCE);
     *cpu_us = (cpu_s() - c0) * 1e6 / n;
     *rps = n / (now_s() - t0);
-    *conns = tg_client_stats(client)->connects;
+    *conns = tg_client_stats(client)->connects + tg_client_stats(client)->h2_connects;
+    direct_last = tg_client_stats(client)->h2_direct;
     tg_client_free(&client);
     uv_run(&loop, UV_RUN_DEFAULT);
     return w.failed ? 1 : 0;
@@ -302,8 +307,9 @@ static int cmd_http(int n, int rounds, int window, const char *only)
                 continue;
             if (http_once(&variants[v], n, window, &cpu[v][r], &rps[v][r], &conns[v]))
                 return 1;
-            printf("http round=%d variant=%s cpu_us_per_req=%.1f req_per_s=%.0f connections=%llu\n", r,
-                   variants[v].name, cpu[v][r], rps[v][r], (unsigned long long)conns[v]);
+            printf("http round=%d variant=%s cpu_us_per_req=%.1f req_per_s=%.0f connections=%llu "
+                   "direct=%llu\n", r, variants[v].name, cpu[v][r], rps[v][r],
+                   (unsigned long long)conns[v], (unsigned long long)direct_last);
             fflush(stdout);
         }
     }

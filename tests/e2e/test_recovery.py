@@ -39,6 +39,10 @@ in 2 racks of 4), for what test_crash.py found at random:
     must not be given that member's room (the node would hold 16 GPUs of 8);
     the gang completes once the server answers again.
 
+  direct_writes_survive_apiserver_restart: 300 pods bound with their
+    Scheduled Events on the direct HTTP/2 write path; kube-apiserver killed
+    after 30 binds and restarted: all bound once, one Event each.
+
 Prints cmocka-style lines for scripts/count-tests. Exit 0 passed, 1 failed,
 77 no control plane."""
 import os
@@ -47,7 +51,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (run_cases, wipe_pods, fail, wait, Scheduler, gang_pod, make_namespace, podgroup)  # noqa: E402
+from harness import (run_cases, wipe_pods, fail, wait, log, Scheduler, gang_pod, make_namespace, podgroup)  # noqa: E402
 
 
 
@@ -304,10 +308,56 @@ def case_unanswered_binds_keep_their_room(ctx):
     wipe_pods(api, ns, wait_empty=False)
 
 
+def case_direct_writes_survive_apiserver_restart(ctx):
+    """300 pods (no requests, gangs of one) bound with their Scheduled Events,
+    the writes on the direct HTTP/2 path (informer/h2.c); kube-apiserver
+    SIGKILLed after the first 30 binds and started again a second later:
+    every pod bound once, none deleted, one Scheduled Event each, and the
+    scheduler says its writes went on a direct connection."""
+    api, ns, n = ctx["api"], "direct", 300
+    watch = watched_namespace(api, ns, ctx["alloc"])
+    for i in range(n):
+        p = gang_pod(ns, f"d-{i:03d}", None, 0)
+        del p["metadata"]["labels"]
+        p["spec"]["containers"][0]["resources"] = {}
+        api.create_pod(ns, p)
+    s = Scheduler(ctx["bin"], ctx["cluster"], "direct", ctx["work"], ctx["policy"])
+    ctx["scheds"].append(s)
+    s.wait_ready()
+    wait(lambda: watch.binds >= 30, 60, "the first 30 binds")
+    ctx["cluster"].apiserver_kill()
+    at_kill = watch.binds
+    time.sleep(1)
+    ctx["cluster"].apiserver_start(api)
+    wait(lambda: watch.binds >= n, 90, f"all {n} pods bound")
+    names = []
+    end = time.time() + 30
+    while time.time() < end:
+        names = [e.get("regarding", {}).get("name") for e in api.events(ns) if e.get("reason") == "Scheduled"]
+        if len(set(names)) >= n:
+            break
+        time.sleep(0.5)
+    log(f"    killed after {at_kill} of {n} binds; {watch.binds} bound, {len(names)} Scheduled Events")
+    if watch.binds != n:
+        fail(f"{watch.binds} binds seen, expected {n}")
+    if len(set(names)) != n or len(names) != n:
+        fail(f"{len(set(names))} pods with a Scheduled Event ({len(names)} Events), expected {n} (one each)")
+    with watch.lock:
+        for x in watch.violations:
+            fail(x)
+    if watch.sched_deletes:
+        fail(f"pods deleted by the scheduler: {watch.sched_deletes[:5]}")
+    if "on a direct HTTP/2 connection" not in open(s.log, errors="replace").read():
+        fail("the scheduler never logged its direct HTTP/2 connection")
+    s.finish()
+    watch.stopping = True
+    wipe_pods(api, ns, wait_empty=False)
+
+
 CASES = [case_timeout_rolls_back_half_bound, case_lost_bind_answer_is_found,
          case_resent_bind_hears_409, case_sigterm_sends_the_last_status,
          case_late_bind_answer_still_reported, case_refused_event_is_retried,
-         case_unanswered_binds_keep_their_room]
+         case_unanswered_binds_keep_their_room, case_direct_writes_survive_apiserver_restart]
 
 
 def main():

@@ -571,6 +571,8 @@ def case_apf_throttles_writes(ctx):
             f"{metric(s, 'topogang_events_dropped_total')} Events dropped")
         if not rejected > 0:
             fail("the apiserver refused none of the scheduler's requests: the case tested no throttling")
+        if "on a direct HTTP/2 connection" not in open(s.log, errors="replace").read():
+            fail("the scheduler's writes never went on the direct HTTP/2 path (informer/h2.c)")
         s.finish()
         wipe_pods(api, ns)
     finally:

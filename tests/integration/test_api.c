@@ -452,6 +452,264 @@ static void http2_and_reuse(void **s)
     tg_client_free(&c);
 }
 
+/* ---- the direct HTTP/2 path (informer/h2.c) ---- */
+
+static int is_write_whoami(struct tg_client *c, const char *want)
+{
+    struct tg_resp r;
+    char *body = NULL;
+    struct tg_req_opts o = {.method = "POST", .is_write = 1,
+                            .path = "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                            .body = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}"};
+    int err = tg_client_do(c, &o, &r, &body);
+    cJSON *j = cJSON_Parse(body ? body : "");
+    free(body);
+    const char *u = jpath(j, "status", "userInfo", "username");
+    if (!err && want && (!u || strcmp(u, want) != 0)) {
+        printf("# whoami: %s, expected %s\n", u ? u : "(none)", want);
+        err = TG_EINVAL;
+    }
+    cJSON_Delete(j);
+    return err;
+}
+
+/* POST writes until one is answered on the direct path (its connection
+ * opens with the first; libcurl answers those sent meanwhile). */
+static void warm_direct(struct tg_client *c, const char *who)
+{
+    for (int i = 0; i < 50 && !tg_client_stats(c)->h2_direct; i++)
+        assert_int_equal(is_write_whoami(c, who), 0);
+    assert_true(tg_client_stats(c)->h2_direct > 0);
+}
+
+struct burst {
+    int left, failed;
+    int err[400];
+};
+
+struct slot {
+    struct burst *b;
+    int i;
+};
+
+static void on_burst(void *ud, const struct tg_resp *r)
+{
+    struct slot *s = ud;
+    s->b->left--;
+    s->b->err[s->i] = r->err;
+    if (r->err) {
+        s->b->failed++;
+        if (s->b->failed <= 5)
+            printf("# request %d: %s: %s\n", s->i, tg_err_name(r->err), r->msg);
+    }
+}
+
+static int burst_done(void *ud)
+{
+    return ((struct burst *)ud)->left == 0;
+}
+
+/* Binds ns's pods bp-000..bp-(n-1) to n1 and writes a Scheduled Event for
+ * each, all at once (slots 0..n-1 the Bindings, n..2n-1 the Events); only
+ * the slots not yet done (err != 0 or -1) when again. */
+static void bind_burst(struct tg_client *c, const char *ns, int n, struct burst *b,
+                       struct slot *sl, int again)
+{
+    char name[32], note[64];
+    for (int i = 0; i < 2 * n; i++) {
+        if (again && b->err[i] == 0)
+            continue;
+        sl[i] = (struct slot){b, i};
+        b->left++;
+        b->err[i] = -1;
+        snprintf(name, sizeof name, "bp-%03d", i % n);
+        if (i < n) {
+            /* a Binding that landed before its answer was lost hears 409 "already assigned" */
+            assert_int_equal(tg_api_bind(c, ns, name, NULL, "n1", on_burst, &sl[i]), 0);
+        } else {
+            snprintf(note, sizeof note, "Successfully assigned %s/%s to n1", ns, name);
+            struct tg_event_spec e = {.ns = ns, .kind = "Pod", .api_version = "v1", .name = name,
+                                      .type = "Normal", .reason = "Scheduled", .action = "Binding",
+                                      .note = note, .background = 1};
+            assert_int_equal(tg_api_create_event(c, &e, on_burst, &sl[i]), 0);
+        }
+    }
+}
+
+static void create_pods(struct tg_client *c, const char *ns, int n)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "create namespace %s >/dev/null", ns);
+    assert_int_equal(tgc_kubectl(&cl, "%s", cmd), 0);
+    struct burst b = {0};
+    static struct slot sl[400];
+    char path[128], body[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    for (int i = 0; i < n; i++) {
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"bp-%03d\"},"
+                 "\"spec\":{\"schedulerName\":\"topogang\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}", i);
+        sl[i] = (struct slot){&b, i};
+        b.left++;
+        struct tg_req_opts o = {.method = "POST", .path = path, .body = body, .is_write = 1,
+                                .on_done = on_burst, .ud = &sl[i]};
+        assert_int_equal(tg_client_request(c, &o, NULL), 0);
+    }
+    assert_true(tgc_run_until(&loop, burst_done, &b, 60000));
+    assert_int_equal(b.failed, 0);
+}
+
+/* Pods of ns bound to n1, and Scheduled Events naming them (one each). */
+static void count_bound(const char *ns, int n, int *bound, int *events)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    cJSON *j = get_json(path);
+    const cJSON *it;
+    *bound = *events = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "items")) {
+        const char *node = jpath(it, "spec", "nodeName", NULL);
+        *bound += node && !strcmp(node, "n1");
+    }
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "/apis/events.k8s.io/v1/namespaces/%s/events", ns);
+    j = get_json(path);
+    int seen[400] = {0};
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "items")) {
+        const char *name = jpath(it, "regarding", "name", NULL);
+        const char *reason = jpath(it, "reason", NULL, NULL);
+        int k;
+        if (name && reason && !strcmp(reason, "Scheduled") && sscanf(name, "bp-%d", &k) == 1 &&
+            k >= 0 && k < n && !seen[k]++)
+            (*events)++;
+        else if (name && sscanf(name, "bp-%d", &k) == 1 && k >= 0 && k < n)
+            (*events) += 1000;  /* a second Event for one pod: counted to fail */
+    }
+    cJSON_Delete(j);
+}
+
+/* Bindings and Events go the direct way once it is up: every one of a
+ * burst answered there (stats.h2_direct), every pod bound, one Event each;
+ * with TOPOGANG_H2_DIRECT=0 none is (libcurl takes them: the fallback). */
+static void direct_path_binds_and_events(void **s)
+{
+    (void)s;
+    enum { N = 100 };
+    struct tg_client *c = tgc_client(&cl, &loop, NULL);
+    warm_direct(c, "admin");
+    create_pods(c, "direct", N);
+    uint64_t before = tg_client_stats(c)->h2_direct;
+    struct burst b = {0};
+    static struct slot sl[2 * N];
+    bind_burst(c, "direct", N, &b, sl, 0);
+    assert_true(tgc_run_until(&loop, burst_done, &b, 60000));
+    assert_int_equal(b.failed, 0);
+    uint64_t direct = tg_client_stats(c)->h2_direct - before;
+    printf("# %d Bindings + %d Events: %llu answered on the direct path, %llu connection(s)\n", N, N,
+           (unsigned long long)direct, (unsigned long long)tg_client_stats(c)->h2_connects);
+    assert_int_equal(direct, 2 * N);
+    assert_int_equal(tg_client_stats(c)->h2_connects, 1);
+    int bound, events;
+    count_bound("direct", N, &bound, &events);
+    assert_int_equal(bound, N);
+    assert_int_equal(events, N);
+    tg_client_free(&c);
+    /* off: the same writes through libcurl */
+    setenv("TOPOGANG_H2_DIRECT", "0", 1);
+    c = tgc_client(&cl, &loop, NULL);
+    unsetenv("TOPOGANG_H2_DIRECT");
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(is_write_whoami(c, "admin"), 0);
+    assert_int_equal(tg_client_stats(c)->h2_direct, 0);
+    assert_int_equal(tg_client_stats(c)->h2_connects, 0);
+    assert_int_equal(tg_client_stats(c)->http2, 5);
+    tg_client_free(&c);
+}
+
+/* The direct path authenticates as libcurl does: a client certificate, and
+ * a bearer token file re-read as it rotates (each answer on the direct path). */
+static void direct_path_credentials(void **s)
+{
+    (void)s;
+    struct tg_client *c = tgc_client(&cl, &loop, "topogang-test-cert");
+    assert_non_null(c);
+    warm_direct(c, "admin-cert");
+    uint64_t d0 = tg_client_stats(c)->h2_direct;
+    assert_int_equal(is_write_whoami(c, "admin-cert"), 0);
+    assert_int_equal(tg_client_stats(c)->h2_direct, d0 + 1);
+    tg_client_free(&c);
+
+    char tokf[1024], kc[1024];
+    snprintf(tokf, sizeof tokf, "%s/rotating-token", cl.dir);
+    snprintf(kc, sizeof kc, "%s/kubeconfig-tokenfile", cl.dir);   /* token_file_rotation's */
+    write_file(tokf, cl.token);
+    struct tg_kconf k;
+    assert_int_equal(tg_kubeconfig_load(kc, NULL, &k, NULL, 0), 0);
+    assert_int_equal(tg_client_new(&loop, &k, NULL, &c), 0);
+    tg_kconf_free(&k);
+    warm_direct(c, "admin");
+    d0 = tg_client_stats(c)->h2_direct;
+    write_file(tokf, cl.token_b);                /* rotated */
+    assert_int_equal(is_write_whoami(c, "user-b"), 0);
+    write_file(tokf, "revoked-token\n");
+    assert_int_equal(is_write_whoami(c, NULL), TG_EHTTP);   /* 401 */
+    assert_int_equal(tg_client_stats(c)->h2_direct, d0 + 2);
+    tg_client_free(&c);
+}
+
+static int half_done(void *ud)
+{
+    return ((struct burst *)ud)->left <= 300;
+}
+
+/* kube-apiserver SIGKILLed in the middle of a burst of 200 Bindings and 200
+ * Events on the direct path and started again: each request ends (none
+ * hangs), a Binding cut off fails with an error the binder retries
+ * (TG_EIO, TG_ETIMEOUT, TG_EAGAIN), the Events are retried by the client;
+ * sent again, every pod is bound once and has one Scheduled Event, and the
+ * direct path came back on a new connection. */
+static void direct_path_survives_apiserver_restart(void **s)
+{
+    (void)s;
+    enum { N = 200 };
+    struct tg_client *c = tgc_client(&cl, &loop, NULL);
+    warm_direct(c, "admin");
+    create_pods(c, "restart", N);
+    struct burst b = {0};
+    static struct slot sl[2 * N];
+    bind_burst(c, "restart", N, &b, sl, 0);
+    assert_true(tgc_run_until(&loop, half_done, &b, 60000));
+    int done_at_kill = 2 * N - b.left;
+    tgc_apiserver_kill(&cl);
+    uv_run(&loop, UV_RUN_NOWAIT);   /* the connection's end is seen */
+    assert_int_equal(tgc_apiserver_start(&cl), 0);
+    assert_true(tgc_run_until(&loop, burst_done, &b, 120000));
+    int cut = 0;
+    for (int i = 0; i < 2 * N; i++) {
+        if (b.err[i] == 0)
+            continue;
+        cut++;
+        assert_true(i < N);     /* Events are retried by the client itself */
+        assert_true(b.err[i] == TG_EIO || b.err[i] == TG_ETIMEOUT || b.err[i] == TG_EAGAIN ||
+                    b.err[i] == TG_EHTTP);
+    }
+    printf("# killed after %d of %d answers: %d Binding(s) cut off, sent again; direct=%llu "
+           "connections=%llu\n", done_at_kill, 2 * N, cut,
+           (unsigned long long)tg_client_stats(c)->h2_direct,
+           (unsigned long long)tg_client_stats(c)->h2_connects);
+    b.failed = 0;
+    bind_burst(c, "restart", N, &b, sl, 1);
+    assert_true(tgc_run_until(&loop, burst_done, &b, 60000));
+    for (int i = 0; i < N; i++)      /* landed before: 409 already assigned (to n1) */
+        assert_true(b.err[i] == 0 || b.err[i] == TG_ECONFLICT);
+    int bound, events;
+    count_bound("restart", N, &bound, &events);
+    assert_int_equal(bound, N);
+    assert_int_equal(events, N);
+    assert_true(tg_client_stats(c)->h2_connects >= 2);  /* the direct path came back */
+    tg_client_free(&c);
+}
+
 static void watch_command(void **s)
 {
     (void)s;
@@ -489,6 +747,9 @@ int main(void)
         cmocka_unit_test(wrong_ca_refused),
         cmocka_unit_test(http2_and_reuse),
         cmocka_unit_test(watch_command),
+        cmocka_unit_test(direct_path_binds_and_events),
+        cmocka_unit_test(direct_path_credentials),
+        cmocka_unit_test(direct_path_survives_apiserver_restart),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
