@@ -101,7 +101,7 @@ static void warn(struct dec *x, const cJSON *at, const char *field, const char *
 /* Child of obj by key when obj is a map, else NULL. */
 static const cJSON *get(const cJSON *obj, const char *key)
 {
-    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    return tg__get(obj, key);
 }
 
 /* Optional typed children: absent or null gives NULL; a wrong type is an error. */
@@ -367,16 +367,27 @@ struct unoffered {
     uint32_t n;
 };
 
+/* "field.name" of a resource map's item, for a message (built only then:
+ * most maps have no problem). */
+static const char *item_path(char *buf, size_t n, const char *field, const cJSON *it)
+{
+    snprintf(buf, n, "%s.%s", field, it->string);
+    return buf;
+}
+
 /* The id of a resource name: a Node registers it; a Pod only looks it up
  * (un != NULL), an unknown name taking a local id in un. -1 after reporting
- * when the pod names more than MAX_RQ such names, or the registry is full. */
-static int rq_id(struct dec *x, const cJSON *it, const char *path, struct unoffered *un)
+ * (at field.name) when the pod names more than MAX_RQ such names, or the
+ * registry is full. */
+static int rq_id(struct dec *x, const cJSON *it, const char *field, struct unoffered *un)
 {
     size_t len = strlen(it->string);
+    char path[256];
     if (!un) {
         int id = tg_res_id(it->string, len);
         if (id < 0)
-            err(x, it, path, "too many distinct resource names (max %d)", TG_RES_MAX);
+            err(x, it, item_path(path, sizeof path, field, it),
+                "too many distinct resource names (max %d)", TG_RES_MAX);
         return id;
     }
     int id = tg_res_lookup(it->string, len);
@@ -386,8 +397,8 @@ static int rq_id(struct dec *x, const cJSON *it, const char *path, struct unoffe
         if (!strcmp(un->name[i], it->string))
             return TG_RES_MAX + (int)i;
     if (un->n >= MAX_RQ || len == 0) {
-        err(x, it, path, len ? "names more than %d resources no node offers" : "empty resource name",
-            MAX_RQ);
+        err(x, it, item_path(path, sizeof path, field, it),
+            len ? "names more than %d resources no node offers" : "empty resource name", MAX_RQ);
         return -1;
     }
     un->name[un->n] = it->string;
@@ -409,7 +420,6 @@ static int decode_rqmap(struct dec *x, const cJSON *map, const char *field, stru
     }
     cJSON_ArrayForEach(it, map)
     {
-        snprintf(path, sizeof path, "%s.%s", field, it->string);
         const char *txt = cJSON_IsString(it) ? it->valuestring
                           : cJSON_IsNumber(it) ? it->valuestring : NULL;
         char numbuf[64];
@@ -418,16 +428,17 @@ static int decode_rqmap(struct dec *x, const cJSON *map, const char *field, stru
             txt = numbuf;
         }
         if (!txt) {
-            err(x, it, path, "must be a quantity string, not %s", type_name(it));
+            err(x, it, item_path(path, sizeof path, field, it), "must be a quantity string, not %s",
+                type_name(it));
             return -1;
         }
-        int id = rq_id(x, it, path, un);
+        int id = rq_id(x, it, field, un);
         if (id < 0)
             return -1;
         int64_t v;
         int rc = tg_quantity_parse(txt, strlen(txt), tg_res_is_milli((uint32_t)id), &v);
         if (rc) {
-            err(x, it, path, "%s quantity \"%s\"",
+            err(x, it, item_path(path, sizeof path, field, it), "%s quantity \"%s\"",
                 rc == TG_EINVAL ? "negative" : rc == TG_ERANGE ? "out-of-range" : "malformed", txt);
             return -1;
         }
@@ -448,21 +459,21 @@ struct acc {
 static int container_requests(struct dec *x, const cJSON *c, const char *field, struct tg_rq *out,
                               struct unoffered *un)
 {
-    char path[200];
-    snprintf(path, sizeof path, "%s.resources", field);
+    char path[240];
+    int len = snprintf(path, sizeof path - 16, "%s.resources", field);
     const cJSON *res = want_map(x, c, "resources", path);
     if (!res)
         return 0;
     struct tg_rq lim[MAX_RQ];
-    char p2[240];
-    snprintf(p2, sizeof p2, "%s.requests", path);
-    const cJSON *rm = want_map(x, res, "requests", p2);
-    int n = rm ? decode_rqmap(x, rm, p2, out, un) : 0;
+    char *tail = path + (len < (int)sizeof path - 16 ? len : (int)sizeof path - 17);
+    strcpy(tail, ".requests"); /* the suffixes fit the 16 bytes kept */
+    const cJSON *rm = want_map(x, res, "requests", path);
+    int n = rm ? decode_rqmap(x, rm, path, out, un) : 0;
     if (n < 0)
         return -1;
-    snprintf(p2, sizeof p2, "%s.limits", path);
-    const cJSON *lm = want_map(x, res, "limits", p2);
-    int nl = lm ? decode_rqmap(x, lm, p2, lim, un) : 0;
+    strcpy(tail, ".limits");
+    const cJSON *lm = want_map(x, res, "limits", path);
+    int nl = lm ? decode_rqmap(x, lm, path, lim, un) : 0;
     if (nl < 0)
         return -1;
     for (int i = 0; i < nl; i++) {

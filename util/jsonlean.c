@@ -16,7 +16,7 @@
 
 #include "util/err.h"
 
-enum { MAX_NEST = 256, MAX_NUMBER = 63, NONE = 0xFFFF, KEEP = 1 << 20 };
+enum { MAX_NEST = 256, MAX_NUMBER = 63, NONE = 0xFFFF, KEEP = 1 << 20, BLOCK = 8192 };
 
 /* A scan: STRICT means "not strict JSON: let cJSON decide". */
 enum { STRICT = 1 };
@@ -25,7 +25,23 @@ struct scan {
     const unsigned char *p, *end;
     struct tg_jlean *j;
     int depth;
+    char *cur, *lim;                    /* the arena block being filled */
 };
+
+/* n bytes (8-aligned) of the arena, taken a block at a time. */
+static inline void *bump(struct scan *s, size_t n)
+{
+    n = (n + 7) & ~(size_t)7;
+    if ((size_t)(s->lim - s->cur) < n) {
+        size_t want = n > BLOCK ? n : BLOCK;
+        if (!(s->cur = tg_arena_alloc(&s->j->arena, want)))
+            return NULL;
+        s->lim = s->cur + want;
+    }
+    void *p = s->cur;
+    s->cur += n;
+    return p;
+}
 
 static void skip_ws(struct scan *s)
 {
@@ -130,7 +146,7 @@ static int string(struct scan *s, char **out)
         return STRICT;
     if (out) {
         size_t n = (size_t)(q - s->p);
-        char *o = tg_arena_alloc(&s->j->arena, n + 1);
+        char *o = bump(s, n + 1);
         if (!o)
             return TG_ENOMEM;
         *out = o;
@@ -232,9 +248,10 @@ static int value(struct scan *s, cJSON *item, uint16_t at);
 /* Appends a node to a child list (NULL when validating only). */
 static cJSON *new_child(struct scan *s, cJSON *parent, cJSON **last)
 {
-    cJSON *c = tg_arena_calloc(&s->j->arena, 1, sizeof *c);
+    cJSON *c = bump(s, sizeof *c);
     if (!c)
         return NULL;
+    memset(c, 0, sizeof *c);
     if (*last) {
         (*last)->next = c;
         c->prev = *last;
@@ -407,7 +424,7 @@ int tg_jlean_parse(struct tg_jlean *j, const char *buf, size_t len, const cJSON 
     tg_arena_reset(&j->arena);
     *root = NULL;
     if (!j->cjson_only) {
-        struct scan s = {(const unsigned char *)buf, (const unsigned char *)buf + len, j, 0};
+        struct scan s = {(const unsigned char *)buf, (const unsigned char *)buf + len, j, 0, NULL, NULL};
         cJSON *top = tg_arena_calloc(&j->arena, 1, sizeof *top);
         if (!top)
             return TG_ENOMEM;
