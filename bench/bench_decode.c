@@ -34,6 +34,7 @@
 #include "util/jsonlean.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+#include "util/yamljson.h"
 
 static double cpu_us(void)
 {
@@ -44,19 +45,13 @@ static double cpu_us(void)
 
 static char *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "bench_decode: cannot open %s\n", path);
+    char *text = NULL;
+    struct tg_sb err = {0};
+    if (tg_read_file(path, &text, len, &err)) {
+        fprintf(stderr, "bench_decode: %s\n", tg_sb_str(&err));
         exit(1);
     }
-    struct tg_sb b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        tg_sb_putn(&b, buf, n);
-    fclose(f);
-    *len = b.len;
-    return b.s;
+    return text;
 }
 
 /* The first line of text holding all of `need` (NUL-terminated copy). */

@@ -10,6 +10,7 @@
  *   against one with full_json: the same verdict, counters and handler
  *   calls (each with the pod's dump). */
 #include "fuzz/fuzz.h"
+#include "fuzz/podsame.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -22,33 +23,10 @@
 #include "util/log.h"
 #include "util/strbuf.h"
 
-static void record(void *ud, int is_error, const cJSON *at, const char *what, const char *field,
-                   const char *msg)
-{
-    (void)at;
-    tg_sb_printf(ud, "%c %s %s %s\n", is_error ? 'E' : 'W', what, field, msg);
-}
-
 static void same_pod(const cJSON *lean, const cJSON *full, unsigned flags)
 {
-    struct tg_sb ml = {0}, mf = {0};
-    struct tg_diag dl = {.report = record, .ud = &ml}, df = {.report = record, .ud = &mf};
-    struct tg_pod *pl = NULL, *pf = NULL;
-    int rl = tg_pod_decode(lean, flags, &dl, &pl), rf = tg_pod_decode(full, flags, &df, &pf);
-    fz_check(rl == rf || rl == TG_ENOMEM || rf == TG_ENOMEM, "decode: lean %s, full %s",
-             tg_err_name(rl), tg_err_name(rf));
-    fz_check(rl == TG_ENOMEM || rf == TG_ENOMEM || !strcmp(tg_sb_str(&ml), tg_sb_str(&mf)),
-             "diagnostics differ:\nlean:\n%s\nfull:\n%s", tg_sb_str(&ml), tg_sb_str(&mf));
-    if (pl && pf) {
-        char *a = tg_pod_dump(pl), *b = tg_pod_dump(pf);
-        fz_check(!a || !b || !strcmp(a, b), "pods differ:\nlean:\n%s\nfull:\n%s", a, b);
-        free(a);
-        free(b);
-    }
-    tg_pod_free(&pl);
-    tg_pod_free(&pf);
-    tg_sb_free(&ml);
-    tg_sb_free(&mf);
+    char *d = podsame_diff(lean, full, flags);
+    fz_check(!d, "lean against full: %s", d);
 }
 
 /* ---- the reflector both ways ------------------------------------------------ */

@@ -313,13 +313,26 @@ done:
     return 0;
 }
 
+/* null, true or false (word) at s->p: type (true's valueint 1, as cJSON's). */
+static int literal(struct scan *s, cJSON *item, const char *word, int type)
+{
+    size_t n = strlen(word);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n))
+        return STRICT;
+    if (item) {
+        item->type = type;
+        item->valueint = type == cJSON_True;
+    }
+    s->p += n;
+    return 0;
+}
+
 /* A value at s->p into item (NULL: validate only); at: its node in the
  * unread paths' tree (0 the root), NONE when on no path. */
 static int value(struct scan *s, cJSON *item, uint16_t at)
 {
     if (s->p >= s->end)
         return STRICT;
-    size_t left = (size_t)(s->end - s->p);
     int rc;
     switch (*s->p) {
     case '{':
@@ -336,28 +349,11 @@ static int value(struct scan *s, cJSON *item, uint16_t at)
             item->type = cJSON_String;
         return 0;
     case 'n':
-        if (left < 4 || memcmp(s->p, "null", 4))
-            return STRICT;
-        if (item)
-            item->type = cJSON_NULL;
-        s->p += 4;
-        return 0;
+        return literal(s, item, "null", cJSON_NULL);
     case 't':
-        if (left < 4 || memcmp(s->p, "true", 4))
-            return STRICT;
-        if (item) {
-            item->type = cJSON_True;
-            item->valueint = 1;
-        }
-        s->p += 4;
-        return 0;
+        return literal(s, item, "true", cJSON_True);
     case 'f':
-        if (left < 5 || memcmp(s->p, "false", 5))
-            return STRICT;
-        if (item)
-            item->type = cJSON_False;
-        s->p += 5;
-        return 0;
+        return literal(s, item, "false", cJSON_False);
     default:
         return number(s, item);
     }

@@ -25,52 +25,27 @@
 #include "util/jsonlean.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+#include "util/yamljson.h"
+#include "fuzz/podsame.h"
 
 static char *slurp(const char *rel)
 {
     const char *src = getenv("TOPOGANG_SRC");
-    char path[4096];
+    char path[4096], *text = NULL;
+    size_t len;
+    struct tg_sb err = {0};
     snprintf(path, sizeof path, "%s/%s", src ? src : ".", rel);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    struct tg_sb b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        tg_sb_putn(&b, buf, n);
-    fclose(f);
-    return b.s;
+    if (tg_read_file(path, &text, &len, &err))
+        fail_msg("%s", tg_sb_str(&err));
+    return text;
 }
 
-/* Diagnostics as text, to compare the two paths' messages. */
-static void record(void *ud, int is_error, const cJSON *at, const char *what, const char *field,
-                   const char *msg)
-{
-    (void)at;
-    tg_sb_printf(ud, "%c %s %s %s\n", is_error ? 'E' : 'W', what, field, msg);
-}
-
-/* Decodes obj both ways; the dumps and messages must be equal. */
+/* Decodes obj both ways; the results, messages and pods must be equal. */
 static void same_pod(const cJSON *lean_obj, const cJSON *full_obj, unsigned flags)
 {
-    struct tg_sb ml = {0}, mf = {0};
-    struct tg_diag dl = {.report = record, .ud = &ml}, df = {.report = record, .ud = &mf};
-    struct tg_pod *pl = NULL, *pf = NULL;
-    int rl = tg_pod_decode(lean_obj, flags, &dl, &pl);
-    int rf = tg_pod_decode(full_obj, flags, &df, &pf);
-    assert_int_equal(rl, rf);
-    assert_string_equal(tg_sb_str(&ml), tg_sb_str(&mf));
-    if (!rf) {
-        char *a = tg_pod_dump(pl), *b = tg_pod_dump(pf);
-        assert_non_null(a);
-        assert_string_equal(a, b);
-        free(a);
-        free(b);
-    }
-    tg_pod_free(&pl);
-    tg_pod_free(&pf);
-    tg_sb_free(&ml);
-    tg_sb_free(&mf);
+    char *d = podsame_diff(lean_obj, full_obj, flags);
+    if (d)
+        fail_msg("lean against full: %s", d);
 }
 
 static void fixture_events_decode_the_same(void **state)
