@@ -220,22 +220,37 @@ static void list_finish(struct tg_reflector *r, const char *rv)
     }
 }
 
+/* Parses text with j: 0 and the tree in *root (valid until tg_jlean_clear),
+ * TG_EPARSE, TG_ENOMEM. */
+static int parse(struct tg_reflector *r, struct tg_jlean *j, const char *text, size_t len,
+                 const cJSON **root)
+{
+    uint64_t fb = j->fallbacks;
+    int rc = tg_jlean_parse(j, text, len, root);
+    r->st.lean_fallbacks += j->fallbacks - fb;
+    return rc;
+}
+
+static int list_item(struct tg_reflector *r, const cJSON *it);
+
 /* One item of a LIST page, decoded and applied while the page downloads. */
 static int on_list_item(void *ud, const char *json, size_t len)
 {
     struct tg_reflector *r = ud;
     const cJSON *it;
-    uint64_t fb = r->lean_item.fallbacks;
-    int rc = tg_jlean_parse(&r->lean_item, json, len, &it);
-    r->st.lean_fallbacks += r->lean_item.fallbacks - fb;
-    if (rc == TG_ENOMEM)
-        return rc;
-    if (rc) {
+    int rc = parse(r, &r->lean_item, json, len, &it);
+    if (rc == TG_EPARSE)
         r->st.parse_errors++;
-        return TG_EPARSE;
-    }
+    if (!rc)
+        rc = list_item(r, it);
+    tg_jlean_clear(&r->lean_item); /* the tree goes now: its object is decoded */
+    return rc;
+}
+
+static int list_item(struct tg_reflector *r, const cJSON *it)
+{
     void *obj;
-    rc = r->o.kind->decode(it, &obj);
+    int rc = r->o.kind->decode(it, &obj);
     if (rc == TG_ENOMEM)
         return rc;
     if (rc) {
@@ -341,14 +356,22 @@ static void list_page(struct tg_reflector *r)
 
 /* ---- WATCH ----------------------------------------------------------------- */
 
+static int event(struct tg_reflector *r, const cJSON *ev, size_t len);
+
 static int on_line(void *ud, const char *line, size_t len)
 {
     struct tg_reflector *r = ud;
     const cJSON *ev;
-    uint64_t fb = r->lean_ev.fallbacks;
-    if (tg_jlean_parse(&r->lean_ev, line, len, &ev) == TG_ENOMEM)
-        return TG_ENOMEM;
-    r->st.lean_fallbacks += r->lean_ev.fallbacks - fb;
+    int rc = parse(r, &r->lean_ev, line, len, &ev);
+    if (rc != TG_ENOMEM)
+        rc = event(r, ev, len); /* ev NULL (not JSON): a malformed event */
+    tg_jlean_clear(&r->lean_ev);
+    return rc;
+}
+
+/* One watch event (ev: its tree, NULL when it did not parse). */
+static int event(struct tg_reflector *r, const cJSON *ev, size_t len)
+{
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
     const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
     if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {

@@ -411,13 +411,18 @@ void tg_jlean_free(struct tg_jlean *j)
     memset(j, 0, sizeof *j);
 }
 
-int tg_jlean_parse(struct tg_jlean *j, const char *buf, size_t len, const cJSON **root)
+void tg_jlean_clear(struct tg_jlean *j)
 {
     cJSON_Delete(j->full);
     j->full = NULL;
     if (j->arena.total > KEEP)
         tg_arena_free(&j->arena); /* a huge object's chunks are not kept for the next */
     tg_arena_reset(&j->arena);
+}
+
+int tg_jlean_parse(struct tg_jlean *j, const char *buf, size_t len, const cJSON **root)
+{
+    tg_jlean_clear(j);
     *root = NULL;
     if (!j->cjson_only) {
         struct scan s = {(const unsigned char *)buf, (const unsigned char *)buf + len, j, 0, NULL, NULL};

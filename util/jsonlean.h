@@ -55,10 +55,13 @@ int tg_jlean_init(struct tg_jlean *j, const char *base, const char *const *unrea
 void tg_jlean_free(struct tg_jlean *j);
 
 /* Parses buf[0..len) (no NUL needed). On success *root is the tree (lean,
- * or cJSON's after a fallback), owned by j and valid until the next parse
- * or tg_jlean_free: never cJSON_Delete it. NULL when cJSON refuses the text
+ * or cJSON's after a fallback), owned by j and valid until the next parse,
+ * tg_jlean_clear or tg_jlean_free: never cJSON_Delete it. NULL when cJSON refuses the text
  * too (TG_EPARSE), or memory ran out (TG_ENOMEM). */
 int tg_jlean_parse(struct tg_jlean *j, const char *buf, size_t len, const struct cJSON **root);
+/* Drops the last tree (a huge one's memory goes; the arena's usual block is
+ * kept for the next parse). */
+void tg_jlean_clear(struct tg_jlean *j);
 
 /* Whether lean (a tree tg_jlean_parse gave) is full (cJSON's of the same
  * text) less j's unread paths: the same types, keys, strings, numbers and
