@@ -356,7 +356,7 @@ static void list_page(struct tg_reflector *r)
 
 /* ---- WATCH ----------------------------------------------------------------- */
 
-static int event(struct tg_reflector *r, const cJSON *ev, size_t len);
+static int watch_event(struct tg_reflector *r, const cJSON *ev, size_t len);
 
 static int on_line(void *ud, const char *line, size_t len)
 {
@@ -364,13 +364,13 @@ static int on_line(void *ud, const char *line, size_t len)
     const cJSON *ev;
     int rc = parse(r, &r->lean_ev, line, len, &ev);
     if (rc != TG_ENOMEM)
-        rc = event(r, ev, len); /* ev NULL (not JSON): a malformed event */
+        rc = watch_event(r, ev, len); /* ev NULL (not JSON): a malformed event */
     tg_jlean_clear(&r->lean_ev);
     return rc;
 }
 
 /* One watch event (ev: its tree, NULL when it did not parse). */
-static int event(struct tg_reflector *r, const cJSON *ev, size_t len)
+static int watch_event(struct tg_reflector *r, const cJSON *ev, size_t len)
 {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
     const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
