@@ -285,13 +285,14 @@ static int members(struct scan *s, cJSON *item, uint16_t at, int is_obj)
             skip_ws(s);
         }
         uint16_t m = at == NONE ? 0 : step(s->j, at, key);
+        int skip = m && s->j->node[m].leaf; /* an unread path ends here */
         cJSON *c = NULL;
-        if (item && !(m && s->j->node[m].leaf)) {
+        if (item && !skip) {
             if (!(c = new_child(s, item, &last)))
                 return TG_ENOMEM;
             c->string = key;
         }
-        if ((rc = value(s, c, m ? m : NONE)))
+        if ((rc = value(s, c, m && !skip ? m : NONE)))
             return rc;
         skip_ws(s);
         if (s->p < s->end && *s->p == ',') {
