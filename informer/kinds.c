@@ -81,9 +81,10 @@ static const char *pod_rv(const void *o)
 {
     return ((const struct tg_pod *)o)->rv;
 }
-const struct tg_kind tg_kind_pod = {"Pod", pod_decode, pod_free, pod_key, pod_uid, pod_rv};
+const struct tg_kind tg_kind_pod = {"Pod", pod_decode, pod_free, pod_key, pod_uid, pod_rv,
+                                    tg_pod_unread};
 const struct tg_kind tg_kind_pod_spec = {"Pod", pod_decode_spec, pod_free, pod_key, pod_uid,
-                                         pod_rv};
+                                         pod_rv, tg_pod_unread};
 
 /* ---- PodGroup ---- */
 static int pg_decode(const cJSON *o, void **out)

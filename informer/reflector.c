@@ -16,6 +16,7 @@
 #include "informer/jsonl.h"
 #include "informer/liststream.h"
 #include "util/err.h"
+#include "util/jsonlean.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -31,6 +32,7 @@ struct tg_reflector {
     char *cont;                        /* list continue token, owned */
     struct tg_hmap seen;               /* keys of this list's items (store's key bytes) */
     struct tg_jsonl jl;
+    struct tg_jlean lean_ev, lean_item; /* watch events, listed objects: parsed trees */
     struct tg_liststream ls;           /* the LIST page being received */
     char *page_rv, *page_cont;         /* from the page's metadata, owned */
     uint32_t backoff_ms;
@@ -218,18 +220,37 @@ static void list_finish(struct tg_reflector *r, const char *rv)
     }
 }
 
+/* Parses text with j: 0 and the tree in *root (valid until tg_jlean_clear),
+ * TG_EPARSE, TG_ENOMEM. */
+static int parse(struct tg_reflector *r, struct tg_jlean *j, const char *text, size_t len,
+                 const cJSON **root)
+{
+    uint64_t fb = j->fallbacks;
+    int rc = tg_jlean_parse(j, text, len, root);
+    r->st.lean_fallbacks += j->fallbacks - fb;
+    return rc;
+}
+
+static int list_item(struct tg_reflector *r, const cJSON *it);
+
 /* One item of a LIST page, decoded and applied while the page downloads. */
 static int on_list_item(void *ud, const char *json, size_t len)
 {
     struct tg_reflector *r = ud;
-    cJSON *it = cJSON_ParseWithLength(json, len);
-    if (!it) {
+    const cJSON *it;
+    int rc = parse(r, &r->lean_item, json, len, &it);
+    if (rc == TG_EPARSE)
         r->st.parse_errors++;
-        return TG_EPARSE;
-    }
+    if (!rc)
+        rc = list_item(r, it);
+    tg_jlean_clear(&r->lean_item); /* the tree goes now: its object is decoded */
+    return rc;
+}
+
+static int list_item(struct tg_reflector *r, const cJSON *it)
+{
     void *obj;
     int rc = r->o.kind->decode(it, &obj);
-    cJSON_Delete(it);
     if (rc == TG_ENOMEM)
         return rc;
     if (rc) {
@@ -335,14 +356,25 @@ static void list_page(struct tg_reflector *r)
 
 /* ---- WATCH ----------------------------------------------------------------- */
 
+static int watch_event(struct tg_reflector *r, const cJSON *ev, size_t len);
+
 static int on_line(void *ud, const char *line, size_t len)
 {
     struct tg_reflector *r = ud;
-    cJSON *ev = cJSON_ParseWithLength(line, len);
+    const cJSON *ev;
+    int rc = parse(r, &r->lean_ev, line, len, &ev);
+    if (rc != TG_ENOMEM)
+        rc = watch_event(r, ev, len); /* ev NULL (not JSON): a malformed event */
+    tg_jlean_clear(&r->lean_ev);
+    return rc;
+}
+
+/* One watch event (ev: its tree, NULL when it did not parse). */
+static int watch_event(struct tg_reflector *r, const cJSON *ev, size_t len)
+{
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
     const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
     if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
-        cJSON_Delete(ev);
         r->st.parse_errors++;
         tg_warn(COMP, "%s watch %s: malformed event (%zu bytes): restarting the watch",
                 r->o.kind->name, r->o.path, len);
@@ -368,7 +400,6 @@ static int on_line(void *ud, const char *line, size_t len)
             tg_warn(COMP, "%s watch %s: error event: %s", r->o.kind->name, r->o.path,
                     cJSON_IsString(msg) ? msg->valuestring : "?");
         }
-        cJSON_Delete(ev);
         return TG_EAGAIN;
     }
     if (strcmp(t, "BOOKMARK") == 0) {
@@ -398,7 +429,6 @@ static int on_line(void *ud, const char *line, size_t len)
     }
     if (!rc && cJSON_IsString(rv))
         set_str(&r->rv, rv->valuestring);
-    cJSON_Delete(ev);
     return rc;
 }
 
@@ -518,6 +548,20 @@ static int reflector_alloc(const struct tg_reflector_opts *o, struct tg_reflecto
         r->o.backoff_max_ms = 30000;
     r->backoff_ms = r->o.backoff_min_ms;
     tg_store_init(&r->store, o->kind);
+    const char *const *unread = o->full_json ? NULL : o->kind->unread;
+    int rc = tg_jlean_init(&r->lean_ev, "object", unread);
+    if (!rc && (rc = tg_jlean_init(&r->lean_item, "", unread)))
+        tg_jlean_free(&r->lean_ev);
+    if (rc) {
+        tg_store_free(&r->store);
+        free((char *)r->o.path);
+        free((char *)r->o.field_selector);
+        free((char *)r->o.label_selector);
+        free(r);
+        *out = NULL;
+        return rc;
+    }
+    r->lean_ev.cjson_only = r->lean_item.cjson_only = !unread;
     r->retry.data = r;
     *out = r;
     return 0;
@@ -547,6 +591,8 @@ static void on_closed(uv_handle_t *h)
     tg_store_free(&r->store);
     tg_hmap_free(&r->seen);
     tg_jsonl_free(&r->jl);
+    tg_jlean_free(&r->lean_ev);
+    tg_jlean_free(&r->lean_item);
     tg_liststream_free(&r->ls);
     free(r->page_rv);
     free(r->page_cont);

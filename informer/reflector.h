@@ -23,7 +23,12 @@
  * cached copy (on_delete; it comes back when a later version decodes), a
  * DELETED one deletes the copy found by metadata.uid or name; a DELETED
  * event whose object names nothing relists. Each is counted
- * (stats.decode_errors, h.on_decode_failed). */
+ * (stats.decode_errors, h.on_decode_failed).
+ *
+ * Watch events and listed objects of a kind that names unread paths (Pods)
+ * are parsed by util/jsonlean.h: a tree without those paths, in an arena
+ * the reflector keeps (no malloc per node); text that is not strict JSON
+ * goes to cJSON in full (stats.lean_fallbacks). Other kinds: cJSON. */
 #ifndef TG_INFORMER_REFLECTOR_H
 #define TG_INFORMER_REFLECTOR_H
 
@@ -52,6 +57,8 @@ struct tg_reflector_opts {
     int watch_timeout_s;                 /* 0: random in [300, 600) per watch */
     uint32_t backoff_min_ms;             /* 0: 200 */
     uint32_t backoff_max_ms;             /* 0: 30000 */
+    int full_json;                       /* 1: parse with cJSON in full even where the kind
+                                            names unread paths (tests, benchmarks) */
     struct tg_handlers h;
 };
 
@@ -66,6 +73,7 @@ struct tg_reflector_stats {
     uint64_t decode_drops;   /* cached objects deleted because their new version did not decode */
     uint64_t adds, updates, deletes;
     uint64_t deletes_undecoded; /* DELETED events of cached objects: removed by name, not decoded */
+    uint64_t lean_fallbacks;    /* events and items of a lean kind parsed by cJSON (not strict JSON) */
 };
 
 struct tg_reflector;

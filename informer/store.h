@@ -24,6 +24,10 @@ struct tg_kind {
     const char *(*key)(const void *obj);             /* stable while obj lives */
     const char *(*uid)(const void *obj);             /* NULL fn or "" result: no uid */
     const char *(*rv)(const void *obj);              /* may return NULL */
+    /* Paths of the object the decoder never reads (util/jsonlean.h): the
+     * reflector leaves them out of the tree it parses. NULL: none, and
+     * the object is parsed by cJSON in full. */
+    const char *const *unread;
 };
 
 struct tg_store {

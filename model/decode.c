@@ -11,6 +11,7 @@
 #include "util/err.h"
 #include "util/hmap.h"
 #include "util/intern.h"
+#include "util/strbuf.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -100,7 +101,7 @@ static void warn(struct dec *x, const cJSON *at, const char *field, const char *
 /* Child of obj by key when obj is a map, else NULL. */
 static const cJSON *get(const cJSON *obj, const char *key)
 {
-    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    return tg__get(obj, key);
 }
 
 /* Optional typed children: absent or null gives NULL; a wrong type is an error. */
@@ -366,16 +367,27 @@ struct unoffered {
     uint32_t n;
 };
 
+/* "field.name" of a resource map's item, for a message (built only then:
+ * most maps have no problem). */
+static const char *item_path(char *buf, size_t n, const char *field, const cJSON *it)
+{
+    snprintf(buf, n, "%s.%s", field, it->string);
+    return buf;
+}
+
 /* The id of a resource name: a Node registers it; a Pod only looks it up
  * (un != NULL), an unknown name taking a local id in un. -1 after reporting
- * when the pod names more than MAX_RQ such names, or the registry is full. */
-static int rq_id(struct dec *x, const cJSON *it, const char *path, struct unoffered *un)
+ * (at field.name) when the pod names more than MAX_RQ such names, or the
+ * registry is full. */
+static int rq_id(struct dec *x, const cJSON *it, const char *field, struct unoffered *un)
 {
     size_t len = strlen(it->string);
+    char path[256];
     if (!un) {
         int id = tg_res_id(it->string, len);
         if (id < 0)
-            err(x, it, path, "too many distinct resource names (max %d)", TG_RES_MAX);
+            err(x, it, item_path(path, sizeof path, field, it),
+                "too many distinct resource names (max %d)", TG_RES_MAX);
         return id;
     }
     int id = tg_res_lookup(it->string, len);
@@ -385,8 +397,8 @@ static int rq_id(struct dec *x, const cJSON *it, const char *path, struct unoffe
         if (!strcmp(un->name[i], it->string))
             return TG_RES_MAX + (int)i;
     if (un->n >= MAX_RQ || len == 0) {
-        err(x, it, path, len ? "names more than %d resources no node offers" : "empty resource name",
-            MAX_RQ);
+        err(x, it, item_path(path, sizeof path, field, it),
+            len ? "names more than %d resources no node offers" : "empty resource name", MAX_RQ);
         return -1;
     }
     un->name[un->n] = it->string;
@@ -408,7 +420,6 @@ static int decode_rqmap(struct dec *x, const cJSON *map, const char *field, stru
     }
     cJSON_ArrayForEach(it, map)
     {
-        snprintf(path, sizeof path, "%s.%s", field, it->string);
         const char *txt = cJSON_IsString(it) ? it->valuestring
                           : cJSON_IsNumber(it) ? it->valuestring : NULL;
         char numbuf[64];
@@ -417,16 +428,17 @@ static int decode_rqmap(struct dec *x, const cJSON *map, const char *field, stru
             txt = numbuf;
         }
         if (!txt) {
-            err(x, it, path, "must be a quantity string, not %s", type_name(it));
+            err(x, it, item_path(path, sizeof path, field, it), "must be a quantity string, not %s",
+                type_name(it));
             return -1;
         }
-        int id = rq_id(x, it, path, un);
+        int id = rq_id(x, it, field, un);
         if (id < 0)
             return -1;
         int64_t v;
         int rc = tg_quantity_parse(txt, strlen(txt), tg_res_is_milli((uint32_t)id), &v);
         if (rc) {
-            err(x, it, path, "%s quantity \"%s\"",
+            err(x, it, item_path(path, sizeof path, field, it), "%s quantity \"%s\"",
                 rc == TG_EINVAL ? "negative" : rc == TG_ERANGE ? "out-of-range" : "malformed", txt);
             return -1;
         }
@@ -447,21 +459,21 @@ struct acc {
 static int container_requests(struct dec *x, const cJSON *c, const char *field, struct tg_rq *out,
                               struct unoffered *un)
 {
-    char path[200];
-    snprintf(path, sizeof path, "%s.resources", field);
+    char path[240];
+    int len = snprintf(path, sizeof path - 16, "%s.resources", field);
     const cJSON *res = want_map(x, c, "resources", path);
     if (!res)
         return 0;
     struct tg_rq lim[MAX_RQ];
-    char p2[240];
-    snprintf(p2, sizeof p2, "%s.requests", path);
-    const cJSON *rm = want_map(x, res, "requests", p2);
-    int n = rm ? decode_rqmap(x, rm, p2, out, un) : 0;
+    char *tail = path + (len < (int)sizeof path - 16 ? len : (int)sizeof path - 17);
+    strcpy(tail, ".requests"); /* the suffixes fit the 16 bytes kept */
+    const cJSON *rm = want_map(x, res, "requests", path);
+    int n = rm ? decode_rqmap(x, rm, path, out, un) : 0;
     if (n < 0)
         return -1;
-    snprintf(p2, sizeof p2, "%s.limits", path);
-    const cJSON *lm = want_map(x, res, "limits", p2);
-    int nl = lm ? decode_rqmap(x, lm, p2, lim, un) : 0;
+    strcpy(tail, ".limits");
+    const cJSON *lm = want_map(x, res, "limits", path);
+    int nl = lm ? decode_rqmap(x, lm, path, lim, un) : 0;
     if (nl < 0)
         return -1;
     for (int i = 0; i < nl; i++) {
@@ -1401,6 +1413,146 @@ void tg_pod_free(struct tg_pod **pp)
     free(p->hints);
     free(p);
     *pp = NULL;
+}
+
+const char *const tg_pod_unread[] = {
+    "metadata.managedFields",
+    "status.conditions",
+    "status.containerStatuses",
+    "status.initContainerStatuses",
+    "status.ephemeralContainerStatuses",
+    "spec.ephemeralContainers",
+#define CONTAINER_UNREAD(list)                                                                     \
+    "spec." list ".*.env", "spec." list ".*.envFrom", "spec." list ".*.volumeMounts",              \
+        "spec." list ".*.command", "spec." list ".*.args", "spec." list ".*.livenessProbe",         \
+        "spec." list ".*.readinessProbe", "spec." list ".*.startupProbe",                           \
+        "spec." list ".*.lifecycle", "spec." list ".*.securityContext"
+    CONTAINER_UNREAD("containers"),
+    CONTAINER_UNREAD("initContainers"),
+#undef CONTAINER_UNREAD
+    NULL,
+};
+
+/* ---- dump (tests compare decoding paths) ------------------------------
+ * Lists keep the decoder's order except labels (sorted by id, which depends
+ * on what the interner held before): by key text here. */
+
+static const char *s_(uint32_t id)
+{
+    return id ? tg_str(id) : "-";
+}
+
+static void dump_sel(struct tg_sb *b, const char *f, const struct tg_selreq *r, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        tg_sb_printf(b, "%s[%u]=%s op%u field%u num%lld:", f, i, s_(r[i].key), r[i].op,
+                     r[i].is_field, (long long)r[i].num);
+        for (uint16_t v = 0; v < r[i].nvals; v++)
+            tg_sb_printf(b, " %s", s_(r[i].vals[v]));
+        tg_sb_putc(b, '\n');
+    }
+}
+
+static void dump_terms(struct tg_sb *b, const char *f, const struct tg_podterm *t, uint16_t n)
+{
+    char g[64];
+    for (uint16_t i = 0; i < n; i++) {
+        tg_sb_printf(b, "%s[%u]=key %s weight %d nss%u has_sel%u has_nssel%u:", f, i, s_(t[i].key),
+                     t[i].weight, t[i].nns, t[i].has_sel, t[i].has_nssel);
+        for (uint16_t k = 0; k < t[i].nns; k++)
+            tg_sb_printf(b, " %s", s_(t[i].nss[k]));
+        tg_sb_putc(b, '\n');
+        snprintf(g, sizeof g, "%s[%u].sel", f, i);
+        dump_sel(b, g, t[i].sel.reqs, t[i].sel.nreq);
+        snprintf(g, sizeof g, "%s[%u].nssel", f, i);
+        dump_sel(b, g, t[i].nssel.reqs, t[i].nssel.nreq);
+    }
+}
+
+static void dump_spec(struct tg_sb *b, const struct tg_podspec *ps)
+{
+    char g[64];
+    for (uint16_t i = 0; i < ps->nselector; i++)
+        tg_sb_printf(b, "selector %s=%s\n", s_(ps->selector[i].key), s_(ps->selector[i].val));
+    for (uint16_t i = 0; i < ps->ntol; i++)
+        tg_sb_printf(b, "tol %s=%s op%u effect%u\n", s_(ps->tols[i].key), s_(ps->tols[i].val),
+                     ps->tols[i].op, ps->tols[i].effect);
+    for (uint16_t i = 0; i < ps->nterms; i++) {
+        snprintf(g, sizeof g, "term[%u]", i);
+        dump_sel(b, g, ps->terms[i].reqs, ps->terms[i].nreq);
+    }
+    for (uint16_t i = 0; i < ps->nspread; i++) {
+        const struct tg_spread *c = &ps->spread[i];
+        tg_sb_printf(b, "spread[%u]=%s skew%d min%d sel%u hard%u aff_ignore%u taints_honor%u\n", i,
+                     s_(c->key), c->max_skew, c->min_domains, c->has_sel, c->hard,
+                     c->affinity_ignore, c->taints_honor);
+        snprintf(g, sizeof g, "spread[%u].sel", i);
+        dump_sel(b, g, c->sel.reqs, c->sel.nreq);
+    }
+    for (uint16_t i = 0; i < ps->npvcs; i++)
+        tg_sb_printf(b, "pvc %s\n", s_(ps->pvcs[i]));
+    for (uint16_t i = 0; i < ps->nclaims; i++)
+        tg_sb_printf(b, "claim %s=%s tmpl %s\n", s_(ps->claims[i].name), s_(ps->claims[i].claim),
+                     s_(ps->claims[i].tmpl));
+}
+
+char *tg_pod_dump(const struct tg_pod *p)
+{
+    struct tg_sb b = {0};
+    tg_sb_printf(&b, "key=%s name_off=%u uid=%s rv=%s ns=%s node=%s sched=%s group=%s api=%u\n",
+                 p->key, p->name_off, p->uid, p->rv ? p->rv : "(null)", s_(p->ns), s_(p->node),
+                 s_(p->sched), s_(p->group), p->group_api);
+    tg_sb_printf(&b, "queue=%s prio_class=%s priority=%d/%u phase=%u deleting=%u started=%u "
+                     "preempt_never=%u grace=%d/%u guaranteed=%u excl_cpus=%u\n",
+                 s_(p->queue), s_(p->prio_class), p->priority, p->has_priority, p->phase,
+                 p->deleting, p->started, p->preempt_never, p->grace_s, p->has_grace,
+                 p->guaranteed, p->excl_cpus);
+    tg_sb_printf(&b, "owner=%s/%s created=%lld start=%lld derived=%s rank=%llu\n",
+                 s_(p->owner_kind), s_(p->owner_name), (long long)p->created_ms,
+                 (long long)p->start_ms, s_(p->derived), (unsigned long long)p->rank);
+    for (uint8_t i = 0; i < p->nreq; i++)
+        tg_sb_printf(&b, "req %s=%lld\n", p->req[i].res == TG_RES_UNOFFERED ? "(unoffered)"
+                                                                             : tg_res_name(p->req[i].res),
+                     (long long)p->req[i].val);
+    for (uint8_t i = 0; i < p->nunoffered; i++)
+        tg_sb_printf(&b, "unoffered %s=%lld\n", p->unoffered[i].name, (long long)p->unoffered[i].val);
+    /* by key text: ids follow the interner's history (a label's are counted, and reused) */
+    struct tg_label *l = p->nlabels ? malloc(p->nlabels * sizeof *l) : NULL;
+    if (p->nlabels && !l)
+        b.oom = 1;
+    for (uint16_t i = 0; l && i < p->nlabels; i++) {
+        l[i] = p->labels[i];
+        for (uint16_t k = i; k > 0 && strcmp(tg_str(l[k - 1].key), tg_str(l[k].key)) > 0; k--) {
+            struct tg_label t = l[k];
+            l[k] = l[k - 1];
+            l[k - 1] = t;
+        }
+    }
+    for (uint16_t i = 0; l && i < p->nlabels; i++)
+        tg_sb_printf(&b, "label %s=%s\n", s_(l[i].key), s_(l[i].val));
+    free(l);
+    if (p->hints)
+        tg_sb_printf(&b, "hints req=%s/%u pref=%s/%u min=%d\n", s_(p->hints->req),
+                     p->hints->req_src, s_(p->hints->pref), p->hints->pref_src, p->hints->min);
+    if (p->spec)
+        dump_spec(&b, p->spec);
+    if (p->cons) {
+        const struct tg_podcons *c = p->cons;
+        dump_terms(&b, "aff", c->aff, c->naff);
+        dump_terms(&b, "anti", c->anti, c->nanti);
+        dump_terms(&b, "paff", c->paff, c->npaff);
+        dump_terms(&b, "panti", c->panti, c->npanti);
+        for (uint16_t i = 0; i < c->nports; i++)
+            tg_sb_printf(&b, "port %s:%u/%u\n", s_(c->ports[i].ip), c->ports[i].port,
+                         c->ports[i].proto);
+    }
+    if (b.oom) {
+        tg_sb_free(&b);
+        return NULL;
+    }
+    char *out = strdup(tg_sb_str(&b));
+    tg_sb_free(&b);
+    return out;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)

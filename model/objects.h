@@ -264,6 +264,17 @@ enum {
  * frees with tg_pod_free. Errors: TG_EPARSE (reported through d), TG_ENOMEM. */
 int tg_pod_decode(const struct cJSON *obj, unsigned flags, struct tg_diag *d, struct tg_pod **out);
 void tg_pod_free(struct tg_pod **p);
+/* The parts of a Pod that tg_pod_decode (and all it calls) never reads, as
+ * util/jsonlean.h paths (NULL-terminated): a reader may leave them out of
+ * the tree it hands over (the informer's Pod watches do), the pod decoded
+ * the same. Whoever makes the decoder read one takes it off the list
+ * (tests/unit/test_jsonlean.c decodes real pods with and without them). */
+extern const char *const tg_pod_unread[];
+/* Every field of p as text, one "field=value" per line, interned ids as
+ * their strings: two pods decode the same when their dumps are equal
+ * (tests comparing decoding paths). The caller frees the result; NULL when
+ * out of memory. */
+char *tg_pod_dump(const struct tg_pod *p);
 /* Moves the requests of p->unoffered whose names a Node has since registered
  * into p->req (TG_RES_UNOFFERED stays while any is left). Returns 1 when
  * p->req changed, 0 when not, TG_ENOMEM (p unchanged). Whoever hands pods to

@@ -56,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #define C "binder"
 
@@ -68,7 +69,7 @@ struct bindop;
 
 struct bindpod {
     struct bindop *op;
-    struct bindpod *rnext, *rprev;      /* on the binder's retry list (B_WAIT, sent before) */
+    TAILQ_ENTRY(bindpod) rlink;         /* on the binder's retry list (B_WAIT, sent before) */
     char *key, *ns, *uid, *node;        /* owned */
     const char *name;                   /* inside key */
     uint8_t state, tries, throttles;    /* throttles: its binds answered 429 or 5xx (capped) */
@@ -81,8 +82,8 @@ struct bindpod {
 
 struct bindop {
     struct tg__binder *b;
-    struct bindop *next, *prev;         /* every op */
-    struct bindop *qnext, *qprev;       /* ops with binds never sent */
+    TAILQ_ENTRY(bindop) link;           /* every op */
+    TAILQ_ENTRY(bindop) qlink;          /* ops with binds never sent (queued) */
     char *gang, *level, *domain;        /* owned */
     struct bindpod *p;
     uint32_t n, ok, failed, must;
@@ -103,7 +104,7 @@ struct rbpod {
 
 struct rollback {
     struct tg__binder *b;
-    struct rollback *next;
+    LIST_ENTRY(rollback) link;          /* on the binder's rollbacks */
     char *gang;                         /* owned */
     int64_t due_ms;                     /* loop ms: the deletes go by then, answer or not */
     uint32_t n;
@@ -116,11 +117,11 @@ struct tg__binder {
     struct tg_client *c;
     uv_loop_t *loop;
     struct tg__binder_hooks h;
-    struct bindop all, queue;           /* sentinels */
-    struct bindpod *rhead, *rtail;      /* binds waiting for a retry, by retry_ms */
+    TAILQ_HEAD(, bindop) all, queue;
+    TAILQ_HEAD(retryq, bindpod) retry;  /* binds waiting for a retry, by retry_ms */
     uint32_t inflight, stopping;
     struct tg_hmap assumed;             /* pod key (owned) -> expiry, loop ms */
-    struct rollback *rollbacks;         /* waiting for their Event's answer */
+    LIST_HEAD(, rollback) rollbacks;    /* waiting for their Event's answer, newest first */
 };
 
 static void rollbacks_due(struct tg__binder *b, int all);
@@ -129,26 +130,19 @@ static void rollbacks_due(struct tg__binder *b, int all);
 
 static void all_add(struct tg__binder *b, struct bindop *op)
 {
-    op->prev = b->all.prev;
-    op->next = &b->all;
-    b->all.prev->next = op;
-    b->all.prev = op;
+    TAILQ_INSERT_TAIL(&b->all, op, link);
 }
 
 static void all_del(struct bindop *op)
 {
-    op->prev->next = op->next;
-    op->next->prev = op->prev;
+    TAILQ_REMOVE(&op->b->all, op, link);
 }
 
 static void enqueue(struct tg__binder *b, struct bindop *op)
 {
     if (op->queued)
         return;
-    op->qprev = b->queue.qprev;
-    op->qnext = &b->queue;
-    b->queue.qprev->qnext = op;
-    b->queue.qprev = op;
+    TAILQ_INSERT_TAIL(&b->queue, op, qlink);
     op->queued = 1;
 }
 
@@ -156,8 +150,7 @@ static void dequeue(struct bindop *op)
 {
     if (!op->queued)
         return;
-    op->qprev->qnext = op->qnext;
-    op->qnext->qprev = op->qprev;
+    TAILQ_REMOVE(&op->b->queue, op, qlink);
     op->queued = 0;
 }
 
@@ -165,32 +158,18 @@ static void dequeue(struct bindop *op)
  * from the tail, as a retry is mostly due after those already waiting. */
 static void retry_push(struct tg__binder *b, struct bindpod *p)
 {
-    struct bindpod *at = b->rtail;
+    struct bindpod *at = TAILQ_LAST(&b->retry, retryq);
     while (at && at->retry_ms > p->retry_ms)
-        at = at->rprev;
-    p->rprev = at;
-    p->rnext = at ? at->rnext : b->rhead;
-    if (p->rnext)
-        p->rnext->rprev = p;
-    else
-        b->rtail = p;
+        at = TAILQ_PREV(at, retryq, rlink);
     if (at)
-        at->rnext = p;
+        TAILQ_INSERT_AFTER(&b->retry, at, p, rlink);
     else
-        b->rhead = p;
+        TAILQ_INSERT_HEAD(&b->retry, p, rlink);
 }
 
 static void retry_del(struct tg__binder *b, struct bindpod *p)
 {
-    if (p->rprev)
-        p->rprev->rnext = p->rnext;
-    else
-        b->rhead = p->rnext;
-    if (p->rnext)
-        p->rnext->rprev = p->rprev;
-    else
-        b->rtail = p->rprev;
-    p->rnext = p->rprev = NULL;
+    TAILQ_REMOVE(&b->retry, p, rlink);
 }
 
 /* ---- assumptions ----------------------------------------------------------------------- */
@@ -247,7 +226,8 @@ void tg__binder_tick(struct tg__binder *b)
         }
         assumed_drop(b, a);
     }
-    for (struct bindop *op = b->all.next; op != &b->all; op = op->next)
+    struct bindop *op;
+    TAILQ_FOREACH(op, &b->all, link)
         if (op->start_ms && !op->slow_noted && now - op->start_ms > SLOW_MS) {
             op->slow_noted = 1; /* binds slower than a second: say so, once */
             struct tg__bind_note n = {.what = TG__BIND_SLOW, .pods = op->n, .must = op->must,
@@ -394,16 +374,11 @@ static void rollback_send(struct rollback *rb)
 static void rollback_told(void *ud, const struct tg_resp *r)
 {
     struct rollback *rb = ud;
-    struct tg__binder *b = rb->b;
     if (r->err && r->err != TG_EEXIST && r->status != 404) /* EEXIST: the same went just now */
         tg_warn(C, "gang %s: RolledBack Event: %s (HTTP %ld); deleting %u member(s) all the same",
                 rb->gang, r->msg ? r->msg : tg_strerror(r->err), r->status, rb->n);
     rollback_send(rb);
-    for (struct rollback **at = &b->rollbacks; *at; at = &(*at)->next)
-        if (*at == rb) {
-            *at = rb->next;
-            break;
-        }
+    LIST_REMOVE(rb, link);
     rollback_free(rb);
 }
 
@@ -418,8 +393,7 @@ static void tell_rollback(struct tg__binder *b, const char *gang, struct tg__bin
     }
     if (rb) {
         rb->due_ms = (int64_t)uv_now(b->loop) + TG__ROLLBACK_WAIT_MS;
-        rb->next = b->rollbacks;
-        b->rollbacks = rb;
+        LIST_INSERT_HEAD(&b->rollbacks, rb, link);
         n->told = rollback_told;
         n->told_ud = rb;
     }
@@ -433,7 +407,8 @@ static void tell_rollback(struct tg__binder *b, const char *gang, struct tg__bin
 static void rollbacks_due(struct tg__binder *b, int all)
 {
     int64_t now = (int64_t)uv_now(b->loop);
-    for (struct rollback *rb = b->rollbacks; rb; rb = rb->next)
+    struct rollback *rb;
+    LIST_FOREACH(rb, &b->rollbacks, link)
         if (!rb->sent && (all || now >= rb->due_ms)) {
             if (!all)
                 tg_warn(C, "gang %s: RolledBack Event not answered in %d ms; deleting %u "
@@ -590,13 +565,13 @@ static void on_bound(void *ud, const struct tg_resp *r)
  * (ops in turn), NULL when none; off its list. A gang of N binds costs O(N). */
 static struct bindpod *next_bind(struct tg__binder *b, int64_t now)
 {
-    struct bindpod *p = b->rhead;
+    struct bindpod *p = TAILQ_FIRST(&b->retry);
     if (p && p->retry_ms <= now) {
         retry_del(b, p);
         return p;
     }
-    struct bindop *op = b->queue.qnext;
-    if (op == &b->queue)
+    struct bindop *op = TAILQ_FIRST(&b->queue);
+    if (!op)
         return NULL;
     p = &op->p[op->fresh++];
     if (op->fresh == op->n)
@@ -733,8 +708,10 @@ int tg__binder_new(struct tg_engine *e, struct tg_client *c, uv_loop_t *loop,
     b->loop = loop;
     if (h)
         b->h = *h;
-    b->all.next = b->all.prev = &b->all;
-    b->queue.qnext = b->queue.qprev = &b->queue;
+    TAILQ_INIT(&b->all);
+    TAILQ_INIT(&b->queue);
+    TAILQ_INIT(&b->retry);
+    LIST_INIT(&b->rollbacks);
     return 0;
 }
 
@@ -744,8 +721,8 @@ void tg__binder_free(struct tg__binder **pb)
     if (!b)
         return;
     *pb = NULL;
-    while (b->all.next != &b->all) {
-        struct bindop *op = b->all.next;
+    struct bindop *op;
+    while ((op = TAILQ_FIRST(&b->all))) {
         all_del(op);
         op_free(op);
     }
@@ -757,9 +734,9 @@ void tg__binder_free(struct tg__binder **pb)
         free(a);
     }
     tg_hmap_free(&b->assumed);
-    while (b->rollbacks) {
-        struct rollback *rb = b->rollbacks;
-        b->rollbacks = rb->next;
+    struct rollback *rb;
+    while ((rb = LIST_FIRST(&b->rollbacks))) {
+        LIST_REMOVE(rb, link);
         rollback_free(rb);
     }
     free(b);
@@ -779,7 +756,8 @@ uint32_t tg__binder_inflight(const struct tg__binder *b)
 uint32_t tg__binder_assumed(const struct tg__binder *b)
 {
     uint32_t n = b->assumed.len;
-    for (const struct bindop *op = b->all.next; op != &b->all; op = op->next)
+    const struct bindop *op;
+    TAILQ_FOREACH(op, &b->all, link)
         n += op->n - op->ok - op->failed;
     return n;
 }
@@ -857,8 +835,8 @@ static void abandoned_bound(struct bindpod *p, const struct tg_resp *r)
 
 void tg__binder_standdown(struct tg__binder *b)
 {
-    for (struct bindop *op = b->all.next, *nx; op != &b->all; op = nx) {
-        nx = op->next;
+    for (struct bindop *op = TAILQ_FIRST(&b->all), *nx; op; op = nx) {
+        nx = TAILQ_NEXT(op, link);
         abandon(op);
         if (op->ok + op->failed == op->n)
             abandon_end(op);
