@@ -511,13 +511,19 @@ static void vc_group(char **y, int min, const char *pol)
 
 /* n one-GPU pods "<prefix>-<i>" with annotations `ann` and labels `labels`
  * (YAML flow maps' insides). */
-static void peer_pods(char **y, const char *prefix, const char *ann, const char *labels, int n)
+static void gpu_pods(char **y, const char *prefix, const char *ann, const char *labels, int n,
+                     int gpus)
 {
     for (int i = 0; i < n; i++)
         tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%d\n  namespace: ml\n"
                   "  annotations: {%s}\n  labels: {%s}\n"
                   "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
-                  "    resources: {requests: {nvidia.com/gpu: 1}}\n", prefix, i, ann, labels);
+                  "    resources: {requests: {nvidia.com/gpu: %d}}\n", prefix, i, ann, labels, gpus);
+}
+
+static void peer_pods(char **y, const char *prefix, const char *ann, const char *labels, int n)
+{
+    gpu_pods(y, prefix, ann, labels, n, 1);
 }
 
 /* ... of Volcano gang v. */
@@ -923,6 +929,36 @@ static void test_volcano_min_subgroups(void **state)
                                 "sub-groups with their subGroupSize 4 members (2 sub-group(s) have "
                                 "members; the fullest of the others, p-b, has 3)"));
     assert_int_equal(placed(res, "pa", 4), 0);
+    cJSON_Delete(res);
+}
+
+/* minSubGroups 2 of sub-groups p-a, p-b, p-c (6 pods each), two NVLink
+ * domains of 10 GPUs: p-a's pods take 2 GPUs each (12: it fits no domain),
+ * p-b's and p-c's one. The two first by name (p-a, p-b) never fit; p-b and
+ * p-c do, one per domain: the search finds them and the gang starts, p-a
+ * waiting (by name, the gang waited for ever). */
+static void test_volcano_min_subgroups_searched(void **state)
+{
+    (void)state;
+    char *y = NULL, cb[16], cc[16];
+    cluster_two_tens(&y);
+    gpu_pods(&y, "pa", "scheduling.k8s.io/group-name: v", "volcano.sh/partition: a", 6, 2);
+    vc_pods(&y, "pb", "volcano.sh/partition: b", 6);
+    vc_pods(&y, "pc", "volcano.sh/partition: c", 6);
+    vc_group(&y, 12, "  - name: p\n    subGroupSize: 6\n    minSubGroups: 2\n"
+                     "    matchLabelKeys: [volcano.sh/partition]\n"
+                     "    networkTopology: {mode: hard, highestTierAllowed: 1}\n");
+    cJSON *res = tu_simulate(POLICY, y);
+    free(y);
+    const cJSON *g = gang_v(res);
+    assert_non_null(g);
+    if (strcmp(tu_str(g, "status"), "Scheduled"))
+        fprintf(stderr, "reason: %s\n", tu_str(g, "reason"));
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(placed(res, "pa", 6), 0);
+    assert_one_clique(res, "pb", 6, cb);
+    assert_one_clique(res, "pc", 6, cc);
+    assert_string_not_equal(cb, cc);
     cJSON_Delete(res);
 }
 
@@ -1594,6 +1630,7 @@ int main(void)
         cmocka_unit_test(test_lws_whole_gang),
         cmocka_unit_test(test_lws_group_exclusive),
         cmocka_unit_test(test_volcano_min_subgroups),
+        cmocka_unit_test(test_volcano_min_subgroups_searched),
         cmocka_unit_test(test_lws_whole_with_subgroups),
         cmocka_unit_test(test_lws_subgroup_policy),
         cmocka_unit_test(test_lws_subgroup_leader_excluded),
