@@ -1470,6 +1470,94 @@ static void test_property_vs_brute_force(void **state)
     assert_true(feasible > 50 && feasible < 350); /* both outcomes exercised */
 }
 
+/* Optional sub-groups (Volcano's minSubGroups, tg_sgprob.entry): 2-5
+ * sub-groups at the rack or node level, each optional (entry 0) or required
+ * at random, at least emin of the optional placed and their members at
+ * least omust. Brute force: every subset of the optional ones meeting both,
+ * every domain for each kept. The solver agrees, and what it returns places
+ * every required one, meets both minimums and fits. */
+static int brute_opt(const struct tg_tree *t, const uint32_t *count, uint32_t nsg,
+                     const uint32_t *lvl, const uint32_t *need, const uint32_t *entry,
+                     uint32_t emin, uint32_t omust, uint32_t gang)
+{
+    for (uint32_t mask = 0; mask < 1u << nsg; mask++) { /* mask: the optional left out */
+        uint32_t n = 0, np = 0, members = 0, clvl[8], cneed[8], dom[8];
+        int ok = 1;
+        for (uint32_t k = 0; k < nsg && ok; k++) {
+            if (mask >> k & 1) {
+                ok = entry[k] != UINT32_MAX;
+                continue;
+            }
+            if (entry[k] != UINT32_MAX) {
+                np++;
+                members += need[k];
+            }
+            clvl[n] = lvl[k];
+            cneed[n++] = need[k];
+        }
+        if (ok && np >= emin && members >= omust &&
+            brute(t, count, n, clvl, cneed, gang, dom, 0))
+            return 1;
+    }
+    return 0;
+}
+
+static void test_property_optional_vs_brute_force(void **state)
+{
+    (void)state;
+    uint32_t keys[3] = {tg_intern("b"), tg_intern("r"), tg_intern("n")};
+    int feasible = 0, left_out = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        struct tg_tree t;
+        uint32_t count[256] = {0};
+        random_tree(&t, keys, count);
+        uint32_t gang = t.bylevel[1][0];
+        uint32_t nsg = 2 + rnd(4), lvl[8], need[8], entry[8], dom[8], nopt = 0, optm = 0;
+        for (uint32_t k = 0; k < nsg; k++) {
+            lvl[k] = 2 + rnd(2); /* rack or node */
+            need[k] = 1 + rnd(4);
+            entry[k] = rnd(3) ? 0 : UINT32_MAX;
+            nopt += entry[k] == 0;
+            optm += entry[k] == 0 ? need[k] : 0;
+        }
+        uint32_t emin[1] = {rnd(nopt + 1)};
+        uint64_t omust = rnd(2) ? rnd(optm + 1) : 0;
+        uint32_t *cp[1] = {count};
+        struct tg_sgprob p = {&t, 1, cp, nsg, lvl, need, NULL, 0};
+        p.entry = entry;
+        p.nentry = 1;
+        p.emin = emin;
+        p.omust = omust;
+        struct tg_arena a = {0};
+        struct tg_sgwhy why;
+        int got = tg_subgroup_solve(&p, gang, &a, dom, &why);
+        int want = brute_opt(&t, count, nsg, lvl, need, entry, emin[0], (uint32_t)omust, gang);
+        assert_int_equal(got, want);
+        if (got == 1) {
+            uint32_t n = 0, np = 0, members = 0, cneed[8], cdom[8];
+            for (uint32_t k = 0; k < nsg; k++) {
+                if (dom[k] == UINT32_MAX) {
+                    assert_int_equal(entry[k], 0); /* only an optional one is left out */
+                    left_out++;
+                    continue;
+                }
+                np += entry[k] == 0;
+                members += entry[k] == 0 ? need[k] : 0;
+                assert_int_equal(t.dom[dom[k]].level, lvl[k]);
+                cneed[n] = need[k];
+                cdom[n++] = dom[k];
+            }
+            assert_true(np >= emin[0] && members >= omust);
+            assert_true(valid(&t, count, n, cneed, cdom, gang));
+        }
+        feasible += want;
+        tg_arena_free(&a);
+        tg_tree_free(&t);
+    }
+    assert_true(feasible > 50 && feasible < 350); /* both outcomes exercised */
+    assert_true(left_out > 0);
+}
+
 /* Sub-groups inside outer groups (KAI's constrained parents): 1-3 outer
  * groups at the rack level, 1-4 sub-groups at the node level, each in an
  * outer group or none. Brute force: every rack for each outer group, every
@@ -1636,6 +1724,7 @@ int main(void)
         cmocka_unit_test(test_lws_subgroup_leader_excluded),
         cmocka_unit_test(test_lws_subgroup_bad),
         cmocka_unit_test(test_property_vs_brute_force),
+        cmocka_unit_test(test_property_optional_vs_brute_force),
         cmocka_unit_test(test_property_nested_vs_brute_force),
         cmocka_unit_test(test_property_simulate),
     };
