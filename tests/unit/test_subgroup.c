@@ -518,7 +518,8 @@ static void gpu_pods(char **y, const char *prefix, const char *ann, const char *
         tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%d\n  namespace: ml\n"
                   "  annotations: {%s}\n  labels: {%s}\n"
                   "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
-                  "    resources: {requests: {nvidia.com/gpu: %d}}\n", prefix, i, ann, labels, gpus);
+                  "    resources: {requests: {nvidia.com/gpu: %d}}\n",
+               prefix, i, ann, labels, gpus);
 }
 
 static void peer_pods(char **y, const char *prefix, const char *ann, const char *labels, int n)
