@@ -59,6 +59,12 @@ struct tg_result {
      * nsub of them; NULL otherwise). */
     struct tg_subplace *sub;
     uint32_t nsub;
+    /* A gang with minSubGroups that did not fit whole: per sub-group of its
+     * PodGroup, 1 for those an arrangement found fits with some optional
+     * ones left out (tg_subgroup_min_cut keeps them; malloc'ed, nsgkeep of
+     * them; NULL: none found). */
+    uint8_t *sgkeep;
+    uint32_t nsgkeep;
 };
 
 struct tg_subplace {

@@ -1115,7 +1115,8 @@ static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     if ((rc = view(e, g, d)))
         return rc;
     tg_elastic_cap(g, &d->view); /* at most its desired size (elastic.h) */
-    tg_subgroup_min_cut(&d->view, 0); /* minSubGroups: short sub-groups wait (subgroup.h) */
+    /* minSubGroups: short sub-groups wait (subgroup.h) */
+    tg_subgroup_min_cut(&d->view, 0, NULL, 0);
     if (!d->view.npods && tg_elastic_growing(g))
         return grow_wait(e, g, d, NULL);
     /* queue admission: what its queue's limits allow of it (issue 19) */
@@ -1129,8 +1130,11 @@ static int place(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
      * cut for what follows (a nomination's domain, preemption) */
     if (!placed && tg_elastic_fallback(g, &d->view) && (rc = attempt(e, g, d, &placed)))
         return rc;
-    /* with minSubGroups, the whole sub-groups beyond it are extras */
-    if (!placed && tg_subgroup_min_cut(&d->view, 1) && (rc = attempt(e, g, d, &placed)))
+    /* with minSubGroups, the whole sub-groups beyond it are extras: those
+     * the placement found room for start (by name when it found none) */
+    if (!placed &&
+        tg_subgroup_min_cut(&d->view, 1, d->result.sgkeep, d->result.nsgkeep) &&
+        (rc = attempt(e, g, d, &placed)))
         return rc;
     if (!placed && g->q.nom) {
         if (victims_remaining(e, g->q.nom)) {

@@ -1791,6 +1791,10 @@ struct sgplan {
     uint32_t *outer;                    /* per sub-group: its outer group (KAI's parent with a
                                            topologyConstraint), NONE none; NULL: no outer */
     uint32_t *oreq, *opref;             /* per outer group: tree levels */
+    uint32_t *entry, *emin;             /* minSubGroups: per sub-group, its entry when it may
+                                           wait (tg_subgroup_min_opt), else NONE; per entry,
+                                           how many must start; NULL: none may wait */
+    uint32_t omust;                     /* their members needed for minMember */
 };
 
 static int sg_bad(struct pc *x, int bad, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1917,6 +1921,50 @@ static int sg_fixed(struct pc *x)
     return 0;
 }
 
+/* Under minSubGroups, the sub-groups that may wait (tg_subgroup_min_opt):
+ * when the gang does not fit whole, the search may leave them out
+ * (sg_try_in). pend[k]: members of sub-group k in the view. */
+static int sg_optional(struct pc *x, const uint32_t *pend)
+{
+    const struct tg_podgroup *pg = x->g->pg;
+    struct sgplan *p = x->sg;
+    if (pg->nouter || pg->sub_size > 0 || p->nsg != pg->nsubs)
+        return 0;
+    uint8_t *opt = tg_arena_calloc(x->a, p->nsg + 1, 1);
+    p->emin = tg_arena_calloc(x->a, pg->nsgpol + 1, sizeof *p->emin);
+    p->entry = tg_arena_alloc(x->a, (p->nsg + 1) * sizeof *p->entry);
+    if (!opt || !p->emin || !p->entry)
+        return TG_ENOMEM;
+    uint32_t rest = 0;
+    for (uint32_t s = 0; s < x->nsets; s++)
+        rest += p->rest[s];
+    if (!tg_subgroup_min_opt(pg, p->placed, pend, tg_gang_must(x->g), rest, opt, p->emin,
+                             &p->omust)) {
+        p->entry = NULL;
+        return 0;
+    }
+    for (uint32_t k = 0; k < p->nsg; k++)
+        p->entry[k] = opt[k] ? pg->subs[k].policy : NONE;
+    return 0;
+}
+
+/* The arrangement the search found with some sub-groups left out (p->dom[k]
+ * NONE): which start, into x->r->sgkeep for the engine's fallback
+ * (tg_subgroup_min_cut); the first found is kept (candidates come best
+ * first). */
+static int sg_keep(struct pc *x)
+{
+    struct sgplan *p = x->sg;
+    if (x->r->sgkeep)
+        return 0;
+    if (!(x->r->sgkeep = calloc(p->nsg + 1, 1)))
+        return TG_ENOMEM;
+    x->r->nsgkeep = p->nsg;
+    for (uint32_t k = 0; k < p->nsg; k++)
+        x->r->sgkeep[k] = p->entry[k] == NONE || p->dom[k] != NONE;
+    return 0;
+}
+
 static int sg_plan(struct pc *x)
 {
     const struct tg_gang *g = x->g;
@@ -1982,6 +2030,9 @@ static int sg_plan(struct pc *x)
                 pend[k] += p->need[(size_t)k * ns + s];
         if (tg_subgroup_min_short(pg, p->placed, pend, why, sizeof why))
             return sg_bad(x, 2, "%s", why);
+        int rc = sg_optional(x, pend);
+        if (rc)
+            return rc;
     }
     for (uint32_t k = 0; k < p->nsg; k++) {
         uint32_t pend = 0, min = tg_subgroup_min(pg, k);
@@ -2285,10 +2336,19 @@ static int sg_try_in(struct pc *x, uint32_t d, uint32_t slot, int *ok)
             prob.outer = p->outer;
             prob.olevel = pass ? p->oreq : p->opref;
         }
-        struct tg_sgwhy why;
+        struct tg_sgwhy why, why2;
         int found = tg_subgroup_solve(&prob, d, x->a, p->dom, &why);
         if (found < 0)
             return found;
+        if (!found && p->entry) { /* minSubGroups: which may start, some waiting */
+            prob.entry = p->entry;
+            prob.nentry = x->g->pg->nsgpol + 1;
+            prob.emin = p->emin;
+            prob.omust = p->omust;
+            int some = tg_subgroup_solve(&prob, d, x->a, p->dom, &why2);
+            if (some < 0 || (some && (some = sg_keep(x))))
+                return some;
+        }
         if (found) {
             int rc = sg_rank_domains(x, lvl);
             if (!rc)
@@ -2514,6 +2574,9 @@ void tg_result_free(struct tg_result *r)
     free(r->sub);
     r->sub = NULL;
     r->nsub = 0;
+    free(r->sgkeep);
+    r->sgkeep = NULL;
+    r->nsgkeep = 0;
 }
 
 /* ---- what-if sessions ------------------------------------------------------ */

@@ -36,6 +36,10 @@ struct solver {
     uint32_t **oused;                   /* per set: per domain, what the outer groups chosen
                                            inside it need (their sub-groups not fixed) */
     uint32_t *oneed;                    /* per outer group x set: that need */
+    uint32_t *eplaced, *eleft;          /* per entry (p->entry): optional sub-groups placed,
+                                           and not yet decided */
+    uint64_t oplaced, oleft;            /* their members, likewise */
+    uint32_t nopt;                      /* optional sub-groups */
 };
 
 static uint32_t need_of(const struct tg_sgprob *p, uint32_t k, uint32_t s)
@@ -251,11 +255,36 @@ static int interchangeable(const struct solver *v, uint32_t d, uint32_t e)
     return 1;
 }
 
-/* Depth-first over positions of v->order: 1 found, 0 none, -1 budget spent. */
+/* Whether the optional sub-groups placed meet each entry's minimum. */
+static int opt_met(const struct solver *v)
+{
+    for (uint32_t e = 0; v->nopt && e < v->p->nentry; e++)
+        if (v->eplaced[e] < v->p->emin[e])
+            return 0;
+    return !v->nopt || v->oplaced >= v->p->omust;
+}
+
+/* Where the search of position pos starts in its domain list: an identical
+ * sub-group just before it took index pick (the same arrangements with the
+ * two swapped are not tried again); one left out (pick NONE) beside an
+ * identical optional one of the same entry: this one is left out too. */
+static uint32_t search_start(const struct solver *v, uint32_t pos, uint32_t k, uint32_t e)
+{
+    if (!pos || !same_need(v, v->order[pos - 1], k))
+        return 0;
+    uint32_t pp = v->pick[pos - 1];
+    if (pp != NONE)
+        return pp;
+    return e != NONE && v->p->entry[v->order[pos - 1]] == e ? v->nlist[eff_level(v, k)] : 0;
+}
+
+/* Depth-first over positions of v->order: 1 found, 0 none, -1 budget spent.
+ * An optional sub-group (p->entry) is placed where it fits first, then left
+ * out while its entry can still reach its minimum. */
 static int search(struct solver *v, uint32_t pos)
 {
     if (pos == v->n)
-        return 1;
+        return opt_met(v);
     const struct tg_sgprob *p = v->p;
     for (uint32_t s = 0; s < p->nsets; s++)
         if (v->remain[(size_t)pos * p->nsets + s] > p->count[s][v->gang] - v->used[s][v->gang]) {
@@ -263,7 +292,13 @@ static int search(struct solver *v, uint32_t pos)
             return 0;
         }
     uint32_t k = v->order[pos], lvl = eff_level(v, k);
-    uint32_t start = pos && same_need(v, v->order[pos - 1], k) ? v->pick[pos - 1] : 0;
+    uint32_t e = v->nopt && p->entry[k] < p->nentry ? p->entry[k] : NONE;
+    uint64_t nk = e != NONE ? need_total(p, k) : 0;
+    if (e != NONE) {
+        v->eleft[e]--;
+        v->oleft -= nk;
+    }
+    uint32_t start = search_start(v, pos, k, e);
     uint32_t tried[SYM_WINDOW], ntried = 0;
     for (uint32_t i = start; i < v->nlist[lvl]; i++) {
         uint32_t d = v->list[lvl][i];
@@ -282,10 +317,30 @@ static int search(struct solver *v, uint32_t pos)
         apply(v, k, d, +1);
         v->pick[pos] = i;
         v->dom[k] = d;
+        if (e != NONE) {
+            v->eplaced[e]++;
+            v->oplaced += nk;
+        }
         int rc = search(v, pos + 1);
         if (rc)
             return rc; /* found (the assignment stays), or out of budget */
         apply(v, k, d, -1);
+        if (e != NONE) {
+            v->eplaced[e]--;
+            v->oplaced -= nk;
+        }
+    }
+    if (e != NONE && v->eplaced[e] + v->eleft[e] >= p->emin[e] &&
+        v->oplaced + v->oleft >= p->omust) { /* left out: it waits */
+        v->pick[pos] = NONE;
+        v->dom[k] = NONE;
+        int rc = search(v, pos + 1);
+        if (rc)
+            return rc;
+    }
+    if (e != NONE) {
+        v->eleft[e]++;
+        v->oleft += nk;
     }
     dead_end(v, pos);
     return 0;
@@ -484,10 +539,27 @@ static int solver_init(struct solver *v, const struct tg_sgprob *p, uint32_t gan
     qsort_r(v->order, v->n, sizeof *v->order, order_cmp, v);
     for (uint32_t i = 0; i < v->n; i++)
         v->total += need_total(p, v->order[i]);
-    for (uint32_t i = v->n; i-- > 0;)
+    if (p->entry && !p->nouter) { /* optional sub-groups: counted per entry */
+        v->eplaced = tg_arena_calloc(a, p->nentry + 1, sizeof *v->eplaced);
+        v->eleft = tg_arena_calloc(a, p->nentry + 1, sizeof *v->eleft);
+        if (!v->eplaced || !v->eleft)
+            return TG_ENOMEM;
+        for (uint32_t i = 0; i < v->n; i++) {
+            uint32_t e = p->entry[v->order[i]];
+            if (e == NONE || e >= p->nentry)
+                continue;
+            v->nopt++;
+            v->eleft[e]++;
+            v->oleft += need_total(p, v->order[i]);
+        }
+    }
+    /* what is still to place from each position on: the required ones */
+    for (uint32_t i = v->n; i-- > 0;) {
+        int req = !v->nopt || p->entry[v->order[i]] == NONE;
         for (uint32_t s = 0; s < p->nsets; s++)
-            v->remain[(size_t)i * p->nsets + s] =
-                v->remain[(size_t)(i + 1) * p->nsets + s] + need_of(p, v->order[i], s);
+            v->remain[(size_t)i * p->nsets + s] = v->remain[(size_t)(i + 1) * p->nsets + s] +
+                                                  (req ? need_of(p, v->order[i], s) : 0);
+    }
     for (uint32_t k = 0; k < p->nsg; k++) {
         uint32_t lvl = eff_level(v, k);
         int rc;
@@ -568,7 +640,8 @@ int tg_subgroup_solve(const struct tg_sgprob *p, uint32_t gang, struct tg_arena 
         rc = fits_gang(&v);
         why->rest = !rc;
         rc = 1;
-    } else if (!p->nouter && all_alike(&v) && v.n == p->nsg) { /* none fixed: counts decide */
+    } else if (!p->nouter && !v.nopt && all_alike(&v) && v.n == p->nsg) {
+        /* none fixed, none optional: counts decide */
         rc = solve_alike(&v, a);
     } else {
         rc = p->nouter ? search_outer(&v, 0) : search(&v, 0);
@@ -845,6 +918,61 @@ static void min_tally(const struct tg_gang *v, uint32_t *placed, uint32_t *pend,
     }
 }
 
+/* Per entry: its sub-groups whole among the placed and the required
+ * (keep[k]: pending, started or under no minSubGroups) into whole[]; the
+ * unstarted pending ones into order[] (*n of them); their members, kept, into
+ * *kept (from free_pods). */
+static void min_required(const struct tg_podgroup *pg, const uint32_t *placed,
+                         const uint32_t *pend, uint32_t free_pods, uint8_t *keep,
+                         uint32_t *whole, uint32_t *order, uint32_t *n, uint32_t *kept)
+{
+    *n = 0;
+    *kept = free_pods;
+    for (uint32_t k = 0; k < pg->nsubs; k++) {
+        if (!pend[k])
+            continue;
+        if (min_subs_of(pg, k) < 0 || placed[k]) {
+            keep[k] = 1;
+            *kept += pend[k];
+        } else {
+            order[(*n)++] = k;
+        }
+        whole[pg->subs[k].policy] += placed[k] + (keep[k] ? pend[k] : 0) >= tg_subgroup_min(pg, k);
+    }
+    for (uint32_t k = 0; k < pg->nsubs; k++) /* entries' whole placed sub-groups */
+        if (!pend[k] && placed[k] >= tg_subgroup_min(pg, k) && pg->subs[k].policy < pg->nsgpol)
+            whole[pg->subs[k].policy]++;
+}
+
+uint32_t tg_subgroup_min_opt(const struct tg_podgroup *pg, const uint32_t *placed,
+                             const uint32_t *pend, uint32_t must, uint32_t free_pods,
+                             uint8_t *opt, uint32_t *emin, uint32_t *omust)
+{
+    uint32_t n = 0, kept = 0, nopt = 0;
+    uint8_t *keep = calloc(pg->nsubs + 1, 1);
+    uint32_t *order = malloc((pg->nsubs + 1) * sizeof *order);
+    memset(emin, 0, (pg->nsgpol + 1) * sizeof *emin);
+    memset(opt, 0, pg->nsubs);
+    *omust = 0;
+    if (!keep || !order) {
+        free(keep), free(order);
+        return 0; /* none optional: the placement asks them all, as without */
+    }
+    min_required(pg, placed, pend, free_pods, keep, emin, order, &n, &kept);
+    for (uint32_t i = 0; i < pg->nsgpol; i++) { /* whole already: still needed */
+        int32_t m = pg->sgpol[i].min_subs;
+        emin[i] = m > 0 && (uint32_t)m > emin[i] ? (uint32_t)m - emin[i] : 0;
+    }
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t k = order[j];
+        opt[k] = pend[k] >= tg_subgroup_min(pg, k);
+        nopt += opt[k];
+    }
+    *omust = kept < must ? must - kept : !kept;
+    free(keep), free(order);
+    return nopt;
+}
+
 /* Which sub-groups the fallback keeps (keep[k] = 1) under an entry's
  * minSubGroups: per entry, the sub-groups already started, then unstarted
  * whole ones by name until minSubGroups are whole; then more, by name, until
@@ -853,24 +981,11 @@ static void min_tally(const struct tg_gang *v, uint32_t *placed, uint32_t *pend,
 static int min_pick(const struct tg_podgroup *pg, const uint32_t *placed, const uint32_t *pend,
                     uint32_t must, uint32_t free_pods, uint8_t *keep, uint32_t *order)
 {
-    uint32_t n = 0, kept = free_pods, left = 0;
+    uint32_t n = 0, kept = 0, left = 0;
     uint32_t *whole = calloc(pg->nsgpol + 1, sizeof *whole);
     if (!whole)
         return 0;
-    for (uint32_t k = 0; k < pg->nsubs; k++) {
-        if (!pend[k])
-            continue;
-        if (min_subs_of(pg, k) < 0 || placed[k]) {
-            keep[k] = 1;
-            kept += pend[k];
-        } else {
-            order[n++] = k;
-        }
-        whole[pg->subs[k].policy] += placed[k] + (keep[k] ? pend[k] : 0) >= tg_subgroup_min(pg, k);
-    }
-    for (uint32_t k = 0; k < pg->nsubs; k++) /* entries' whole placed sub-groups */
-        if (!pend[k] && placed[k] >= tg_subgroup_min(pg, k) && pg->subs[k].policy < pg->nsgpol)
-            whole[pg->subs[k].policy]++;
+    min_required(pg, placed, pend, free_pods, keep, whole, order, &n, &kept);
     qsort_r(order, n, sizeof *order, name_cmp, (void *)pg);
     for (uint32_t j = 0; j < n; j++) {
         uint32_t k = order[j], i = pg->subs[k].policy;
@@ -892,7 +1007,23 @@ static int min_pick(const struct tg_podgroup *pg, const uint32_t *placed, const 
     return left > 0;
 }
 
-int tg_subgroup_min_cut(struct tg_gang *v, int fallback)
+/* The fallback's choice when the placement found one (found[k], nfound of
+ * them): the required sub-groups and those it placed. Returns 1 when some
+ * sub-group with members in the view is left out. */
+static int min_found(const struct tg_podgroup *pg, const uint32_t *placed, const uint32_t *pend,
+                     const uint8_t *found, uint32_t nfound, uint8_t *keep)
+{
+    uint32_t left = 0;
+    for (uint32_t k = 0; k < pg->nsubs; k++) {
+        if (!pend[k])
+            continue;
+        keep[k] = min_subs_of(pg, k) < 0 || placed[k] || (k < nfound && found[k]);
+        left += !keep[k];
+    }
+    return left > 0;
+}
+
+int tg_subgroup_min_cut(struct tg_gang *v, int fallback, const uint8_t *found, uint32_t nfound)
 {
     const struct tg_podgroup *pg = v->pg;
     if (!tg_subgroup_has_min(pg) || !v->npods)
@@ -909,7 +1040,8 @@ int tg_subgroup_min_cut(struct tg_gang *v, int fallback)
     if (fallback) {
         for (uint32_t i = 0; i < v->npods; i++)
             free_pods += of[i] < 0;
-        if (!min_pick(pg, placed, pend, must, free_pods, keep, order))
+        if (found ? !min_found(pg, placed, pend, found, nfound, keep)
+                  : !min_pick(pg, placed, pend, must, free_pods, keep, order))
             goto done;
     } else { /* a sub-group short of its subGroupSize waits: the others go on */
         char why[8];

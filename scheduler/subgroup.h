@@ -68,6 +68,16 @@ struct tg_sgprob {
     const uint32_t *outer;              /* per sub-group: its outer group, UINT32_MAX none */
     const uint32_t *olevel;             /* per outer group: tree level of its domain */
     uint32_t *odom;                     /* out, per outer group: its domain (NULL: not wanted) */
+    /* Optional sub-groups (Volcano's minSubGroups, tg_subgroup_min_opt):
+     * entry[k] is the entry of an optional sub-group k, NONE for a required
+     * one; the search places each optional one or leaves it out (dom[k]
+     * UINT32_MAX), keeping at least emin[i] of entry i's placed and their
+     * members at least omust. Placing is tried first, so when all fit, all
+     * are placed; the outer groups' search takes none. NULL: all required. */
+    const uint32_t *entry;
+    uint32_t nentry;
+    const uint32_t *emin;               /* per entry */
+    uint64_t omust;
 };
 
 /* Why no arrangement was found in a gang domain. */
@@ -127,8 +137,9 @@ const char *tg_subgroup_name(const struct tg_podgroup *pg, uint32_t k, char *buf
  * is placed whole or not at all. So under such an entry a sub-group short of
  * its subGroupSize waits without holding the others back, and the whole ones
  * beyond m are extras: placed with the gang where an arrangement holds them
- * all, else the gang starts with m of them (by name) and the rest join it
- * later, each whole, as room frees. An entry without minSubGroups keeps
+ * all, else the gang starts with those of an arrangement the search finds
+ * with m or more (tg_sgprob.entry) and the rest join it later, each whole,
+ * as room frees. An entry without minSubGroups keeps
  * topogang's stricter reading: every sub-group with members is needed.
  * 1 when pg is a Volcano PodGroup with an entry giving minSubGroups. */
 int tg_subgroup_has_min(const struct tg_podgroup *pg);
@@ -141,12 +152,25 @@ struct tg_gang;
 /* Cuts the placement view v of a gang with minSubGroups (no-op for any other
  * gang): fallback 0, the pending members of sub-groups short of their
  * subGroupSize under such an entry leave the view (they wait); fallback 1
- * (after the view did not fit), only the sub-groups needed stay (started
- * ones, then unstarted whole ones by name up to each entry's minSubGroups,
- * then more, whole, until the view holds tg_gang_must(v) members). Never
- * cuts the view below tg_gang_must(v) members (the gang then waits as it
- * is). 1 when cut (v->pods compacted, v->npods lowered), 0 when not. */
-int tg_subgroup_min_cut(struct tg_gang *v, int fallback);
+ * (after the view did not fit), only the sub-groups needed stay: started
+ * ones, and the optional ones keep[k] marks (the arrangement the placement
+ * found with some left out: tg_result.sgkeep, nkeep of them); keep NULL
+ * (none found), unstarted whole ones by name up to each entry's
+ * minSubGroups, then more, whole, until the view holds tg_gang_must(v)
+ * members. Never cuts the view below tg_gang_must(v) members (the gang then
+ * waits as it is). 1 when cut (v->pods compacted, v->npods lowered), 0 when
+ * not. */
+int tg_subgroup_min_cut(struct tg_gang *v, int fallback, const uint8_t *keep, uint32_t nkeep);
+/* The sub-groups of a gang with minSubGroups that may wait (pending, none
+ * placed, at their subGroupSize, under an entry giving minSubGroups):
+ * opt[k] = 1; per entry i (nsgpol + 1 of them), emin[i]: how many of them it still needs whole
+ * (beyond its placed and started ones); *omust: how many of their members
+ * are still needed for `must` beside free_pods (members in no sub-group) and
+ * the required ones' (at least 1 when those are none). placed[k], pend[k]:
+ * per sub-group of pg->subs. Returns how many are optional. */
+uint32_t tg_subgroup_min_opt(const struct tg_podgroup *pg, const uint32_t *placed,
+                             const uint32_t *pend, uint32_t must, uint32_t free_pods,
+                             uint8_t *opt, uint32_t *emin, uint32_t *omust);
 /* 1 when pg declares sub-groups. */
 static inline int tg_podgroup_has_subs(const struct tg_podgroup *pg)
 {

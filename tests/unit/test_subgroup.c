@@ -511,13 +511,20 @@ static void vc_group(char **y, int min, const char *pol)
 
 /* n one-GPU pods "<prefix>-<i>" with annotations `ann` and labels `labels`
  * (YAML flow maps' insides). */
-static void peer_pods(char **y, const char *prefix, const char *ann, const char *labels, int n)
+static void gpu_pods(char **y, const char *prefix, const char *ann, const char *labels, int n,
+                     int gpus)
 {
     for (int i = 0; i < n; i++)
         tu_cat(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s-%d\n  namespace: ml\n"
                   "  annotations: {%s}\n  labels: {%s}\n"
                   "spec:\n  schedulerName: topogang\n  containers:\n  - name: c\n"
-                  "    resources: {requests: {nvidia.com/gpu: 1}}\n", prefix, i, ann, labels);
+                  "    resources: {requests: {nvidia.com/gpu: %d}}\n",
+               prefix, i, ann, labels, gpus);
+}
+
+static void peer_pods(char **y, const char *prefix, const char *ann, const char *labels, int n)
+{
+    gpu_pods(y, prefix, ann, labels, n, 1);
 }
 
 /* ... of Volcano gang v. */
@@ -923,6 +930,36 @@ static void test_volcano_min_subgroups(void **state)
                                 "sub-groups with their subGroupSize 4 members (2 sub-group(s) have "
                                 "members; the fullest of the others, p-b, has 3)"));
     assert_int_equal(placed(res, "pa", 4), 0);
+    cJSON_Delete(res);
+}
+
+/* minSubGroups 2 of sub-groups p-a, p-b, p-c (6 pods each), two NVLink
+ * domains of 10 GPUs: p-a's pods take 2 GPUs each (12: it fits no domain),
+ * p-b's and p-c's one. The two first by name (p-a, p-b) never fit; p-b and
+ * p-c do, one per domain: the search finds them and the gang starts, p-a
+ * waiting (by name, the gang waited for ever). */
+static void test_volcano_min_subgroups_searched(void **state)
+{
+    (void)state;
+    char *y = NULL, cb[16], cc[16];
+    cluster_two_tens(&y);
+    gpu_pods(&y, "pa", "scheduling.k8s.io/group-name: v", "volcano.sh/partition: a", 6, 2);
+    vc_pods(&y, "pb", "volcano.sh/partition: b", 6);
+    vc_pods(&y, "pc", "volcano.sh/partition: c", 6);
+    vc_group(&y, 12, "  - name: p\n    subGroupSize: 6\n    minSubGroups: 2\n"
+                     "    matchLabelKeys: [volcano.sh/partition]\n"
+                     "    networkTopology: {mode: hard, highestTierAllowed: 1}\n");
+    cJSON *res = tu_simulate(POLICY, y);
+    free(y);
+    const cJSON *g = gang_v(res);
+    assert_non_null(g);
+    if (strcmp(tu_str(g, "status"), "Scheduled"))
+        fprintf(stderr, "reason: %s\n", tu_str(g, "reason"));
+    assert_string_equal(tu_str(g, "status"), "Scheduled");
+    assert_int_equal(placed(res, "pa", 6), 0);
+    assert_one_clique(res, "pb", 6, cb);
+    assert_one_clique(res, "pc", 6, cc);
+    assert_string_not_equal(cb, cc);
     cJSON_Delete(res);
 }
 
@@ -1434,6 +1471,94 @@ static void test_property_vs_brute_force(void **state)
     assert_true(feasible > 50 && feasible < 350); /* both outcomes exercised */
 }
 
+/* Optional sub-groups (Volcano's minSubGroups, tg_sgprob.entry): 2-5
+ * sub-groups at the rack or node level, each optional (entry 0) or required
+ * at random, at least emin of the optional placed and their members at
+ * least omust. Brute force: every subset of the optional ones meeting both,
+ * every domain for each kept. The solver agrees, and what it returns places
+ * every required one, meets both minimums and fits. */
+static int brute_opt(const struct tg_tree *t, const uint32_t *count, uint32_t nsg,
+                     const uint32_t *lvl, const uint32_t *need, const uint32_t *entry,
+                     uint32_t emin, uint32_t omust, uint32_t gang)
+{
+    for (uint32_t mask = 0; mask < 1u << nsg; mask++) { /* mask: the optional left out */
+        uint32_t n = 0, np = 0, members = 0, clvl[8], cneed[8], dom[8];
+        int ok = 1;
+        for (uint32_t k = 0; k < nsg && ok; k++) {
+            if (mask >> k & 1) {
+                ok = entry[k] != UINT32_MAX;
+                continue;
+            }
+            if (entry[k] != UINT32_MAX) {
+                np++;
+                members += need[k];
+            }
+            clvl[n] = lvl[k];
+            cneed[n++] = need[k];
+        }
+        if (ok && np >= emin && members >= omust &&
+            brute(t, count, n, clvl, cneed, gang, dom, 0))
+            return 1;
+    }
+    return 0;
+}
+
+static void test_property_optional_vs_brute_force(void **state)
+{
+    (void)state;
+    uint32_t keys[3] = {tg_intern("b"), tg_intern("r"), tg_intern("n")};
+    int feasible = 0, left_out = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        struct tg_tree t;
+        uint32_t count[256] = {0};
+        random_tree(&t, keys, count);
+        uint32_t gang = t.bylevel[1][0];
+        uint32_t nsg = 2 + rnd(4), lvl[8], need[8], entry[8], dom[8], nopt = 0, optm = 0;
+        for (uint32_t k = 0; k < nsg; k++) {
+            lvl[k] = 2 + rnd(2); /* rack or node */
+            need[k] = 1 + rnd(4);
+            entry[k] = rnd(3) ? 0 : UINT32_MAX;
+            nopt += entry[k] == 0;
+            optm += entry[k] == 0 ? need[k] : 0;
+        }
+        uint32_t emin[1] = {rnd(nopt + 1)};
+        uint64_t omust = rnd(2) ? rnd(optm + 1) : 0;
+        uint32_t *cp[1] = {count};
+        struct tg_sgprob p = {&t, 1, cp, nsg, lvl, need, NULL, 0};
+        p.entry = entry;
+        p.nentry = 1;
+        p.emin = emin;
+        p.omust = omust;
+        struct tg_arena a = {0};
+        struct tg_sgwhy why;
+        int got = tg_subgroup_solve(&p, gang, &a, dom, &why);
+        int want = brute_opt(&t, count, nsg, lvl, need, entry, emin[0], (uint32_t)omust, gang);
+        assert_int_equal(got, want);
+        if (got == 1) {
+            uint32_t n = 0, np = 0, members = 0, cneed[8], cdom[8];
+            for (uint32_t k = 0; k < nsg; k++) {
+                if (dom[k] == UINT32_MAX) {
+                    assert_int_equal(entry[k], 0); /* only an optional one is left out */
+                    left_out++;
+                    continue;
+                }
+                np += entry[k] == 0;
+                members += entry[k] == 0 ? need[k] : 0;
+                assert_int_equal(t.dom[dom[k]].level, lvl[k]);
+                cneed[n] = need[k];
+                cdom[n++] = dom[k];
+            }
+            assert_true(np >= emin[0] && members >= omust);
+            assert_true(valid(&t, count, n, cneed, cdom, gang));
+        }
+        feasible += want;
+        tg_arena_free(&a);
+        tg_tree_free(&t);
+    }
+    assert_true(feasible > 50 && feasible < 350); /* both outcomes exercised */
+    assert_true(left_out > 0);
+}
+
 /* Sub-groups inside outer groups (KAI's constrained parents): 1-3 outer
  * groups at the rack level, 1-4 sub-groups at the node level, each in an
  * outer group or none. Brute force: every rack for each outer group, every
@@ -1594,11 +1719,13 @@ int main(void)
         cmocka_unit_test(test_lws_whole_gang),
         cmocka_unit_test(test_lws_group_exclusive),
         cmocka_unit_test(test_volcano_min_subgroups),
+        cmocka_unit_test(test_volcano_min_subgroups_searched),
         cmocka_unit_test(test_lws_whole_with_subgroups),
         cmocka_unit_test(test_lws_subgroup_policy),
         cmocka_unit_test(test_lws_subgroup_leader_excluded),
         cmocka_unit_test(test_lws_subgroup_bad),
         cmocka_unit_test(test_property_vs_brute_force),
+        cmocka_unit_test(test_property_optional_vs_brute_force),
         cmocka_unit_test(test_property_nested_vs_brute_force),
         cmocka_unit_test(test_property_simulate),
     };
