@@ -927,6 +927,21 @@ static int answer_err(const struct tg_req *r, char *msg, size_t len)
 
 static void settle(struct tg_client *c, struct tg_req *r, int err, const char *msg);
 
+/* A handshake cut off at the server's end (the connection reset or closed,
+ * as when kube-apiserver restarts under load) is a transport failure, retried
+ * as any other; the handshake's own verdicts (an alert, a protocol version, a
+ * certificate) stay TLS errors, which are not. */
+static int tls_cut_off(CURL *easy, const char *errbuf)
+{
+    long oe = 0;
+    if (curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &oe) == CURLE_OK &&
+        (oe == ECONNRESET || oe == EPIPE || oe == ECONNABORTED))
+        return 1;
+    return strstr(errbuf, "Recv failure") || strstr(errbuf, "Send failure") ||
+           strstr(errbuf, "reset by peer") || strstr(errbuf, "Broken pipe") ||
+           strstr(errbuf, "SSL_ERROR_SYSCALL") || strstr(errbuf, "unexpected eof");
+}
+
 static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
 {
     char msg[768];
@@ -954,6 +969,8 @@ static void complete(struct tg_client *c, struct tg_req *r, CURLcode cc)
         err = r->abort_err;
         snprintf(msg, sizeof msg, "%s", tg_strerror(err));
     } else {
+        if (cc == CURLE_SSL_CONNECT_ERROR && tls_cut_off(r->easy, r->errbuf))
+            cc = CURLE_RECV_ERROR;
         switch (cc) {
         case CURLE_PEER_FAILED_VERIFICATION:
         case CURLE_SSL_CACERT_BADFILE:
