@@ -60,8 +60,9 @@ struct tg_req;
 /* What a finished request reports. err is 0 only for a 2xx status. Otherwise:
  * TG_EGONE (410), TG_ECONFLICT (409, reason Conflict), TG_EEXIST (409,
  * AlreadyExists), TG_ENOENT (404), TG_EHTTP (other status), TG_ETLS (the
- * server's certificate is not trusted, or the TLS handshake failed),
- * TG_ETIMEOUT, TG_EIO (connection failed or broke), TG_ECANCELED (a chunk
+ * server's certificate is not trusted, or the TLS handshake failed; one cut
+ * off by a reset or closed connection is TG_EIO), TG_ETIMEOUT, TG_EIO
+ * (connection failed or broke), TG_ECANCELED (a chunk
  * callback aborted). msg is a one-line explanation (the server's Status
  * message, or libcurl's error text); body is the buffered body (not
  * NUL-terminated in general; empty for streamed requests). Both are valid only
