@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #include "util/err.h"
@@ -41,7 +42,8 @@
 enum { C_RESOLVING, C_CONNECTING, C_HANDSHAKE, C_UP, C_DEAD };
 
 struct stream {
-    struct stream *prev, *next;     /* the connection's open streams, or its done list */
+    LIST_ENTRY(stream) olink;       /* on the connection's open streams */
+    STAILQ_ENTRY(stream) dlink;     /* or on its done list */
     struct conn *k;
     void *sud;                      /* NULL once reset by the client */
     int32_t id;
@@ -61,7 +63,8 @@ struct conn {
     SSL *ssl;
     BIO *rbio, *wbio;               /* owned by ssl */
     nghttp2_session *ng;
-    struct stream *open, *done, *done_tail;
+    LIST_HEAD(, stream) open;
+    STAILQ_HEAD(, stream) done;     /* set up by conn_up, which starts the streams */
     uint32_t nopen;
     uint64_t last_rx_ms;
     struct tg_sb plain;             /* frames gathered for one SSL_write */
@@ -90,13 +93,7 @@ static void conn_recv(struct conn *k);
 
 static void stream_unlink(struct conn *k, struct stream *s)
 {
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        k->open = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    s->prev = s->next = NULL;
+    LIST_REMOVE(s, olink);
     k->nopen--;
 }
 
@@ -110,10 +107,8 @@ static void stream_free(struct stream *s)
 static void deliver(struct conn *k)
 {
     struct stream *s;
-    while ((s = k->done)) {
-        k->done = s->next;
-        if (!k->done)
-            k->done_tail = NULL;
+    while ((s = STAILQ_FIRST(&k->done))) {
+        STAILQ_REMOVE_HEAD(&k->done, dlink);
         struct tg__h2 *h = k->h;
         if (s->sud && h) {
             char msg[128];
@@ -214,11 +209,7 @@ static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void
     nghttp2_session_set_stream_user_data(ng, sid, NULL);
     stream_unlink(k, s);
     s->error_code = code;
-    if (k->done_tail)
-        k->done_tail->next = s;
-    else
-        k->done = s;
-    k->done_tail = s;
+    STAILQ_INSERT_TAIL(&k->done, s, dlink);
     return 0;
 }
 
@@ -345,6 +336,8 @@ static int conn_up(struct conn *k)
         h->off = 1;
         return TG_ENOTSUP;
     }
+    LIST_INIT(&k->open);
+    STAILQ_INIT(&k->done);
     nghttp2_session_callbacks *cb;
     if (nghttp2_session_callbacks_new(&cb) != 0)
         return TG_ENOMEM;
@@ -571,7 +564,7 @@ static void conn_drop(struct conn *k, int err, const char *msg)
     /* streams nghttp2 reported closed are answered; the rest fail with err */
     deliver(k);
     struct stream *s;
-    while ((s = k->open)) {
+    while ((s = LIST_FIRST(&k->open))) {
         stream_unlink(k, s);
         if (s->sud && k->h)
             k->h->hooks.on_done(k->h->hooks.ud, s->sud, err, msg);
@@ -829,10 +822,7 @@ int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
         return TG_EAGAIN;
     }
     s->id = sid;
-    s->next = k->open;
-    if (k->open)
-        k->open->prev = s;
-    k->open = s;
+    LIST_INSERT_HEAD(&k->open, s, olink);
     k->nopen++;
     if (k->nopen == 1)
         k->last_rx_ms = uv_now(h->loop);  /* the stall clock starts with the first stream */
