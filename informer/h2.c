@@ -47,7 +47,7 @@ struct stream {
     struct conn *k;
     void *sud;                      /* NULL once reset by the client */
     int32_t id;
-    char *body;
+    char *body;                     /* a copy, in the same allocation */
     size_t len, off;
     long status, retry_after_s;
     uint32_t error_code;            /* RST_STREAM / GOAWAY code it closed with */
@@ -99,7 +99,6 @@ static void stream_unlink(struct conn *k, struct stream *s)
 
 static void stream_free(struct stream *s)
 {
-    free(s->body);
     free(s);
 }
 
@@ -782,6 +781,19 @@ int tg__h2_ready(struct tg__h2 *h)
     return 0;
 }
 
+/* a then b in buf when they fit, else in a malloc'ed string (NULL: out of
+ * memory); the caller frees what is not buf. */
+static char *concat(char *buf, size_t n, const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = la + lb < n ? buf : malloc(la + lb + 1);
+    if (p) {
+        memcpy(p, a, la);
+        memcpy(p + la, b, lb + 1);
+    }
+    return p;
+}
+
 int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
                       const char *ctype, const char *token, const char *body, size_t len,
                       void *sud)
@@ -789,15 +801,15 @@ int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
     if (!tg__h2_ready(h))
         return TG_EAGAIN;
     struct conn *k = h->k;
-    struct stream *s = calloc(1, sizeof *s);
-    char *fullpath = NULL, *auth = NULL, clen[24];
-    if (!s || (len && !(s->body = malloc(len))) ||
-        asprintf(&fullpath, "%s%s", h->prefix, path) < 0)
+    /* the stream and its body in one allocation; the path and the token's
+     * header on the stack unless long (nghttp2 copies both) */
+    struct stream *s = calloc(1, sizeof *s + len);
+    char pbuf[512], abuf[2048], clen[24];
+    char *fullpath = concat(pbuf, sizeof pbuf, h->prefix, path);
+    char *auth = token ? concat(abuf, sizeof abuf, "Bearer ", token) : NULL;
+    if (!s || !fullpath || (token && !auth))
         goto nomem;
-    if (token && asprintf(&auth, "Bearer %s", token) < 0) {
-        auth = NULL;
-        goto nomem;
-    }
+    s->body = (char *)(s + 1);
     if (len)
         memcpy(s->body, body, len);
     s->len = len;
@@ -815,8 +827,10 @@ int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
     size_t nnv = sizeof nv / sizeof nv[0] - (auth ? 0 : 1);
     nghttp2_data_provider dp = {.source.ptr = s, .read_callback = read_body};
     int32_t sid = nghttp2_submit_request(k->ng, NULL, nv, nnv, body ? &dp : NULL, s);
-    free(fullpath);
-    free(auth);
+    if (fullpath != pbuf)
+        free(fullpath);
+    if (auth != abuf)
+        free(auth);
     if (sid < 0) {
         stream_free(s);
         return TG_EAGAIN;
@@ -828,8 +842,10 @@ int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
         k->last_rx_ms = uv_now(h->loop);  /* the stall clock starts with the first stream */
     return sid;
 nomem:
-    free(fullpath);
-    free(auth);
+    if (fullpath != pbuf)
+        free(fullpath);
+    if (auth != abuf)
+        free(auth);
     if (s)
         stream_free(s);
     return TG_ENOMEM;
