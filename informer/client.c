@@ -65,7 +65,6 @@ struct tg_req {
     long status;
     long retry_after_s;     /* the answer's Retry-After, 0 none */
     int state, canceled, is_write, background, urgent, leader_only, abort_err;
-    int own;                /* on a connection of its own (req_setup): never corked */
     int retry, tries;       /* a retried write (tg_req_opts.retry); tries made so far */
     int throttles;          /* of its tries, those answered 429 (not counted in tries) */
     uint64_t born_ms;       /* uv_now when it was queued */
@@ -118,7 +117,6 @@ struct tg_client {
     int norphans;                   /* the sweep drives them until they can be */
     struct tg_client_stats stats;
     int verbose;                    /* TOPOGANG_CURL_VERBOSE=1: libcurl traces on stderr */
-    int own_watch;                  /* watches on connections of their own (req_setup) */
     int in_sweep;
     CURL *pool[POOL_MAX];           /* idle easy handles, set up (see easy_common) */
     int npool;
@@ -402,7 +400,7 @@ static int on_socket(CURL *e, curl_socket_t fd, int action, void *userp, void *s
         k->fd = fd;
         struct tg_req *r = NULL;
         curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
-        if (c->tune.cork >= 0 && r && !r->own) {
+        if (c->tune.cork >= 0 && r && !r->urgent) {
             set_cork(fd, 1);
             k->corked = 1;
             c->stats.corked++;
@@ -669,19 +667,15 @@ static int req_setup(struct tg_client *c, struct tg_req *r)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
     /* urgent: a connection of its own, never a stream queued behind bulk
-     * ones (and its handle is never pooled). A watch too (TOPOGANG_CURL_OWN_WATCH
-     * =0: shared, diagnostics): libcurl 7.88 reads a shared connection's bytes
-     * in whichever of its transfers the wakeup runs, and hands another
-     * stream's data over only in a second pass (a 0 ms timer) that runs every
-     * transfer again; on its own connection a watch's events are delivered in
-     * the read that brings them (docs/bench-sched.md, 2026-11-27). */
+     * ones (and its handle is never pooled) */
     int h1 = r->is_write && c->tune.writes_http == 1;
-    r->own = r->urgent || (r->on_chunk && r->timeout_ms < 0 && c->own_watch);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                      h1 ? (long)CURL_HTTP_VERSION_1_1 : (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, r->own || h1 ? 0L : 1L);
-    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, r->own ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, r->own ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, r->urgent || h1 ? 0L : 1L);
+    if (r->urgent) {
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
     /* A request (not a watch, which may idle) that receives nothing for
      * STALL_S seconds fails with TG_ETIMEOUT and its caller retries: with
      * libcurl 7.88 an HTTP/2 stream can stop mid-body on a shared
@@ -1329,8 +1323,6 @@ int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
     LIST_INIT(&c->socks);
     const char *v = getenv("TOPOGANG_CURL_VERBOSE");
     c->verbose = v && *v == '1';
-    v = getenv("TOPOGANG_CURL_OWN_WATCH");
-    c->own_watch = !(v && *v == '0');
     if (conf_copy(&c->conf, conf) != 0)
         goto nomem;
     c->ua = strdup(opts && opts->user_agent ? opts->user_agent : "topogang/0.1");

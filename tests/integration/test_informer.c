@@ -4,8 +4,7 @@
  *   the server's LIST with the same field selectors, and the handlers must
  *   have seen no duplicated add and no delete of an unknown object.
  * - restart: kube-apiserver SIGKILLed in the middle of a churn and started
- *   again; the caches converge to the server's state the same way.
- * - watch_own_connection: a watch runs on a connection of its own. */
+ *   again; the caches converge to the server's state the same way. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -294,79 +293,11 @@ static void restart(void **s)
     }
 }
 
-/* ---- a watch on a connection of its own (informer/client.c, req_setup) ---- */
-
-struct wseen {
-    const char *want;
-    int found, done;
-    long status;
-};
-
-static int on_wchunk(void *ud, const char *p, size_t n)
-{
-    struct wseen *w = ud;
-    if (memmem(p, n, w->want, strlen(w->want)))
-        w->found = 1;
-    return 0;
-}
-
-static void on_wdone(void *ud, const struct tg_resp *r)
-{
-    struct wseen *w = ud;
-    w->done = 1;
-    w->status = r->status;
-}
-
-static int wdone(void *ud)
-{
-    return ((struct wseen *)ud)->done;
-}
-
-/* libcurl 7.88 hands a shared connection's bytes for another stream over
- * only in a second pass, so a watch gets a connection of its own. A GET
- * first (the client's shared connection), then a watch the server ends after
- * 2 s: the watch gets the pod's event and, when it ends, counts one new
- * connection of its own (libcurl's NUM_CONNECTS, in stats.connects). With
- * TOPOGANG_CURL_OWN_WATCH=0 (the shared connection, as before) it counts
- * none and this fails. */
-static void watch_own_connection(void **s)
-{
-    (void)s;
-    struct tg_client *c = tgc_client(&cl, &loop, NULL);
-    assert_non_null(c);
-    char *b = pod_json("own-a", "topogang", NULL);
-    struct tg_req_opts p = {.method = "POST", .path = "/api/v1/namespaces/churn/pods", .body = b,
-                            .is_write = 1};
-    struct tg_resp r;
-    assert_int_equal(tg_client_do(c, &p, &r, NULL), 0);
-    assert_int_equal(r.status, 201);
-    free(b);
-    struct tg_req_opts g = {.path = "/api/v1/namespaces/churn/pods?limit=1"};
-    assert_int_equal(tg_client_do(c, &g, &r, NULL), 0);
-    assert_int_equal(r.status, 200);
-    uint64_t shared = tg_client_stats(c)->connects;
-    assert_int_equal(shared, 1);
-    struct wseen w = {.want = "\"own-a\""};
-    struct tg_req_opts o = {.path = "/api/v1/namespaces/churn/pods?watch=1&resourceVersion=0"
-                                    "&timeoutSeconds=2",
-                            .timeout_ms = -1, .on_chunk = on_wchunk, .on_done = on_wdone, .ud = &w};
-    assert_int_equal(tg_client_request(c, &o, NULL), 0);
-    assert_true(tgc_run_until(&loop, wdone, &w, 15000));
-    printf("# a watch after a GET: %llu new connection(s), its event %s\n",
-           (unsigned long long)(tg_client_stats(c)->connects - shared), w.found ? "seen" : "not seen");
-    assert_int_equal(w.status, 200);
-    assert_true(w.found);
-    assert_int_equal(tg_client_stats(c)->connects - shared, 1);
-    tg_client_free(&c);
-    uv_run(&loop, UV_RUN_NOWAIT);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(churn),
         cmocka_unit_test(restart),
-        cmocka_unit_test(watch_own_connection),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
