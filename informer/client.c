@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -50,7 +51,7 @@ struct hdrs {
 
 struct tg_req {
     struct tg_client *c;
-    struct tg_req *prev, *next;     /* in one of the client's lists */
+    TAILQ_ENTRY(tg_req) link;       /* in one of the client's lists */
     CURL *easy;
     struct curl_slist *hdrs;        /* this request's own list (a custom Content-Type) */
     struct hdrs *shared;            /* or a shared one */
@@ -74,16 +75,14 @@ struct tg_req {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-struct rlist {
-    struct tg_req *head, *tail;
-};
+TAILQ_HEAD(rlist, tg_req);
 
 struct sock {
     uv_poll_t poll;
     struct tg_client *c;
     curl_socket_t fd;
     int corked;                     /* TCP_CORK set (see uncork) */
-    struct sock *prev, *next;
+    LIST_ENTRY(sock) link;          /* on the client's socks */
 };
 
 struct tg_client {
@@ -113,7 +112,7 @@ struct tg_client {
     uint32_t bg_queued;             /* in q_bg */
     struct tg_aimd w_win;           /* the writes' congestion window (WRITE_WINDOW_MAX) */
     struct tg_aimd bg_win;          /* the background writes' (BG_INFLIGHT_MAX) */
-    struct sock *socks;
+    LIST_HEAD(, sock) socks;
     curl_socket_t orphans[16];      /* sockets that could not be watched (out of memory): */
     int norphans;                   /* the sweep drives them until they can be */
     struct tg_client_stats stats;
@@ -179,32 +178,18 @@ static void kick(struct tg_client *c);
 
 static void rl_push(struct rlist *l, struct tg_req *r)
 {
-    r->next = NULL;
-    r->prev = l->tail;
-    if (l->tail)
-        l->tail->next = r;
-    else
-        l->head = r;
-    l->tail = r;
+    TAILQ_INSERT_TAIL(l, r, link);
 }
 
 static void rl_remove(struct rlist *l, struct tg_req *r)
 {
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        l->head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        l->tail = r->prev;
-    r->prev = r->next = NULL;
+    TAILQ_REMOVE(l, r, link);
 }
 
 /* How many background writes may run now. */
 static int bg_cap(const struct tg_client *c)
 {
-    int busy = c->w_running || c->q_writes.head;
+    int busy = c->w_running || TAILQ_FIRST(&c->q_writes);
     int cap = c->bg_queued > BG_BACKLOG || !busy ? BG_INFLIGHT_MAX : BG_INFLIGHT;
     int win = (int)tg_aimd_window(&c->bg_win);
     uint32_t w = tg_aimd_window(&c->w_win);
@@ -235,11 +220,11 @@ static void running_remove(struct tg_client *c, struct tg_req *r)
     c->w_running -= r->is_write && !r->background && !r->urgent;
     c->u_running -= r->urgent;
     c->lo_running -= r->leader_only;
-    if (r->urgent && c->q_urgent.head && !c->closing)
+    if (r->urgent && TAILQ_FIRST(&c->q_urgent) && !c->closing)
         kick(c);
-    if (r->is_write && c->bg_running < bg_cap(c) && c->q_bg.head && !c->closing)
+    if (r->is_write && c->bg_running < bg_cap(c) && TAILQ_FIRST(&c->q_bg) && !c->closing)
         kick(c);
-    if (r->is_write && c->q_writes.head && writes_open(c) && !c->closing)
+    if (r->is_write && TAILQ_FIRST(&c->q_writes) && writes_open(c) && !c->closing)
         kick(c);
 }
 
@@ -315,15 +300,10 @@ static void on_sock_closed(uv_handle_t *h)
     maybe_free_client(c);
 }
 
-static void sock_close(struct tg_client *c, struct sock *k)
+static void sock_close(struct sock *k)
 {
     uv_poll_stop(&k->poll);
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        c->socks = k->next;
-    if (k->next)
-        k->next->prev = k->prev;
+    LIST_REMOVE(k, link);
     uv_close((uv_handle_t *)&k->poll, on_sock_closed);
 }
 
@@ -349,7 +329,8 @@ static void uncork(struct tg_client *c)
 {
     if (c->tune.cork < 0)
         return;
-    for (struct sock *k = c->socks; k; k = k->next)
+    struct sock *k;
+    LIST_FOREACH(k, &c->socks, link)
         if (k->corked) {
             set_cork(k->fd, 0);
             set_cork(k->fd, 1);
@@ -400,7 +381,7 @@ static int on_socket(CURL *e, curl_socket_t fd, int action, void *userp, void *s
         orphan(c, fd, 0);
         if (k) {
             curl_multi_assign(c->multi, fd, NULL);
-            sock_close(c, k);
+            sock_close(k);
         }
         return 0;
     }
@@ -426,10 +407,7 @@ static int on_socket(CURL *e, curl_socket_t fd, int action, void *userp, void *s
         }
         k->poll.data = k;
         c->open_handles++;
-        k->next = c->socks;
-        if (c->socks)
-            c->socks->prev = k;
-        c->socks = k;
+        LIST_INSERT_HEAD(&c->socks, k, link);
         curl_multi_assign(c->multi, fd, k);
     }
     int ev = 0;
@@ -458,13 +436,15 @@ static void on_sweep(uv_timer_t *t)
     int n = 0, running;
     fence_check(c);
     h2_timeouts(c);
-    if (!c->running.head)
+    if (!TAILQ_FIRST(&c->running))
         return;
     /* Acting as if each socket were readable runs every transfer on it; a
      * read finding nothing just gets EAGAIN. The list can change during the
      * calls, so the descriptors are copied first. */
-    for (struct sock *k = c->socks; k && n < 64; k = k->next)
-        fds[n++] = k->fd;
+    struct sock *k;
+    LIST_FOREACH(k, &c->socks, link)
+        if (n < 64)
+            fds[n++] = k->fd;
     int watched = n;
     for (int i = 0; i < c->norphans && n < 64; i++)
         fds[n++] = c->orphans[i];
@@ -814,9 +794,9 @@ static void on_retry_timer(uv_timer_t *t);
 /* The retry timer at q_retry's head's due time. */
 static void arm_retry(struct tg_client *c)
 {
-    if (!c->q_retry.head || c->closing)
+    if (!TAILQ_FIRST(&c->q_retry) || c->closing)
         return;
-    uint64_t now = uv_now(c->loop), due = c->q_retry.head->due_ms;
+    uint64_t now = uv_now(c->loop), due = TAILQ_FIRST(&c->q_retry)->due_ms;
     uv_timer_start(&c->retry_timer, on_retry_timer, due > now ? due - now : 0, 0);
 }
 
@@ -826,7 +806,7 @@ static void on_retry_timer(uv_timer_t *t)
     struct tg_client *c = t->data;
     uint64_t now = uv_now(c->loop);
     struct tg_req *r;
-    while ((r = c->q_retry.head) && r->due_ms <= now) {
+    while ((r = TAILQ_FIRST(&c->q_retry)) && r->due_ms <= now) {
         rl_remove(&c->q_retry, r);
         c->retry_waiting--;
         r->state = RQ_QUEUED;
@@ -860,28 +840,15 @@ static void retry_later(struct tg_client *c, struct tg_req *r, int err, const ch
     r->errbuf[0] = 0;
     r->state = RQ_WAITING;
     r->due_ms = uv_now(c->loop) + delay;
-    struct tg_req *at = c->q_retry.tail;
+    struct tg_req *at = TAILQ_LAST(&c->q_retry, rlist);
     while (at && at->due_ms > r->due_ms)
-        at = at->prev;
-    if (!at) {          /* first */
-        r->prev = NULL;
-        r->next = c->q_retry.head;
-        if (c->q_retry.head)
-            c->q_retry.head->prev = r;
-        else
-            c->q_retry.tail = r;
-        c->q_retry.head = r;
-    } else {            /* after at */
-        r->prev = at;
-        r->next = at->next;
-        if (at->next)
-            at->next->prev = r;
-        else
-            c->q_retry.tail = r;
-        at->next = r;
-    }
+        at = TAILQ_PREV(at, rlist, link);
+    if (at)
+        TAILQ_INSERT_AFTER(&c->q_retry, at, r, link);
+    else
+        TAILQ_INSERT_HEAD(&c->q_retry, r, link);
     c->retry_waiting++;
-    if (c->q_retry.head == r)
+    if (TAILQ_FIRST(&c->q_retry) == r)
         arm_retry(c);
 }
 
@@ -1086,6 +1053,14 @@ static int h2_data(void *ud, void *sud, const char *p, size_t n)
     return 0;
 }
 
+/* The direct path's connection counts into the client's stats. */
+static void h2_count(struct tg_client *c)
+{
+    const struct tg__h2_stats *hs = tg__h2_stats(c->h2);
+    c->stats.h2_connects = hs->connects;
+    c->stats.h2_failures = hs->failures;
+}
+
 /* A stream ended: the same outcome libcurl's path gives (complete). */
 static void h2_done(void *ud, void *sud, int err, const char *why)
 {
@@ -1097,7 +1072,7 @@ static void h2_done(void *ud, void *sud, int err, const char *why)
     if (err == 0) {
         c->stats.http2++;
         c->stats.h2_direct++;
-        c->stats.h2_connects = tg__h2_stats(c->h2)->connects;
+        h2_count(c);
         err = answer_err(r, msg, sizeof msg);
     } else {
         if (r->abort_err)
@@ -1115,12 +1090,15 @@ static void h2_done(void *ud, void *sud, int err, const char *why)
 static void h2_timeouts(struct tg_client *c)
 {
     uint64_t now = uv_now(c->loop);
-    if (!c->h2 || now - c->h2_checked_ms < 1000)
+    if (!c->h2)
+        return;
+    h2_count(c);    /* a connection that failed ran no stream to count it */
+    if (now - c->h2_checked_ms < 1000)
         return;
     c->h2_checked_ms = now;
     tg__h2_check(c->h2, (uint64_t)STALL_S * 1000);
-    for (struct tg_req *r = c->running.head, *nx; r; r = nx) {
-        nx = r->next;
+    for (struct tg_req *r = TAILQ_FIRST(&c->running), *nx; r; r = nx) {
+        nx = TAILQ_NEXT(r, link);
         if (r->sid <= 0 || r->canceled || r->timeout_ms <= 0 ||
             now - r->started_ms < (uint64_t)r->timeout_ms)
             continue;
@@ -1215,8 +1193,8 @@ static void fence_check(struct tg_client *c)
 {
     if ((!c->lo_queued && !c->lo_running) || !tg_client_fenced(c))
         return;
-    for (struct tg_req *r = c->q_writes.head, *nx; r && c->lo_queued; r = nx) {
-        nx = r->next;
+    for (struct tg_req *r = TAILQ_FIRST(&c->q_writes), *nx; r && c->lo_queued; r = nx) {
+        nx = TAILQ_NEXT(r, link);
         if (!r->leader_only)
             continue;
         rl_remove(&c->q_writes, r);
@@ -1225,8 +1203,8 @@ static void fence_check(struct tg_client *c)
         finish(c, r, TG_EFENCED, "not sent: this replica's lease was not renewed in time");
     }
     int removed = 0;
-    for (struct tg_req *r = c->running.head, *nx; r && c->lo_running; r = nx) {
-        nx = r->next;
+    for (struct tg_req *r = TAILQ_FIRST(&c->running), *nx; r && c->lo_running; r = nx) {
+        nx = TAILQ_NEXT(r, link);
         if (!r->leader_only || r->canceled)
             continue;
         transfer_remove(c, r);
@@ -1246,8 +1224,8 @@ static void run_queue(uv_timer_t *t)
     fence_check(c);
     /* Drop canceled transfers first (never from inside a curl callback). */
     int removed = 0;
-    for (struct tg_req *r = c->running.head, *nx; r; r = nx) {
-        nx = r->next;
+    for (struct tg_req *r = TAILQ_FIRST(&c->running), *nx; r; r = nx) {
+        nx = TAILQ_NEXT(r, link);
         if (r->canceled) {
             transfer_remove(c, r);
             running_remove(c, r);
@@ -1258,23 +1236,23 @@ static void run_queue(uv_timer_t *t)
     if (removed)
         uncork(c);  /* what removing them wrote (RST_STREAM) */
     struct tg_req *r;
-    while ((r = c->q_urgent.head) && c->u_running < URGENT_INFLIGHT) {
+    while ((r = TAILQ_FIRST(&c->q_urgent)) && c->u_running < URGENT_INFLIGHT) {
         rl_remove(&c->q_urgent, r);
         start(c, r);
     }
-    while ((r = c->q_reads.head)) {
+    while ((r = TAILQ_FIRST(&c->q_reads))) {
         rl_remove(&c->q_reads, r);
         start(c, r);
     }
     refill(c);
-    while ((r = c->q_writes.head) && writes_open(c) && (c->qps <= 0 || c->tokens >= 1.0)) {
+    while ((r = TAILQ_FIRST(&c->q_writes)) && writes_open(c) && (c->qps <= 0 || c->tokens >= 1.0)) {
         if (c->qps > 0)
             c->tokens -= 1.0;
         rl_remove(&c->q_writes, r);
         c->lo_queued -= r->leader_only;
         start(c, r);
     }
-    while ((!c->q_writes.head || !writes_open(c)) && (r = c->q_bg.head) &&
+    while ((!TAILQ_FIRST(&c->q_writes) || !writes_open(c)) && (r = TAILQ_FIRST(&c->q_bg)) &&
            c->bg_running < bg_cap(c) && (c->qps <= 0 || c->tokens >= 1.0)) {
         if (c->qps > 0)
             c->tokens -= 1.0;
@@ -1284,8 +1262,8 @@ static void run_queue(uv_timer_t *t)
     }
     /* waiting for a token only (a full window is reopened by running_remove) */
     if (c->qps > 0 && c->tokens < 1.0 &&
-        ((c->q_writes.head && writes_open(c)) ||
-         ((!c->q_writes.head || !writes_open(c)) && c->q_bg.head && c->bg_running < bg_cap(c))) &&
+        ((TAILQ_FIRST(&c->q_writes) && writes_open(c)) ||
+         ((!TAILQ_FIRST(&c->q_writes) || !writes_open(c)) && TAILQ_FIRST(&c->q_bg) && c->bg_running < bg_cap(c))) &&
         !uv_is_active((uv_handle_t *)&c->limiter)) {
         double wait = (1.0 - c->tokens) * 1000.0 / c->qps;
         uv_timer_start(&c->limiter, run_queue, (uint64_t)(wait < 1 ? 1 : wait + 0.999), 0);
@@ -1353,6 +1331,13 @@ int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
     if (!c)
         return TG_ENOMEM;
     c->loop = loop;
+    TAILQ_INIT(&c->q_urgent);
+    TAILQ_INIT(&c->q_reads);
+    TAILQ_INIT(&c->q_writes);
+    TAILQ_INIT(&c->q_bg);
+    TAILQ_INIT(&c->running);
+    TAILQ_INIT(&c->q_retry);
+    LIST_INIT(&c->socks);
     const char *v = getenv("TOPOGANG_CURL_VERBOSE");
     c->verbose = v && *v == '1';
     if (conf_copy(&c->conf, conf) != 0)
@@ -1433,27 +1418,27 @@ void tg_client_free(struct tg_client **pc)
         return;
     *pc = NULL;
     struct tg_req *r;
-    while ((r = c->q_urgent.head)) {
+    while ((r = TAILQ_FIRST(&c->q_urgent))) {
         rl_remove(&c->q_urgent, r);
         req_free(r);
     }
-    while ((r = c->q_reads.head)) {
+    while ((r = TAILQ_FIRST(&c->q_reads))) {
         rl_remove(&c->q_reads, r);
         req_free(r);
     }
-    while ((r = c->q_writes.head)) {
+    while ((r = TAILQ_FIRST(&c->q_writes))) {
         rl_remove(&c->q_writes, r);
         req_free(r);
     }
-    while ((r = c->q_bg.head)) {
+    while ((r = TAILQ_FIRST(&c->q_bg))) {
         rl_remove(&c->q_bg, r);
         req_free(r);
     }
-    while ((r = c->q_retry.head)) {
+    while ((r = TAILQ_FIRST(&c->q_retry))) {
         rl_remove(&c->q_retry, r);
         req_free(r);
     }
-    while ((r = c->running.head)) {
+    while ((r = TAILQ_FIRST(&c->running))) {
         if (r->easy)
             curl_multi_remove_handle(c->multi, r->easy);
         rl_remove(&c->running, r);
@@ -1465,8 +1450,8 @@ void tg_client_free(struct tg_client **pc)
     c->multi = NULL;
     while (c->npool)
         curl_easy_cleanup(c->pool[--c->npool]);
-    while (c->socks)
-        sock_close(c, c->socks);
+    while (!LIST_EMPTY(&c->socks))
+        sock_close(LIST_FIRST(&c->socks));
     uv_close((uv_handle_t *)&c->curl_timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->kick, on_handle_closed);
     uv_close((uv_handle_t *)&c->limiter, on_handle_closed);
@@ -1521,7 +1506,7 @@ int tg_client_request(struct tg_client *c, const struct tg_req_opts *o, struct t
     r->born_ms = uv_now(c->loop);
     if (r->is_write && !r->urgent && c->qps > 0) {
         refill(c);
-        if (c->q_writes.head || c->tokens < 1.0)
+        if (TAILQ_FIRST(&c->q_writes) || c->tokens < 1.0)
             c->stats.writes_delayed++;
     }
     rl_push(queue_of(c, r), r);
@@ -1620,10 +1605,11 @@ void tg_client_fence(struct tg_client *c, int64_t until_ms)
 uint32_t tg_client_writes_pending(const struct tg_client *c)
 {
     uint32_t n = 0;
-    for (const struct tg_req *r = c->q_writes.head; r; r = r->next)
+    const struct tg_req *r;
+    TAILQ_FOREACH(r, &c->q_writes, link)
         n++;
     n += c->bg_queued + c->retry_waiting;
-    for (const struct tg_req *r = c->running.head; r; r = r->next)
+    TAILQ_FOREACH(r, &c->running, link)
         n += r->is_write && !r->canceled;
     return n;
 }

@@ -137,6 +137,8 @@ struct tg_client_stats {
     uint64_t throttled;      /* writes answered 429 or 503 (their lane's window halved) */
     uint64_t h2_direct;      /* requests answered on the direct HTTP/2 path (h2.c) */
     uint64_t h2_connects;    /* its connections that came up */
+    uint64_t h2_failures;    /* its connections that failed to come up or broke (counted
+                              * at the next answer or within 200 ms) */
     uint32_t write_window;   /* writes (Bindings, status, deletes) that may run at once now */
     uint32_t bg_window;      /* background writes (Events) that may run at once now */
 };

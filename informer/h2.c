@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #include "util/err.h"
@@ -41,11 +42,12 @@
 enum { C_RESOLVING, C_CONNECTING, C_HANDSHAKE, C_UP, C_DEAD };
 
 struct stream {
-    struct stream *prev, *next;     /* the connection's open streams, or its done list */
+    LIST_ENTRY(stream) olink;       /* on the connection's open streams */
+    STAILQ_ENTRY(stream) dlink;     /* or on its done list */
     struct conn *k;
     void *sud;                      /* NULL once reset by the client */
     int32_t id;
-    char *body;
+    char *body;                     /* a copy, in the same allocation */
     size_t len, off;
     long status, retry_after_s;
     uint32_t error_code;            /* RST_STREAM / GOAWAY code it closed with */
@@ -61,7 +63,8 @@ struct conn {
     SSL *ssl;
     BIO *rbio, *wbio;               /* owned by ssl */
     nghttp2_session *ng;
-    struct stream *open, *done, *done_tail;
+    LIST_HEAD(, stream) open;
+    STAILQ_HEAD(, stream) done;     /* set up by conn_up, which starts the streams */
     uint32_t nopen;
     uint64_t last_rx_ms;
     struct tg_sb plain;             /* frames gathered for one SSL_write */
@@ -90,19 +93,12 @@ static void conn_recv(struct conn *k);
 
 static void stream_unlink(struct conn *k, struct stream *s)
 {
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        k->open = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    s->prev = s->next = NULL;
+    LIST_REMOVE(s, olink);
     k->nopen--;
 }
 
 static void stream_free(struct stream *s)
 {
-    free(s->body);
     free(s);
 }
 
@@ -110,10 +106,8 @@ static void stream_free(struct stream *s)
 static void deliver(struct conn *k)
 {
     struct stream *s;
-    while ((s = k->done)) {
-        k->done = s->next;
-        if (!k->done)
-            k->done_tail = NULL;
+    while ((s = STAILQ_FIRST(&k->done))) {
+        STAILQ_REMOVE_HEAD(&k->done, dlink);
         struct tg__h2 *h = k->h;
         if (s->sud && h) {
             char msg[128];
@@ -214,11 +208,7 @@ static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void
     nghttp2_session_set_stream_user_data(ng, sid, NULL);
     stream_unlink(k, s);
     s->error_code = code;
-    if (k->done_tail)
-        k->done_tail->next = s;
-    else
-        k->done = s;
-    k->done_tail = s;
+    STAILQ_INSERT_TAIL(&k->done, s, dlink);
     return 0;
 }
 
@@ -345,6 +335,8 @@ static int conn_up(struct conn *k)
         h->off = 1;
         return TG_ENOTSUP;
     }
+    LIST_INIT(&k->open);
+    STAILQ_INIT(&k->done);
     nghttp2_session_callbacks *cb;
     if (nghttp2_session_callbacks_new(&cb) != 0)
         return TG_ENOMEM;
@@ -571,7 +563,7 @@ static void conn_drop(struct conn *k, int err, const char *msg)
     /* streams nghttp2 reported closed are answered; the rest fail with err */
     deliver(k);
     struct stream *s;
-    while ((s = k->open)) {
+    while ((s = LIST_FIRST(&k->open))) {
         stream_unlink(k, s);
         if (s->sud && k->h)
             k->h->hooks.on_done(k->h->hooks.ud, s->sud, err, msg);
@@ -789,6 +781,19 @@ int tg__h2_ready(struct tg__h2 *h)
     return 0;
 }
 
+/* a then b in buf when they fit, else in a malloc'ed string (NULL: out of
+ * memory); the caller frees what is not buf. */
+static char *concat(char *buf, size_t n, const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = la + lb < n ? buf : malloc(la + lb + 1);
+    if (p) {
+        memcpy(p, a, la);
+        memcpy(p + la, b, lb + 1);
+    }
+    return p;
+}
+
 int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
                       const char *ctype, const char *token, const char *body, size_t len,
                       void *sud)
@@ -796,15 +801,15 @@ int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
     if (!tg__h2_ready(h))
         return TG_EAGAIN;
     struct conn *k = h->k;
-    struct stream *s = calloc(1, sizeof *s);
-    char *fullpath = NULL, *auth = NULL, clen[24];
-    if (!s || (len && !(s->body = malloc(len))) ||
-        asprintf(&fullpath, "%s%s", h->prefix, path) < 0)
+    /* the stream and its body in one allocation; the path and the token's
+     * header on the stack unless long (nghttp2 copies both) */
+    struct stream *s = calloc(1, sizeof *s + len);
+    char pbuf[512], abuf[2048], clen[24];
+    char *fullpath = concat(pbuf, sizeof pbuf, h->prefix, path);
+    char *auth = token ? concat(abuf, sizeof abuf, "Bearer ", token) : NULL;
+    if (!s || !fullpath || (token && !auth))
         goto nomem;
-    if (token && asprintf(&auth, "Bearer %s", token) < 0) {
-        auth = NULL;
-        goto nomem;
-    }
+    s->body = (char *)(s + 1);
     if (len)
         memcpy(s->body, body, len);
     s->len = len;
@@ -822,24 +827,25 @@ int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
     size_t nnv = sizeof nv / sizeof nv[0] - (auth ? 0 : 1);
     nghttp2_data_provider dp = {.source.ptr = s, .read_callback = read_body};
     int32_t sid = nghttp2_submit_request(k->ng, NULL, nv, nnv, body ? &dp : NULL, s);
-    free(fullpath);
-    free(auth);
+    if (fullpath != pbuf)
+        free(fullpath);
+    if (auth != abuf)
+        free(auth);
     if (sid < 0) {
         stream_free(s);
         return TG_EAGAIN;
     }
     s->id = sid;
-    s->next = k->open;
-    if (k->open)
-        k->open->prev = s;
-    k->open = s;
+    LIST_INSERT_HEAD(&k->open, s, olink);
     k->nopen++;
     if (k->nopen == 1)
         k->last_rx_ms = uv_now(h->loop);  /* the stall clock starts with the first stream */
     return sid;
 nomem:
-    free(fullpath);
-    free(auth);
+    if (fullpath != pbuf)
+        free(fullpath);
+    if (auth != abuf)
+        free(auth);
     if (s)
         stream_free(s);
     return TG_ENOMEM;

@@ -63,6 +63,15 @@ void tg_sb_json_str(struct tg_sb *b, const char *s)
 {
     tg_sb_putc(b, '"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        const unsigned char *q = p;     /* a run that needs no escape: one copy */
+        while (*q >= 0x20 && *q != '"' && *q != '\\')
+            q++;
+        if (q > p) {
+            tg_sb_putn(b, (const char *)p, (size_t)(q - p));
+            if (!*q)
+                break;
+            p = q;
+        }
         switch (*p) {
         case '"': tg_sb_puts(b, "\\\""); break;
         case '\\': tg_sb_puts(b, "\\\\"); break;

@@ -341,6 +341,12 @@ static void housekeeping(struct tg_daemon *d)
         tg_metrics_inc(TG_M_EVENT_RETRIES, cs->retries - tg_metrics_counter(TG_M_EVENT_RETRIES));
         tg_metrics_inc(TG_M_EVENTS_DROPPED, cs->dropped - tg_metrics_counter(TG_M_EVENTS_DROPPED));
         tg_metrics_inc(TG_M_API_THROTTLED, cs->throttled - tg_metrics_counter(TG_M_API_THROTTLED));
+        tg_metrics_inc(TG_M_API_DIRECT_REQUESTS,
+                       cs->h2_direct - tg_metrics_counter(TG_M_API_DIRECT_REQUESTS));
+        tg_metrics_inc(TG_M_API_DIRECT_CONNECTS,
+                       cs->h2_connects - tg_metrics_counter(TG_M_API_DIRECT_CONNECTS));
+        tg_metrics_inc(TG_M_API_DIRECT_FAILURES,
+                       cs->h2_failures - tg_metrics_counter(TG_M_API_DIRECT_FAILURES));
         tg_metrics_set(TG_G_WRITE_WINDOW, cs->write_window);
         tg_metrics_set(TG_G_EVENT_WINDOW, cs->bg_window);
     }

@@ -47,6 +47,15 @@ static const char *const counter_name[TG_M__COUNTERS][2] = {
     {"topogang_api_throttled_total",
      "Writes the API server answered 429 or 503 (API Priority and Fairness): each halved its "
      "lane's window, once per window, and only that write waited."},
+    {"topogang_api_direct_requests_total",
+     "Writes (Bindings, Events) answered on the client's own HTTP/2 connection rather than "
+     "through libcurl."},
+    {"topogang_api_direct_connects_total",
+     "The direct HTTP/2 path's connections that came up (one at a time; a new one after a "
+     "break)."},
+    {"topogang_api_direct_failures_total",
+     "The direct HTTP/2 path's connections that failed to come up or broke (writes meanwhile "
+     "go through libcurl)."},
 };
 
 /* A NULL help continues the metric above with other labels; a NULL name is

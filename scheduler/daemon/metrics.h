@@ -29,6 +29,9 @@ enum tg_counter {
     TG_M_EVENT_RETRIES, TG_M_EVENTS_DROPPED,
     /* writes answered 429 or 503 (API Priority and Fairness; the client's stats) */
     TG_M_API_THROTTLED,
+    /* the client's direct HTTP/2 path for writes (informer/h2.h): requests answered,
+     * connections up, connections failed or broken (the client's stats) */
+    TG_M_API_DIRECT_REQUESTS, TG_M_API_DIRECT_CONNECTS, TG_M_API_DIRECT_FAILURES,
     TG_M__COUNTERS
 };
 

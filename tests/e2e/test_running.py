@@ -573,6 +573,16 @@ def case_apf_throttles_writes(ctx):
             fail("the apiserver refused none of the scheduler's requests: the case tested no throttling")
         if "on a direct HTTP/2 connection" not in open(s.log, errors="replace").read():
             fail("the scheduler's writes never went on the direct HTTP/2 path (informer/h2.c)")
+        # the direct path's counters on /metrics: writes answered there (a Binding
+        # and an Event per pod, the first few through libcurl while it connects),
+        # on a connection that came up
+        wait(lambda: (metric(s, "topogang_api_direct_requests_total") or 0) >= n, 5,
+             f"topogang_api_direct_requests_total >= {n}")
+        direct = {k: metric(s, f"topogang_api_direct_{k}_total")
+                  for k in ("requests", "connects", "failures")}
+        log(f"    direct HTTP/2 path: {direct}")
+        if None in direct.values() or direct["connects"] < 1:
+            fail(f"the direct path's counters on /metrics: {direct}, want every one and connects >= 1")
         s.finish()
         wipe_pods(api, ns)
     finally:
