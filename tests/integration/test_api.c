@@ -642,7 +642,7 @@ static int burst_done(void *ud)
 static void bind_burst(struct tg_client *c, const char *ns, int n, struct burst *b,
                        struct slot *sl, int again)
 {
-    char name[32], note[64];
+    char name[32], note[160];
     for (int i = 0; i < 2 * n; i++) {
         if (again && b->err[i] == 0)
             continue;
