@@ -825,6 +825,10 @@ static void start_handles(struct tg_daemon *d)
     d->sigterm.data = d->sigint.data = d;
     uv_signal_start(&d->sigterm, on_signal, SIGTERM);
     uv_signal_start(&d->sigint, on_signal, SIGINT);
+    /* a write to a connection the API server has just dropped is EPIPE, not
+     * the process's end: the direct HTTP/2 path (informer/h2.c) writes with
+     * libuv, which does not ask for MSG_NOSIGNAL (libcurl does) */
+    signal(SIGPIPE, SIG_IGN);
     d->handles_up = 1;
 }
 
