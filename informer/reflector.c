@@ -417,8 +417,8 @@ static int watch_event(struct tg_reflector *r, const cJSON *ev, size_t len)
         r->st.bookmarks++;
     } else if (!strcmp(t, "DELETED") && (cached = tg_store_named(&r->store, obj, &named))) {
         /* the cached object goes by the name the event gives: its object is
-         * not decoded (the handlers get the cached one; half of a bound
-         * pod's watch events are its DELETED from the pending watch) */
+         * not decoded (the handlers get the cached one: a pod deleted, or
+         * finished and so out of the pod watch's field selector) */
         r->st.deletes_undecoded++;
         remove_key(r, r->o.kind->key(cached));
     } else if ((!strcmp(t, "ADDED") || !strcmp(t, "MODIFIED") || !strcmp(t, "DELETED")) &&
