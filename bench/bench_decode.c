@@ -18,8 +18,14 @@
  * lean parse) and once lean, the two interleaved in each round. Also timed
  * alone: the parse of every line (cJSON_ParseWithLength + cJSON_Delete, or
  * tg_jlean_parse) and the decode of the sched stream's objects from a parsed
- * tree. Prints CPU-us per event (process CPU time), the median over the
- * rounds, one line per figure. --path runs one path only (for perf). */
+ * tree. And per bound pod, lean, the sched stream as two pod watches gave
+ * it (3 events: pending ADDED, pending DELETED, bound ADDED) against the one
+ * pod watch the daemon holds since 2026-11-27 (2 events: pending ADDED, the
+ * bind as one MODIFIED; tg_kind_pod_any with tg_pod_keep), each first in
+ * half the rounds (run_two_watches / run_one_watch, not inlined, for
+ * `valgrind --tool=callgrind --toggle-collect=`). Prints CPU-us per event
+ * (process CPU time), the median over the rounds, one line per figure.
+ * --path runs one path only (for perf). */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -135,6 +141,39 @@ static double run_reflectors(const struct tg_sb *pending, const struct tg_sb *bo
     return t;
 }
 
+/* The sched stream as the one pod watch gives it (per pod its pending
+ * ADDED, then its bind as one MODIFIED) through one offline reflector with
+ * the daemon's kind and keep; CPU-us. */
+__attribute__((noinline)) static double run_one_watch(const struct tg_sb *one)
+{
+    struct tg_reflector_opts o = {.path = "/api/v1/pods", .kind = &tg_kind_pod_any,
+                                  .keep = tg_pod_keep, .keep_ud = (void *)"topogang",
+                                  .h = {.on_add = on_any, .on_update = on_upd, .on_delete = on_any}};
+    struct tg_reflector *r = NULL;
+    if (tg__reflector_new_offline(&o, &r)) {
+        fprintf(stderr, "bench_decode: reflector\n");
+        exit(1);
+    }
+    double t0 = cpu_us();
+    int rc = tg__reflector_feed_watch(r, one->s, one->len);
+    double t = cpu_us() - t0;
+    if (rc || tg_reflector_stats(r)->updates != tg_reflector_stats(r)->adds) {
+        fprintf(stderr, "bench_decode: one watch: %s, %llu adds, %llu updates\n", tg_err_name(rc),
+                (unsigned long long)tg_reflector_stats(r)->adds,
+                (unsigned long long)tg_reflector_stats(r)->updates);
+        exit(1);
+    }
+    tg__reflector_free_offline(&r);
+    return t;
+}
+
+/* The sched stream as two watches give it (the daemon before 2026-11-27). */
+__attribute__((noinline)) static double run_two_watches(const struct tg_sb *pending, const struct tg_sb *bound)
+{
+    uint64_t fb;
+    return run_reflectors(pending, bound, 0, &fb);
+}
+
 /* Every line of s parsed (and the tree dropped); CPU-us. */
 static double run_parse(const struct tg_sb *s, int full, struct tg_jlean *j)
 {
@@ -217,11 +256,17 @@ int main(int argc, char **argv)
     char *b_add = line_with(btext, "\"type\":\"ADDED\"", "\"name\":\"bench-0\"");
     const char *u0 = strstr(p_add, "\"uid\":\"") + 7;
     char *uid = strndup(u0, (size_t)(strchr(u0, '"') - u0));
-    struct tg_sb sp = {0}, sb = {0}, all = {0};
+    struct tg_sb sp = {0}, sb = {0}, all = {0}, ow = {0};
+    struct tg_sb mod = {0}; /* the bound object's line as a MODIFIED */
+    const char *added = strstr(b_add, "\"ADDED\"");
+    tg_sb_printf(&mod, "%.*s\"MODIFIED\"%s", (int)(added - b_add), b_add, added + 7);
+    const char *b_mod = tg_sb_str(&mod);
     for (int i = 0; i < pods; i++) {
         put_renamed(&sp, p_add, uid, i);
         put_renamed(&sp, p_del, uid, i);
         put_renamed(&sb, b_add, uid, i);
+        put_renamed(&ow, p_add, uid, i);
+        put_renamed(&ow, b_mod, uid, i);
     }
     /* mixed: the captured streams as they are, pods / 10 times */
     struct tg_sb mp = {0}, mb = {0};
@@ -248,12 +293,15 @@ int main(int argc, char **argv)
         tg_sb_free(&one);
     }
 
-    enum { SCHED_FULL, SCHED_LEAN, MIXED_FULL, MIXED_LEAN, PARSE_FULL, PARSE_LEAN, DECODE, NFIG };
+    enum { SCHED_FULL, SCHED_LEAN, MIXED_FULL, MIXED_LEAN, PARSE_FULL, PARSE_LEAN, DECODE, TWO_POD,
+           ONE_POD, NFIG };
     static const char *const names[NFIG] = {
         "sched stream, reflector, cJSON in full", "sched stream, reflector, lean",
         "mixed stream, reflector, cJSON in full", "mixed stream, reflector, lean",
         "sched stream, parse only, cJSON", "sched stream, parse only, lean",
-        "sched stream, decode only (per decoded event)"};
+        "sched stream, decode only (per decoded event)",
+        "two pod watches, lean, per bound pod (3 events)",
+        "one pod watch, lean, per bound pod (2 events)"};
     double *fig[NFIG], v[NFIG] = {0};
     for (int f = 0; f < NFIG; f++)
         fig[f] = calloc((size_t)rounds, sizeof(double));
@@ -271,6 +319,14 @@ int main(int argc, char **argv)
             v[full ? PARSE_FULL : PARSE_LEAN] = run_parse(&all, full, &j) / (double)ev_sched;
         }
         v[DECODE] = only >= 0 ? 0 : run_decode(trees, flags, ndec) / ndec;
+        if (only != 1) { /* the pod watches: two then one, or one then two, by round */
+            for (int k = 0; k < 2; k++) {
+                if (k == (r & 1))
+                    v[ONE_POD] = run_one_watch(&ow) / pods;
+                else
+                    v[TWO_POD] = run_two_watches(&sp, &sb) / pods;
+            }
+        }
         if (r >= 0)
             for (int f = 0; f < NFIG; f++)
                 fig[f][r] = v[f];

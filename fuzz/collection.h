@@ -2,8 +2,8 @@
  * of the collections the daemon watches (enum tg_inf_kind, modulo TG_INF_N),
  * whose kind (tg_informer_kind, as the informer gives its reflector) decodes
  * every object of the rest of the input into one store, as that reflector
- * does. So every kind the informer decodes is reached: Nodes, Pods (pending
- * with spec, bound without), the PodGroups of the five APIs, the policy
+ * does. So every kind the informer decodes is reached: Nodes, Pods (one
+ * collection: the spec decoded while unbound), the PodGroups of the five APIs, the policy
  * ConfigMap, PriorityClasses, PodDisruptionBudgets, the six workload kinds,
  * Namespaces, PersistentVolumes, PersistentVolumeClaims, StorageClasses and
  * ResourceClaims. The seeds (fuzz/make-corpus) start with that byte. */

@@ -66,6 +66,10 @@ static void run_init(struct run *u, const struct tg_kind *kind)
     struct tg_reflector_opts o = {
         .kind = kind, .path = "/fuzz",
         .h = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ud = u}};
+    if (kind == &tg_kind_pod_any) { /* the daemon's one pod watch keeps what it keeps */
+        o.keep = tg_pod_keep;
+        o.keep_ud = (void *)"topogang";
+    }
     u->kind = kind;
     fz_check(tg__reflector_new_offline(&o, &u->r) == 0, "reflector not made");
 }

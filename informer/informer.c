@@ -58,8 +58,7 @@ const struct tg_kind *tg_informer_kind(enum tg_inf_kind k)
 {
     switch (k) {
     case TG_INF_NODES: return &tg_kind_node;
-    case TG_INF_PODS_PENDING: return &tg_kind_pod_spec;
-    case TG_INF_PODS_BOUND: return &tg_kind_pod;
+    case TG_INF_PODS: return &tg_kind_pod_any;
     case TG_INF_PODGROUPS: return &tg_kind_podgroup;
     case TG_INF_CONFIG: return &tg_kind_configmap;
     case TG_INF_PRIOCLASSES: return &tg_kind_prioclass;
@@ -221,16 +220,15 @@ int tg_informer_start(struct tg_client *c, const struct tg_informer_opts *o,
     inf->on_discovered = o->on_discovered;
     inf->rediscover_ms = o->rediscover_ms;
     const char *sched = o->scheduler_name ? o->scheduler_name : "topogang";
-    snprintf(inf->pending_sel, sizeof inf->pending_sel, "spec.schedulerName=%s,spec.nodeName=", sched);
+    snprintf(inf->sched, sizeof inf->sched, "%s", sched);
     struct tg_reflector_opts *ro = inf->ro;
     for (int i = 0; i < TG_INF_N; i++)
         ro[i].kind = tg_informer_kind((enum tg_inf_kind)i);
     ro[TG_INF_NODES].path = "/api/v1/nodes";
-    ro[TG_INF_PODS_PENDING].path = "/api/v1/pods";
-    ro[TG_INF_PODS_PENDING].field_selector = inf->pending_sel;
-    ro[TG_INF_PODS_BOUND].path = "/api/v1/pods";
-    ro[TG_INF_PODS_BOUND].field_selector =
-        "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+    ro[TG_INF_PODS].path = "/api/v1/pods";
+    ro[TG_INF_PODS].field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+    ro[TG_INF_PODS].keep = tg_pod_keep;
+    ro[TG_INF_PODS].keep_ud = inf->sched;
     ro[TG_INF_PODGROUPS].path = "/apis/topogang.io/v1alpha1/podgroups";
     ro[TG_INF_PRIOCLASSES].path = "/apis/scheduling.k8s.io/v1/priorityclasses";
     ro[TG_INF_PDBS].path = "/apis/policy/v1/poddisruptionbudgets";

@@ -1,10 +1,12 @@
 /* The scheduler's view of the cluster: one reflector per watched collection,
  * the way kube-scheduler watches.
  *   nodes         all Nodes                                   (tg_kind_node)
- *   pods_pending  unbound pods of this scheduler:             (tg_kind_pod_spec)
- *                 spec.schedulerName=<name>,spec.nodeName=
- *   pods_bound    bound, non-terminal pods of any scheduler:  (tg_kind_pod)
- *                 spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed
+ *   pods          non-terminal pods, one watch as kube-scheduler's: (tg_kind_pod_any)
+ *                 status.phase!=Succeeded,status.phase!=Failed; kept: the
+ *                 bound ones (spec.nodeName set, any scheduler's) and the
+ *                 unbound ones of this scheduler (spec.schedulerName=<name>);
+ *                 other schedulers' unbound pods are dropped before decoding
+ *                 (reflector opts.keep) and never cached
  *   podgroups     topogang.io/v1alpha1 podgroups, all namespaces (tg_kind_podgroup)
  *   config        the policy ConfigMap <ns>/<name>            (tg_kind_configmap)
  *   prioclasses   scheduling.k8s.io/v1 PriorityClasses:       (tg_kind_prioclass)
@@ -24,8 +26,8 @@
  * which are served (discovery.h; topogang.io PodGroups too), says so
  * through on_discovered, and only then starts every reflector, so that a
  * handler knows what is watched before the first object comes.
- * A pod moving from pending to bound is deleted from pods_pending and added
- * to pods_bound (the two streams are not ordered with each other).
+ * A pod that gets bound is one MODIFIED event of the pods collection (its
+ * old object unbound, its new one bound): the handler sees both in order.
  * Config keys: schedulerName, the ConfigMap's namespace/name. */
 #ifndef TG_INFORMER_INFORMER_H
 #define TG_INFORMER_INFORMER_H
@@ -35,7 +37,7 @@
 #include "informer/kinds.h"
 #include "informer/reflector.h"
 
-enum tg_inf_kind { TG_INF_NODES, TG_INF_PODS_PENDING, TG_INF_PODS_BOUND, TG_INF_PODGROUPS,
+enum tg_inf_kind { TG_INF_NODES, TG_INF_PODS, TG_INF_PODGROUPS,
                    TG_INF_CONFIG, TG_INF_PRIOCLASSES, TG_INF_PDBS,
                    /* optional: the peers' PodGroups in enum tg_pg_api order (1..4), then
                     * the workloads in enum tg_wl_kind order (1..6) */
@@ -95,7 +97,7 @@ struct tg_informer {
     struct tg_client *client;
     struct tg_discovery *disc;
     struct tg_reflector_opts ro[TG_INF_N];
-    char pending_sel[512], cm_path[512], cm_sel[300], paths[TG_INF_N][200];
+    char sched[256], cm_path[512], cm_sel[300], paths[TG_INF_N][200];
     void (*on_discovered)(void *ud, unsigned watched);
     unsigned watched;                    /* TG_INF_BIT of each collection watched */
     struct tg_apiref want[TG_INF_N];     /* asked of discovery */

@@ -64,6 +64,19 @@ static int pod_decode_spec(const cJSON *o, void **out)
 {
     return tg_pod_decode(o, TG_DECODE_SPEC, &diag, (struct tg_pod **)out);
 }
+/* A Pod object bound to a node: spec.nodeName set. */
+static int pod_json_bound(const cJSON *o)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+    const cJSON *node = cJSON_GetObjectItemCaseSensitive(spec, "nodeName");
+    return cJSON_IsString(node) && node->valuestring[0];
+}
+/* The one pod watch's objects: the spec (selector, tolerations, affinity)
+ * only while unbound, when placement reads it. */
+static int pod_decode_any(const cJSON *o, void **out)
+{
+    return tg_pod_decode(o, pod_json_bound(o) ? 0 : TG_DECODE_SPEC, &diag, (struct tg_pod **)out);
+}
 static void pod_free(void *o)
 {
     struct tg_pod *p = o;
@@ -85,6 +98,17 @@ const struct tg_kind tg_kind_pod = {"Pod", pod_decode, pod_free, pod_key, pod_ui
                                     tg_pod_unread};
 const struct tg_kind tg_kind_pod_spec = {"Pod", pod_decode_spec, pod_free, pod_key, pod_uid,
                                          pod_rv, tg_pod_unread};
+const struct tg_kind tg_kind_pod_any = {"Pod", pod_decode_any, pod_free, pod_key, pod_uid,
+                                        pod_rv, tg_pod_unread};
+
+int tg_pod_keep(void *sched, const cJSON *o)
+{
+    if (pod_json_bound(o))
+        return 1;
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(spec, "schedulerName");
+    return cJSON_IsString(name) && !strcmp(name->valuestring, (const char *)sched);
+}
 
 /* ---- PodGroup ---- */
 static int pg_decode(const cJSON *o, void **out)

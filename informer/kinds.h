@@ -25,6 +25,14 @@ const char *tg_configmap_get(const struct tg_configmap *cm, const char *k);
 extern const struct tg_kind tg_kind_node;        /* struct tg_node_obj, key = name */
 extern const struct tg_kind tg_kind_pod;         /* struct tg_pod, requests only */
 extern const struct tg_kind tg_kind_pod_spec;    /* struct tg_pod with TG_DECODE_SPEC */
+/* struct tg_pod of the one pod watch: with TG_DECODE_SPEC while unbound
+ * (spec.nodeName empty), requests only once bound. */
+extern const struct tg_kind tg_kind_pod_any;
+/* The pods the one pod watch keeps (a reflector opts.keep, sched: the
+ * scheduler's name, a char *): 1 for a Pod object (cJSON tree) that is
+ * bound (spec.nodeName set) or whose spec.schedulerName is sched; 0 for
+ * another scheduler's unbound pod, which is then never decoded. */
+int tg_pod_keep(void *sched, const struct cJSON *pod);
 extern const struct tg_kind tg_kind_podgroup;    /* struct tg_podgroup */
 extern const struct tg_kind tg_kind_configmap;   /* struct tg_configmap */
 extern const struct tg_kind tg_kind_prioclass;   /* struct tg_prioclass, key = name */

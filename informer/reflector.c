@@ -247,9 +247,20 @@ static int on_list_item(void *ud, const char *json, size_t len)
     return rc;
 }
 
+/* opts.keep's verdict on an object (1: kept); a refusal is counted. */
+static int kept(struct tg_reflector *r, const cJSON *obj)
+{
+    if (!r->o.keep || r->o.keep(r->o.keep_ud, obj))
+        return 1;
+    r->st.skipped++;
+    return 0;
+}
+
 static int list_item(struct tg_reflector *r, const cJSON *it)
 {
     void *obj;
+    if (!kept(r, it))
+        return 0;                     /* not in `seen`: the reconcile deletes a cached copy */
     int rc = r->o.kind->decode(it, &obj);
     if (rc == TG_ENOMEM)
         return rc;
@@ -406,10 +417,16 @@ static int watch_event(struct tg_reflector *r, const cJSON *ev, size_t len)
         r->st.bookmarks++;
     } else if (!strcmp(t, "DELETED") && (cached = tg_store_named(&r->store, obj, &named))) {
         /* the cached object goes by the name the event gives: its object is
-         * not decoded (the handlers get the cached one; half of a bound
-         * pod's watch events are its DELETED from the pending watch) */
+         * not decoded (the handlers get the cached one: a pod deleted, or
+         * finished and so out of the pod watch's field selector) */
         r->st.deletes_undecoded++;
         remove_key(r, r->o.kind->key(cached));
+    } else if ((!strcmp(t, "ADDED") || !strcmp(t, "MODIFIED") || !strcmp(t, "DELETED")) &&
+               !kept(r, obj)) {
+        /* outside what is kept: as if it left the collection (a DELETED one
+         * reaches here only when not cached) */
+        if (t[0] != 'D' && (cached = tg_store_named(&r->store, obj, &named)))
+            remove_key(r, r->o.kind->key(cached));
     } else if (!strcmp(t, "ADDED") || !strcmp(t, "MODIFIED") || !strcmp(t, "DELETED")) {
         void *o;
         int drc = r->o.kind->decode(obj, &o);

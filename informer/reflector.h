@@ -59,6 +59,16 @@ struct tg_reflector_opts {
     uint32_t backoff_max_ms;             /* 0: 30000 */
     int full_json;                       /* 1: parse with cJSON in full even where the kind
                                             names unread paths (tests, benchmarks) */
+    /* Which objects of the collection are kept, where a field selector
+     * cannot say it (one pod watch for pending and bound pods keeps only
+     * this scheduler's pending ones); NULL keeps all. It reads the parsed
+     * object before any decode. An object not kept is treated as one outside
+     * the collection and is never decoded: a listed one is left out (the
+     * reconcile deletes a cached copy); an ADDED or MODIFIED one deletes the
+     * cached copy (on_delete) and is otherwise ignored; a DELETED one
+     * deletes the cached copy as always. Counted (stats.skipped). */
+    int (*keep)(void *ud, const struct cJSON *obj);
+    void *keep_ud;
     struct tg_handlers h;
 };
 
@@ -74,6 +84,7 @@ struct tg_reflector_stats {
     uint64_t adds, updates, deletes;
     uint64_t deletes_undecoded; /* DELETED events of cached objects: removed by name, not decoded */
     uint64_t lean_fallbacks;    /* events and items of a lean kind parsed by cJSON (not strict JSON) */
+    uint64_t skipped;           /* listed objects and events opts.keep refused (not decoded) */
 };
 
 struct tg_reflector;

@@ -41,7 +41,7 @@ static const char usage[] =
     "Exit status: 0 on SIGINT/SIGTERM or --once, 1 on a configuration error.\n";
 
 static const char *const names[TG_INF_N] = {
-    "nodes", "pods-pending", "pods-bound", "podgroups", "config", "priorityclasses", "pdbs",
+    "nodes", "pods", "podgroups", "config", "priorityclasses", "pdbs",
     "podgroups-upstream", "podgroups-scheduler-plugins", "podgroups-volcano", "podgroups-kai",
     "jobs", "jobsets", "leaderworkersets", "pytorchjobs", "mpijobs", "trainjobs",
     [TG_INF_QUEUES_TG] = "queues", [TG_INF_QUEUES_KAI] = "queues-kai",
@@ -77,10 +77,10 @@ static void print_obj(int kind, const char *ev, const void *o)
                n->rv ? n->rv : "");
         break;
     }
-    case TG_INF_PODS_PENDING:
-    case TG_INF_PODS_BOUND: {
+    case TG_INF_PODS: {
         const struct tg_pod *p = o;
-        printf("%s %s %s node=%s phase=%s group=%s rv=%s\n", ev, names[kind], p->key,
+        printf("%s %s %s node=%s phase=%s group=%s rv=%s\n", ev,
+               p->node ? "pods-bound" : "pods-pending", p->key,
                tg_str(p->node), phase_name(p->phase), tg_str(p->group), p->rv ? p->rv : "");
         break;
     }
@@ -153,12 +153,13 @@ static void print_stats(struct wctx *w)
             continue;
         const struct tg_reflector_stats *s = tg_reflector_stats(w->inf->r[i]);
         printf("STATS %s objects=%u pages=%llu lists=%llu relists=%llu watches=%llu "
-               "events=%llu errors=%llu parse_errors=%llu decode_errors=%llu\n",
+               "events=%llu errors=%llu parse_errors=%llu decode_errors=%llu skipped=%llu\n",
                names[i], tg_store_len(tg_reflector_store(w->inf->r[i])),
                (unsigned long long)s->pages, (unsigned long long)s->lists,
                (unsigned long long)s->relists, (unsigned long long)s->watches,
                (unsigned long long)s->events, (unsigned long long)s->errors,
-               (unsigned long long)s->parse_errors, (unsigned long long)s->decode_errors);
+               (unsigned long long)s->parse_errors, (unsigned long long)s->decode_errors,
+               (unsigned long long)s->skipped);
     }
     fflush(stdout);
 }
@@ -170,8 +171,14 @@ static void on_synced(void *ud)
     printf("SYNCED");
     for (int i = 0; i < TG_INF_N; i++) {
         const struct tg_store *s = tg_informer_store(w->inf, (enum tg_inf_kind)i);
-        if (s)
+        if (s && i == TG_INF_PODS) {
+            uint32_t bound = 0;
+            for (uint32_t k = 0; k < tg_store_len(s); k++)
+                bound += ((const struct tg_pod *)tg_store_at(s, k))->node != 0;
+            printf(" pods-pending=%u pods-bound=%u", tg_store_len(s) - bound, bound);
+        } else if (s) {
             printf(" %s=%u", names[i], tg_store_len(s));
+        }
     }
     printf(" in %.3fs\n", (double)(uv_now(w->loop) - w->t0) / 1000.0);
     fflush(stdout);

@@ -376,8 +376,7 @@ static int cmd_sync(int page, int watch_s)
     malloc_trim(0);
     long rss2 = rss_kib();
     uint32_t nodes = tg_store_len(tg_informer_store(inf, TG_INF_NODES));
-    uint32_t pods = tg_store_len(tg_informer_store(inf, TG_INF_PODS_PENDING)) +
-                    tg_store_len(tg_informer_store(inf, TG_INF_PODS_BOUND));
+    uint32_t pods = tg_store_len(tg_informer_store(inf, TG_INF_PODS));
     printf("sync nodes=%u pods=%u seconds=%.3f cpu_s=%.3f rss_kib_before=%ld rss_kib_synced=%ld "
            "rss_kib_trimmed=%ld rss_kib_peak=%ld bytes_per_object=%.0f bytes_per_object_trimmed=%.0f interned=%u "
            "http2=%llu connections=%llu pages=%llu unstalled=%llu\n",
@@ -386,8 +385,7 @@ static int cmd_sync(int page, int watch_s)
            (unsigned long long)tg_client_stats(client)->http2,
            (unsigned long long)tg_client_stats(client)->connects,
            (unsigned long long)(tg_reflector_stats(inf->r[TG_INF_NODES])->pages +
-                                tg_reflector_stats(inf->r[TG_INF_PODS_PENDING])->pages +
-                                tg_reflector_stats(inf->r[TG_INF_PODS_BOUND])->pages),
+                                tg_reflector_stats(inf->r[TG_INF_PODS])->pages),
            (unsigned long long)tg_client_stats(client)->unstalled);
     fflush(stdout);
     if (watch_s) {

@@ -297,7 +297,7 @@ static void on_deleted(void *ud, const struct tg_resp *r)
 static int64_t rollback_grace(const struct tg__binder *b, const char *key)
 {
     const struct tg_store *bound = b->h.bound ? b->h.bound(b->h.ud) : NULL;
-    const struct tg_pod *p = bound ? tg_store_get(bound, key) : NULL;
+    const struct tg_pod *p = tg__bound_pod(bound, key);
     return p && p->started ? -1 : 0;
 }
 
@@ -682,12 +682,11 @@ void tg__binder_rollback(struct tg__binder *b, const struct tg_grec *g,
     /* as rolled_back(): the deletes go once the Event is answered */
     uint32_t todo = 0;
     for (uint32_t i = 0; i < g->nmembers; i++)
-        todo += g->members[i]->kind == TG_USAGE_BOUND && bound &&
-                tg_store_get(bound, g->members[i]->key);
+        todo += g->members[i]->kind == TG_USAGE_BOUND && tg__bound_pod(bound, g->members[i]->key);
     struct rollback *rb = rollback_new(b, g->key, todo);
     for (uint32_t i = 0; i < g->nmembers; i++) {
         const struct tg_usage *u = g->members[i];
-        const struct tg_pod *p = bound ? tg_store_get(bound, u->key) : NULL;
+        const struct tg_pod *p = tg__bound_pod(bound, u->key);
         if (u->kind == TG_USAGE_BOUND && p)
             rollback_add(b, rb, g->key, tg_str(p->ns), tg_pod_name(p), p->uid, p->started ? -1 : 0);
     }

@@ -124,7 +124,7 @@ static void event(struct tg__evictor *ev, struct tg_event_spec *e)
 static int evict_pod(struct tg__evictor *ev, const struct tg_store *bound, const char *key,
                      const char *cond, const char *note, int reclaim)
 {
-    const struct tg_pod *p = bound ? tg_store_get(bound, key) : NULL;
+    const struct tg_pod *p = tg__bound_pod(bound, key);
     if (!p)
         return 0; /* gone already */
     struct victim *v = calloc(1, sizeof *v);

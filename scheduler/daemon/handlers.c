@@ -3,8 +3,10 @@
  * that says a policy edit was refused).
  *
  *   Nodes                    -> tg_engine_node_set / node_remove
- *   pending pods (ours)      -> tg_engine_pending_set / pending_gone
- *   bound pods (anyone's)    -> tg_engine_bound_set / bound_gone
+ *   Pods, one watch, routed by spec.nodeName (the informer keeps only the
+ *   bound ones and this scheduler's unbound ones):
+ *     unbound (ours)         -> tg_engine_pending_set / pending_gone
+ *     bound (anyone's)       -> tg_engine_bound_set / bound_gone
  *   PodGroups (topogang's and the peers': model/workload.h)
  *                            -> tg_engine_podgroup_set / podgroup_delete
  *   workloads (Job, JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, TrainJob)
@@ -17,12 +19,13 @@
  *                               informer/kinds.h struct tg_handover)
  *   the policy ConfigMap     -> tg_engine_set_policy (or an InvalidPolicy Event)
  *
- * The pending and the bound stream are separate watches, not ordered with
- * each other: a pod that gets bound leaves the pending stream with a DELETE
- * that may come before or after the bound stream's ADD. So a pending DELETE
- * only takes the pod out of its gang's pending set (tg_engine_pending_gone)
- * and never touches the model's usage: that is the bound stream's (and, for
- * our own binds until it catches up, the binder's assumption).
+ * A pod that gets bound is one update whose old object is unbound and new
+ * one bound: it leaves its gang's pending set (tg_engine_pending_gone, which
+ * never touches the model's usage) and then joins the usage as bound
+ * (tg_engine_bound_set, which turns the binder's assumption of our own bind
+ * into the fact). A pod never goes from bound back to unbound (spec.nodeName
+ * is set once); were it seen so, it would leave the usage and join the
+ * pending set, in that order.
  *
  * The engine keeps pending pods, PodGroups and budgets by pointer: the
  * informer's objects stay valid until their update or delete handler returns
@@ -127,11 +130,6 @@ static void pending_set(void *ud, const void *obj)
     nomem(h, "pending pod", p->key, tg_engine_pending_set(h->engine, p));
     changed(h);
 }
-static void pending_update(void *ud, const void *old, const void *obj)
-{
-    (void)old;
-    pending_set(ud, obj);
-}
 static void pending_delete(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
@@ -156,11 +154,6 @@ static void bound_set(void *ud, const void *obj)
     members(h, p);
     changed(h);
 }
-static void bound_update(void *ud, const void *old, const void *obj)
-{
-    (void)old;
-    bound_set(ud, obj);
-}
 static void bound_delete(void *ud, const void *obj)
 {
     struct tg__handlers *h = ud;
@@ -169,6 +162,45 @@ static void bound_delete(void *ud, const void *obj)
     tg_metrics_set(TG_G_BOUND_PODS, (int64_t)tg_engine_cluster(h->engine)->usage.len);
     members(h, p);
     changed(h);
+}
+
+const struct tg_pod *tg__bound_pod(const struct tg_store *pods, const char *key)
+{
+    const struct tg_pod *p = pods ? tg_store_get(pods, key) : NULL;
+    return p && p->node ? p : NULL;
+}
+
+/* The one pod watch: each object goes where its spec.nodeName says. */
+static void pod_add(void *ud, const void *obj)
+{
+    if (((const struct tg_pod *)obj)->node)
+        bound_set(ud, obj);
+    else
+        pending_set(ud, obj);
+}
+static void pod_update(void *ud, const void *old, const void *obj)
+{
+    const struct tg_pod *a = old, *b = obj;
+    if (!a->node && !b->node) {
+        pending_set(ud, obj);
+        return;
+    }
+    if (a->node && b->node) {
+        bound_set(ud, obj);
+        return;
+    }
+    if (a->node)
+        bound_delete(ud, old);
+    else
+        pending_delete(ud, old);
+    pod_add(ud, obj);
+}
+static void pod_delete(void *ud, const void *obj)
+{
+    if (((const struct tg_pod *)obj)->node)
+        bound_delete(ud, obj);
+    else
+        pending_delete(ud, obj);
 }
 
 /* ---- PodGroups, PriorityClasses, PodDisruptionBudgets ----------------------------------- */
@@ -528,9 +560,7 @@ static void decode_failed(void *ud, const char *kind)
 void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io)
 {
     io->h[TG_INF_NODES] = (struct tg_handlers){node_set, node_update, node_delete, NULL, h};
-    io->h[TG_INF_PODS_PENDING] =
-        (struct tg_handlers){pending_set, pending_update, pending_delete, NULL, h};
-    io->h[TG_INF_PODS_BOUND] = (struct tg_handlers){bound_set, bound_update, bound_delete, NULL, h};
+    io->h[TG_INF_PODS] = (struct tg_handlers){pod_add, pod_update, pod_delete, NULL, h};
     io->h[TG_INF_PODGROUPS] =
         (struct tg_handlers){podgroup_add, podgroup_update, podgroup_delete, NULL, h};
     io->h[TG_INF_PRIOCLASSES] =
@@ -560,8 +590,7 @@ void tg__handlers_resync(struct tg__handlers *h, const struct tg_informer *inf, 
     static const int order[] = {TG_INF_NODES, TG_INF_PRIOCLASSES, TG_INF_PDBS, TG_INF_PODGROUPS,
                                 TG_INF_PG_UPSTREAM, TG_INF_PG_XK8S, TG_INF_PG_VOLCANO, TG_INF_PG_KAI,
                                 TG_INF_JOBS, TG_INF_JOBSETS, TG_INF_LWS, TG_INF_PYTORCHJOBS,
-                                TG_INF_MPIJOBS, TG_INF_TRAINJOBS, TG_INF_PODS_BOUND,
-                                TG_INF_PODS_PENDING};
+                                TG_INF_MPIJOBS, TG_INF_TRAINJOBS, TG_INF_PODS};
     if (!h->lost || !inf || now_ms - h->resync_ms < 200)
         return;
     uint32_t lost = h->lost;
@@ -575,8 +604,14 @@ void tg__handlers_resync(struct tg__handlers *h, const struct tg_informer *inf, 
         const struct tg_store *s = tg_informer_store(inf, order[i]);
         void (*update)(void *, const void *, const void *) = io.h[order[i]].on_update;
         for (uint32_t k = 0; s && update && k < tg_store_len(s); k++)
-            update(h, tg_store_at(s, k), tg_store_at(s, k));
+            if (order[i] != TG_INF_PODS || ((const struct tg_pod *)tg_store_at(s, k))->node)
+                update(h, tg_store_at(s, k), tg_store_at(s, k));
     }
+    /* the pending pods last, after the bound ones that share their gangs */
+    const struct tg_store *pods = tg_informer_store(inf, TG_INF_PODS);
+    for (uint32_t k = 0; pods && k < tg_store_len(pods); k++)
+        if (!((const struct tg_pod *)tg_store_at(pods, k))->node)
+            pending_set(h, tg_store_at(pods, k));
     tg_info(C, "resync after %u lost event(s) or decision(s)%s: every cached object handed to the "
                "engine again%s", lost - (uint32_t)newres,
             newres ? " and a resource name a Node brought that pods asked for" : "",

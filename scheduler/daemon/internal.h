@@ -67,6 +67,11 @@ void tg__handlers_wire(struct tg__handlers *h, struct tg_informer_opts *io);
  * failure dropped gets there and gangs left out of the queue go back. The
  * daemon takes no decision while h->lost is set. */
 void tg__handlers_resync(struct tg__handlers *h, const struct tg_informer *inf, int64_t now_ms);
+/* The pod key of the informer's pod cache (TG_INF_PODS, which holds this
+ * scheduler's unbound pods beside the bound ones) when it is bound; NULL when
+ * not cached or not bound, or when pods is NULL. Every `bound` store the
+ * daemon's pieces take below is that cache, read through this. */
+const struct tg_pod *tg__bound_pod(const struct tg_store *pods, const char *key);
 /* A decision or its binds were lost to an allocation failure: resync soon. */
 static inline void tg__handlers_lost(struct tg__handlers *h)
 {
@@ -195,7 +200,7 @@ enum { TG__ROLLBACK_WAIT_MS = 5000 };
 
 struct tg__binder_hooks {
     void (*on_note)(void *ud, const char *gang_key, const struct tg__bind_note *n);
-    /* The bound pods' cache (NULL: none yet): whether a pod to roll back ran. */
+    /* The pod cache (NULL: none yet; read by tg__bound_pod): whether a pod to roll back ran. */
     const struct tg_store *(*bound)(void *ud);
     void *ud;
 };

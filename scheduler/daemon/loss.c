@@ -110,7 +110,7 @@ int tg__loss_life(const struct tg_grec *g, const struct tg_store *bound)
                               .complete = (uint8_t)tg__report_complete(g)};
     /* one that ran is enough: on a cluster with kubelets the first one is */
     for (uint32_t i = 0; !f.status_ours && !f.started && i < g->nmembers; i++) {
-        const struct tg_pod *p = bound ? tg_store_get(bound, g->members[i]->key) : NULL;
+        const struct tg_pod *p = tg__bound_pod(bound, g->members[i]->key);
         f.started += p && p->started;
     }
     return tg_life_classify(&f);
@@ -133,7 +133,7 @@ static uint32_t evict_members(struct tg__loss *l, const struct tg_grec *g,
     uint32_t n = 0;
     for (uint32_t i = 0; i < g->nmembers; i++) {
         const struct tg_usage *u = g->members[i];
-        const struct tg_pod *p = bound ? tg_store_get(bound, u->key) : NULL;
+        const struct tg_pod *p = tg__bound_pod(bound, u->key);
         if (u->kind != TG_USAGE_BOUND || !p || p->deleting)
             continue;
         if (!tg_api_delete_pod(l->c, tg_str(p->ns), tg_pod_name(p), -1, p->uid, on_deleted, NULL))

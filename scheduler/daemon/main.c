@@ -143,7 +143,7 @@ static int rolled_back_half_bound(struct tg_daemon *d, const struct tg_decision 
     char why[sizeof dc->reason + 64];
     if (!g->nmembers || g->nmembers >= tg_grec_min(g))
         return 0;
-    const struct tg_store *bound = tg_informer_store(d->inf, TG_INF_PODS_BOUND);
+    const struct tg_store *bound = tg_informer_store(d->inf, TG_INF_PODS);
     int life = tg__loss_check(d->loss, g, bound);
     if (life == TG_LIFE_SHORT && dc->kind == TG_D_UNSCHEDULABLE)
         tg__loss_no_room(d->loss, g, bound, dc->reason); /* gang.onNoReplacement */
@@ -186,7 +186,7 @@ static void dispatch(struct tg_daemon *d, const struct tg_decision *dc)
         return;
     case TG_D_PREEMPT:
         tg_metrics_inc(TG_M_ATTEMPT_UNSCHEDULABLE, 1);
-        tg__evict(d->evictor, tg_informer_store(d->inf, TG_INF_PODS_BOUND), dc);
+        tg__evict(d->evictor, tg_informer_store(d->inf, TG_INF_PODS), dc);
         break;
     case TG_D_UNSCHEDULABLE:
         tg_metrics_inc(TG_M_ATTEMPT_UNSCHEDULABLE, 1);
@@ -353,7 +353,7 @@ static void housekeeping(struct tg_daemon *d)
     tg_metrics_set(TG_G_BAD_TOPOLOGY, (int64_t)tg_numa_bad_annotations());
     tg__binder_tick(d->binder);
     if (d->synced)
-        tg__loss_tick(d->loss, tg_informer_store(d->inf, TG_INF_PODS_BOUND), scheduling(d));
+        tg__loss_tick(d->loss, tg_informer_store(d->inf, TG_INF_PODS), scheduling(d));
     tg__report_tick(&d->report);
     d->housekept_ms = (int64_t)uv_now(&d->loop);
 }
@@ -436,7 +436,7 @@ static void on_members(void *ud, const char *gang_key)
     struct tg_daemon *d = ud;
     struct tg_grec *g = scheduling(d) ? tg_engine_gang(d->engine, gang_key) : NULL;
     if (g && g->nmembers && g->nmembers < tg_grec_min(g)) /* a member went */
-        tg__loss_check(d->loss, g, tg_informer_store(d->inf, TG_INF_PODS_BOUND));
+        tg__loss_check(d->loss, g, tg_informer_store(d->inf, TG_INF_PODS));
     tg__report_refresh(&d->report, gang_key, 0); /* the scheduled count may have changed */
 }
 
@@ -451,7 +451,7 @@ static void on_note(void *ud, const char *gang_key, const struct tg__bind_note *
 static const struct tg_store *bound_store(void *ud)
 {
     struct tg_daemon *d = ud;
-    return d->inf ? tg_informer_store(d->inf, TG_INF_PODS_BOUND) : NULL;
+    return d->inf ? tg_informer_store(d->inf, TG_INF_PODS) : NULL;
 }
 
 static void on_gang_freed(void *ud, struct tg_grec *g)
@@ -825,6 +825,10 @@ static void start_handles(struct tg_daemon *d)
     d->sigterm.data = d->sigint.data = d;
     uv_signal_start(&d->sigterm, on_signal, SIGTERM);
     uv_signal_start(&d->sigint, on_signal, SIGINT);
+    /* a write to a connection the API server has just dropped is EPIPE, not
+     * the process's end: the direct HTTP/2 path (informer/h2.c) writes with
+     * libuv, which does not ask for MSG_NOSIGNAL (libcurl does) */
+    signal(SIGPIPE, SIG_IGN);
     d->handles_up = 1;
 }
 

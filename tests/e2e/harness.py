@@ -191,9 +191,11 @@ class FaultProxy:
                            then is not passed up (noted "status dropped");
       writes()             every write (not GET) relayed, with the time its
                            answer came and its status (noted "answered N");
-      stall_bound(True)    the watch of bound pods (fieldSelector
-                           spec.nodeName!=) holds what it receives until
-                           stall_bound(False): the scheduler is blind to binds.
+      stall_bound(True)    the scheduler's pod watch (/api/v1/pods, one for
+                           pending and bound pods) holds the events of bound
+                           pods (a line with spec.nodeName) until
+                           stall_bound(False) and passes the others: the
+                           scheduler sees pods come but is blind to binds.
       throttle_binds(s, retry_after, after=n)
                            after n more Bindings are passed up, every Binding
                            is answered 429 TooManyRequests with Retry-After
@@ -433,20 +435,55 @@ class FaultProxy:
                 h.end_headers()
                 h.wfile.write(data)
                 return
-            bound_watch = "spec.nodeName%21%3D" in h.path or "spec.nodeName!=" in h.path
+            pod_watch = h.path.startswith("/api/v1/pods?")
             h.send_response(r.status)
             h.send_header("Content-Type", r.getheader("Content-Type", "application/json"))
             h.send_header("Transfer-Encoding", "chunked")
             h.end_headers()
             h.wfile.flush()
-            while True:
-                data = r.read1(65536)
-                if not data:
-                    break
-                if bound_watch:
-                    self.unstalled.wait()
+            wlock, held, done, buf = threading.Lock(), [], threading.Event(), b""
+
+            def emit(data):
                 h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 h.wfile.flush()
+
+            def release():  # held bound pods' events go once unstalled, no later data needed
+                while not done.is_set():
+                    if self.unstalled.wait(0.2):
+                        with wlock:
+                            if held and not done.is_set():
+                                emit(b"".join(held))
+                                held.clear()
+                        done.wait(0.1)
+
+            if pod_watch:
+                threading.Thread(target=release, daemon=True).start()
+            try:
+                while True:
+                    data = r.read1(65536)
+                    if not data:
+                        break
+                    if not pod_watch:
+                        emit(data)
+                        continue
+                    lines = (buf + data).split(b"\n")
+                    buf = lines.pop()
+                    with wlock:
+                        stalled = not self.unstalled.is_set()
+                        out = [] if stalled else held[:]
+                        if not stalled:
+                            held.clear()
+                        for line in lines:
+                            (held if stalled and b'"nodeName":"' in line else out).append(line + b"\n")
+                        if out:
+                            emit(b"".join(out))
+                if buf or held:
+                    self.unstalled.wait()
+                    with wlock:
+                        emit(b"".join(held) + buf)
+                        held.clear()
+            finally:
+                done.set()
             h.wfile.write(b"0\r\n\r\n")
             h.close_connection = True
         except (OSError, http.client.HTTPException):

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -12,6 +13,7 @@
 
 #include "informer/informer.h"
 #include "informer/kinds.h"
+#include "informer/reflector.h"
 #include "model/queues.h"
 #include "model/workload.h"
 #include "util/intern.h"
@@ -29,8 +31,7 @@ static void test_every_collection_has_a_kind(void **state)
         assert_non_null(kind->decode);
         assert_non_null(kind->key);
     }
-    assert_ptr_equal(tg_informer_kind(TG_INF_PODS_PENDING), &tg_kind_pod_spec);
-    assert_ptr_equal(tg_informer_kind(TG_INF_PODS_BOUND), &tg_kind_pod);
+    assert_ptr_equal(tg_informer_kind(TG_INF_PODS), &tg_kind_pod_any);
     assert_ptr_equal(tg_informer_kind(TG_INF_PRIOCLASSES), &tg_kind_prioclass);
     assert_ptr_equal(tg_informer_kind(TG_INF_PG_KAI), &tg_kind_pg_peer[TG_PG_KAI]);
     assert_ptr_equal(tg_informer_kind(TG_INF_TRAINJOBS), &tg_kind_workload);
@@ -104,6 +105,122 @@ static void test_prioclass_empty_name(void **state)
     tg_kind_prioclass.free(c);
 }
 
+/* A pod of the one pod watch: "ns/name", nodeName (NULL: unbound), scheduler. */
+static char *pod_ev(char *buf, size_t n, const char *type, const char *name, const char *node,
+                    const char *sched, const char *rv, const char *cpu)
+{
+    snprintf(buf, n,
+             "{\"type\":\"%s\",\"object\":{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\","
+             "\"uid\":\"u-%s\",\"resourceVersion\":\"%s\"},\"spec\":{\"schedulerName\":\"%s\","
+             "%s%s%s\"nodeSelector\":{\"zone\":\"a\"},\"containers\":[{\"name\":\"c\",\"resources\":"
+             "{\"requests\":{\"cpu\":\"%s\"}}}]},\"status\":{\"phase\":\"Pending\"}}}\n",
+             type, name, name, rv, sched, node ? "\"nodeName\":\"" : "", node ? node : "",
+             node ? "\"," : "", cpu);
+    return buf;
+}
+
+/* The one pod watch's kind keeps what placement reads while a pod is
+ * unbound (its spec) and only the requests once it is bound; tg_pod_keep
+ * keeps bound pods of any scheduler and this scheduler's unbound ones. */
+static void test_pod_any_and_keep(void **state)
+{
+    (void)state;
+    char buf[1024];
+    const char *cases[][3] = {{NULL, "topogang", "1"}, {"n1", "topogang", "1"},
+                              {"n1", "default-scheduler", "1"}, {NULL, "default-scheduler", "0"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *ev = cJSON_Parse(pod_ev(buf, sizeof buf, "ADDED", "p", cases[i][0], cases[i][1],
+                                       "1", "1"));
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(ev, "object");
+        assert_int_equal(tg_pod_keep((void *)"topogang", o), cases[i][2][0] - '0');
+        void *obj = NULL;
+        assert_int_equal(tg_kind_pod_any.decode(o, &obj), 0);
+        const struct tg_pod *p = obj;
+        assert_int_equal(p->node != 0, cases[i][0] != NULL);
+        assert_int_equal(p->spec != NULL, cases[i][0] == NULL); /* the selector while unbound */
+        tg_kind_pod_any.free(obj);
+        cJSON_Delete(ev);
+    }
+}
+
+struct seen {
+    int adds, updates, deletes, bound_updates; /* bound_updates: unbound old, bound new */
+    char last[64];
+};
+static void s_add(void *ud, const void *o)
+{
+    struct seen *s = ud;
+    s->adds++;
+    snprintf(s->last, sizeof s->last, "add %s", ((const struct tg_pod *)o)->key);
+}
+static void s_upd(void *ud, const void *old, const void *o)
+{
+    struct seen *s = ud;
+    s->updates++;
+    s->bound_updates += !((const struct tg_pod *)old)->node && ((const struct tg_pod *)o)->node;
+    snprintf(s->last, sizeof s->last, "update %s", ((const struct tg_pod *)o)->key);
+}
+static void s_del(void *ud, const void *o)
+{
+    struct seen *s = ud;
+    s->deletes++;
+    snprintf(s->last, sizeof s->last, "delete %s", ((const struct tg_pod *)o)->key);
+}
+
+/* A reflector with opts.keep = tg_pod_keep, fed watch events: a bind is one
+ * update (unbound -> bound); another scheduler's unbound pod is neither
+ * kept nor decoded (its requests do not even parse), and when bound it
+ * comes as an add; a deleted pod leaves the store. */
+static void test_keep_routes_one_watch(void **state)
+{
+    (void)state;
+    struct seen s = {0};
+    struct tg_reflector_opts o = {.kind = &tg_kind_pod_any, .path = "/api/v1/pods",
+                                  .keep = tg_pod_keep, .keep_ud = (void *)"topogang",
+                                  .h = {.on_add = s_add, .on_update = s_upd, .on_delete = s_del,
+                                        .ud = &s}};
+    struct tg_reflector *r = NULL;
+    char buf[1024];
+    assert_int_equal(tg__reflector_new_offline(&o, &r), 0);
+    const struct tg_store *st = tg_reflector_store(r);
+#define FEED(...) (pod_ev(buf, sizeof buf, __VA_ARGS__), \
+                   tg__reflector_feed_watch(r, buf, strlen(buf)))
+    assert_int_equal(FEED("ADDED", "ours", NULL, "topogang", "1", "1"), 0);
+    assert_int_equal(s.adds, 1);
+    assert_int_equal(FEED("ADDED", "theirs", NULL, "default-scheduler", "2", "not-a-quantity"), 0);
+    assert_int_equal(FEED("MODIFIED", "theirs", NULL, "default-scheduler", "3", "bad"), 0);
+    assert_int_equal(tg_store_len(st), 1);
+    assert_null(tg_store_get(st, "ml/theirs"));
+    assert_int_equal(tg_reflector_stats(r)->skipped, 2);
+    assert_int_equal(tg_reflector_stats(r)->decode_errors, 0); /* never decoded */
+    assert_int_equal(s.adds, 1);
+    /* our bind: one MODIFIED, one update from unbound to bound */
+    assert_int_equal(FEED("MODIFIED", "ours", "n1", "topogang", "4", "1"), 0);
+    assert_int_equal(s.updates, 1);
+    assert_int_equal(s.bound_updates, 1);
+    assert_int_equal(s.deletes, 0);
+    const struct tg_pod *p = tg_store_get(st, "ml/ours");
+    assert_non_null(p);
+    assert_true(p->node != 0);
+    assert_null(p->spec);
+    /* theirs bound by the other scheduler: now kept, an add */
+    assert_int_equal(FEED("MODIFIED", "theirs", "n2", "default-scheduler", "5", "1"), 0);
+    assert_int_equal(s.adds, 2);
+    assert_string_equal(s.last, "add ml/theirs");
+    assert_int_equal(tg_store_len(st), 2);
+    /* deleted (or finished: the field selector says DELETED): gone */
+    assert_int_equal(FEED("DELETED", "ours", "n1", "topogang", "6", "1"), 0);
+    assert_int_equal(s.deletes, 1);
+    assert_null(tg_store_get(st, "ml/ours"));
+    /* an unbound pod of another scheduler deleted: nothing to do, nothing decoded */
+    assert_int_equal(FEED("DELETED", "gone", NULL, "default-scheduler", "7", "bad"), 0);
+    assert_int_equal(s.deletes, 1);
+    assert_int_equal(tg_reflector_stats(r)->decode_errors, 0);
+    assert_string_equal(tg_reflector_rv(r), "7");
+#undef FEED
+    tg__reflector_free_offline(&r);
+}
+
 int main(void)
 {
     tg_log_set_level(TG_LOG_ERROR);
@@ -111,6 +228,8 @@ int main(void)
         cmocka_unit_test(test_every_collection_has_a_kind),
         cmocka_unit_test(test_prioclass_empty_name),
         cmocka_unit_test(test_queue_collections),
+        cmocka_unit_test(test_pod_any_and_keep),
+        cmocka_unit_test(test_keep_routes_one_watch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

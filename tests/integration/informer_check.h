@@ -180,53 +180,65 @@ __attribute__((unused)) static int drv_run(struct driver *d, uv_loop_t *loop)
 
 /* ---- cache == server LIST ---- */
 
-/* 1 when the store holds exactly the objects (keys and resourceVersions) that
- * GET path returns; prints the first difference into why. */
-__attribute__((unused)) static int cache_equals_list(struct tg_client *c, const struct tg_store *st, const char *path,
-                             int namespaced, char *why, size_t whylen)
+/* 1 when the store holds exactly the objects (keys and resourceVersions)
+ * that GET paths[0..npaths) return together (the LISTs hold no object
+ * twice); prints the first difference into why. */
+__attribute__((unused)) static int cache_equals_lists(struct tg_client *c, const struct tg_store *st,
+                                                      const char *const *paths, int npaths,
+                                                      int namespaced, char *why, size_t whylen)
 {
-    struct tg_resp r;
-    char *body = NULL;
-    struct tg_req_opts o = {.path = path, .timeout_ms = 120000};
-    why[0] = 0;
-    if (tg_client_do(c, &o, &r, &body) != 0) {
-        snprintf(why, whylen, "LIST %s: %s", path, r.msg);
-        free(body);
-        return 0;
-    }
-    cJSON *j = cJSON_Parse(body);
-    free(body);
-    const cJSON *it, *items = cJSON_GetObjectItem(j, "items");
     int n = 0, ok = 1;
-    cJSON_ArrayForEach(it, items) {
-        const cJSON *md = cJSON_GetObjectItem(it, "metadata");
-        const char *name = cJSON_GetObjectItem(md, "name")->valuestring;
-        const char *rv = cJSON_GetObjectItem(md, "resourceVersion")->valuestring;
-        char key[512];
-        if (namespaced)
-            snprintf(key, sizeof key, "%s/%s", cJSON_GetObjectItem(md, "namespace")->valuestring, name);
-        else
-            snprintf(key, sizeof key, "%s", name);
-        const void *obj = tg_store_get(st, key);
-        if (!obj) {
-            snprintf(why, whylen, "%.200s missing from the cache", key);
-            ok = 0;
-            break;
+    why[0] = 0;
+    for (int p = 0; ok && p < npaths; p++) {
+        struct tg_resp r;
+        char *body = NULL;
+        const char *path = paths[p];
+        struct tg_req_opts o = {.path = path, .timeout_ms = 120000};
+        if (tg_client_do(c, &o, &r, &body) != 0) {
+            snprintf(why, whylen, "LIST %s: %s", path, r.msg);
+            free(body);
+            return 0;
         }
-        const char *crv = st->kind->rv(obj);
-        if (!crv || strcmp(crv, rv) != 0) {
-            snprintf(why, whylen, "%.200s: cache rv %.40s, server rv %.40s", key, crv ? crv : "-", rv);
-            ok = 0;
-            break;
+        cJSON *j = cJSON_Parse(body);
+        free(body);
+        const cJSON *it, *items = cJSON_GetObjectItem(j, "items");
+        cJSON_ArrayForEach(it, items) {
+            const cJSON *md = cJSON_GetObjectItem(it, "metadata");
+            const char *name = cJSON_GetObjectItem(md, "name")->valuestring;
+            const char *rv = cJSON_GetObjectItem(md, "resourceVersion")->valuestring;
+            char key[512];
+            if (namespaced)
+                snprintf(key, sizeof key, "%s/%s", cJSON_GetObjectItem(md, "namespace")->valuestring, name);
+            else
+                snprintf(key, sizeof key, "%s", name);
+            const void *obj = tg_store_get(st, key);
+            if (!obj) {
+                snprintf(why, whylen, "%.200s missing from the cache", key);
+                ok = 0;
+                break;
+            }
+            const char *crv = st->kind->rv(obj);
+            if (!crv || strcmp(crv, rv) != 0) {
+                snprintf(why, whylen, "%.200s: cache rv %.40s, server rv %.40s", key, crv ? crv : "-", rv);
+                ok = 0;
+                break;
+            }
+            n++;
         }
-        n++;
+        cJSON_Delete(j);
     }
     if (ok && (uint32_t)n != tg_store_len(st)) {
         snprintf(why, whylen, "cache holds %u objects, server %d", tg_store_len(st), n);
         ok = 0;
     }
-    cJSON_Delete(j);
     return ok;
+}
+
+/* 1 when the store holds exactly what GET path returns (cache_equals_lists). */
+__attribute__((unused)) static int cache_equals_list(struct tg_client *c, const struct tg_store *st, const char *path,
+                             int namespaced, char *why, size_t whylen)
+{
+    return cache_equals_lists(c, st, &path, 1, namespaced, why, whylen);
 }
 
 #endif

@@ -4,7 +4,10 @@
  *   the server's LIST with the same field selectors, and the handlers must
  *   have seen no duplicated add and no delete of an unknown object.
  * - restart: kube-apiserver SIGKILLed in the middle of a churn and started
- *   again; the caches converge to the server's state the same way. */
+ *   again; the caches converge to the server's state the same way.
+ * - one_pod_watch: pods come from one watch: a bind is one event (an update
+ *   from unbound to bound), another scheduler's unbound pod is never kept,
+ *   a pod deleted or finished leaves the cache. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,8 @@
 #include "cluster.h"
 #include "informer_check.h"
 #include "util/err.h"
+#include "util/intern.h"
+#include "util/strbuf.h"
 
 static struct tgc cl;
 static uv_loop_t loop;
@@ -25,16 +30,53 @@ static struct tg_informer *inf;
 static struct shadow shadows[NK];
 static struct driver drv;
 
-static const char *const list_paths[NK] = {
-    [TG_INF_NODES] = "/api/v1/nodes",
-    [TG_INF_PODS_PENDING] = "/api/v1/pods?fieldSelector=spec.schedulerName%3Dtopogang%2Cspec.nodeName%3D",
-    [TG_INF_PODS_BOUND] = "/api/v1/pods?fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded"
-                          "%2Cstatus.phase%21%3DFailed",
-    [TG_INF_PODGROUPS] = "/apis/topogang.io/v1alpha1/podgroups",
-    [TG_INF_CONFIG] = "/api/v1/namespaces/kube-system/configmaps?fieldSelector=metadata.name%3Dtopogang-config",
-    [TG_INF_PRIOCLASSES] = "/apis/scheduling.k8s.io/v1/priorityclasses",
-    [TG_INF_PDBS] = "/apis/policy/v1/poddisruptionbudgets",
+/* What each cache must equal: the server's LISTs (the pods: this
+ * scheduler's unbound ones and everyone's bound, non-terminal ones) */
+static const char *const list_paths[NK][2] = {
+    [TG_INF_NODES] = {"/api/v1/nodes"},
+    [TG_INF_PODS] = {"/api/v1/pods?fieldSelector=spec.schedulerName%3Dtopogang%2Cspec.nodeName%3D"
+                     "%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
+                     "/api/v1/pods?fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded"
+                     "%2Cstatus.phase%21%3DFailed"},
+    [TG_INF_PODGROUPS] = {"/apis/topogang.io/v1alpha1/podgroups"},
+    [TG_INF_CONFIG] = {"/api/v1/namespaces/kube-system/configmaps?fieldSelector=metadata.name%3Dtopogang-config"},
+    [TG_INF_PRIOCLASSES] = {"/apis/scheduling.k8s.io/v1/priorityclasses"},
+    [TG_INF_PDBS] = {"/apis/policy/v1/poddisruptionbudgets"},
 };
+
+/* Every handler call on a pod of the namespace onewatch, in order: "add
+ * ns/name node", "update ns/name oldnode->node", "delete ns/name node"
+ * (node "-": unbound), one per line; the shadow is told too. */
+static struct tg_sb podlog;
+
+static const char *node_of(const void *o)
+{
+    const struct tg_pod *p = o;
+    return p->node ? tg_str(p->node) : "-";
+}
+static int logged(const void *o)
+{
+    return !strncmp(((const struct tg_pod *)o)->key, "onewatch/", 9);
+}
+static void pod_add(void *ud, const void *o)
+{
+    if (logged(o))
+        tg_sb_printf(&podlog, "add %s %s\n", ((const struct tg_pod *)o)->key, node_of(o));
+    sh_add(ud, o);
+}
+static void pod_update(void *ud, const void *old, const void *o)
+{
+    if (logged(o))
+        tg_sb_printf(&podlog, "update %s %s->%s\n", ((const struct tg_pod *)o)->key, node_of(old),
+                     node_of(o));
+    sh_update(ud, old, o);
+}
+static void pod_delete(void *ud, const void *o)
+{
+    if (logged(o))
+        tg_sb_printf(&podlog, "delete %s %s\n", ((const struct tg_pod *)o)->key, node_of(o));
+    sh_delete(ud, o);
+}
 
 static int namespaced(int kind)
 {
@@ -58,7 +100,8 @@ static int setup(void **s)
              "crd/podgroups.topogang.io >/dev/null", cl.src, cl.bin, cl.kubeconfig);
     if (tgc_kubectl(&cl, "%s", crd) != 0 ||
         tgc_kubectl(&cl, "create namespace churn >/dev/null") != 0 ||
-        tgc_kubectl(&cl, "create namespace restart >/dev/null") != 0)
+        tgc_kubectl(&cl, "create namespace restart >/dev/null") != 0 ||
+        tgc_kubectl(&cl, "create namespace onewatch >/dev/null") != 0)
         return -1;
     uv_loop_init(&loop);
     client = tgc_client(&cl, &loop, NULL);
@@ -66,11 +109,13 @@ static int setup(void **s)
         return -1;
     struct tg_informer_opts o = {.config_ns = "kube-system", .config_name = "topogang-config",
                                  .page_size = 250};
-    static const struct tg_kind *kinds[NK] = {&tg_kind_node, &tg_kind_pod_spec, &tg_kind_pod,
-                                                    &tg_kind_podgroup, &tg_kind_configmap,
-                                                    &tg_kind_prioclass, &tg_kind_pdb};
+    static const struct tg_kind *kinds[NK] = {&tg_kind_node, &tg_kind_pod_any, &tg_kind_podgroup,
+                                              &tg_kind_configmap, &tg_kind_prioclass, &tg_kind_pdb};
     for (int i = 0; i < NK; i++)
         o.h[i] = sh_handlers(&shadows[i], kinds[i]);
+    o.h[TG_INF_PODS].on_add = pod_add;
+    o.h[TG_INF_PODS].on_update = pod_update;
+    o.h[TG_INF_PODS].on_delete = pod_delete;
     if (tg_informer_start(client, &o, &inf) != 0)
         return -1;
     if (!tgc_run_until(&loop, synced, NULL, 30000))
@@ -90,6 +135,7 @@ static int teardown(void **s)
     uv_loop_close(&loop);
     for (int i = 0; i < NK; i++)
         sh_free(&shadows[i]);
+    tg_sb_free(&podlog);
     tgc_down(&cl);
     return 0;
 }
@@ -108,7 +154,8 @@ static int converged(void *ud)
     cv->next_check = uv_now(&loop) + 500;
     for (int i = 0; i < NK; i++) {
         const struct tg_store *st = tg_informer_store(inf, (enum tg_inf_kind)i);
-        if (!cache_equals_list(client, st, list_paths[i], namespaced(i), cv->why, sizeof cv->why))
+        if (!cache_equals_lists(client, st, list_paths[i], list_paths[i][1] ? 2 : 1, namespaced(i),
+                                cv->why, sizeof cv->why))
             return 0;
     }
     return 1;
@@ -231,14 +278,17 @@ static void churn(void **s)
     drv_reset(&drv);
     assert_converged();
     /* spot checks of the decoded contents */
-    const struct tg_store *bound = tg_informer_store(inf, TG_INF_PODS_BOUND);
-    const struct tg_store *pend = tg_informer_store(inf, TG_INF_PODS_PENDING);
-    assert_non_null(tg_store_get(bound, "churn/p-0000"));   /* bound by the Binding */
-    assert_null(tg_store_get(pend, "churn/p-0000"));
-    assert_non_null(tg_store_get(pend, "churn/p-1998"));     /* still pending */
-    assert_null(tg_store_get(bound, "churn/p-1601"));        /* Succeeded */
-    assert_null(tg_store_get(pend, "churn/other-000"));      /* another scheduler's */
-    assert_int_equal(tg_store_len(pend), 150);               /* 1000..1998 even, minus 1000..1698 */
+    const struct tg_store *pods = tg_informer_store(inf, TG_INF_PODS);
+    const struct tg_pod *p0 = tg_store_get(pods, "churn/p-0000");
+    assert_true(p0 && p0->node);                             /* bound by the Binding */
+    const struct tg_pod *p1998 = tg_store_get(pods, "churn/p-1998");
+    assert_true(p1998 && !p1998->node);                      /* still pending */
+    assert_null(tg_store_get(pods, "churn/p-1601"));         /* Succeeded */
+    assert_null(tg_store_get(pods, "churn/other-000"));      /* another scheduler's */
+    uint32_t npending = 0;
+    for (uint32_t i = 0; i < tg_store_len(pods); i++)
+        npending += !((const struct tg_pod *)tg_store_at(pods, i))->node;
+    assert_int_equal(npending, 150);                         /* 1000..1998 even, minus 1000..1698 */
     const struct tg_configmap *cm = tg_store_get(tg_informer_store(inf, TG_INF_CONFIG), "kube-system/topogang-config");
     assert_non_null(cm);
     assert_non_null(strstr(tg_configmap_get(cm, "config.yaml"), "# v2"));
@@ -293,11 +343,85 @@ static void restart(void **s)
     }
 }
 
+static int has_line(void *ud)
+{
+    return podlog.len && strstr(tg_sb_str(&podlog), (const char *)ud) != NULL;
+}
+
+/* Runs the loop until the pod log holds line; asserts it does. */
+static void wait_line(const char *line)
+{
+    int ok = tgc_run_until(&loop, has_line, (void *)line, 30000);
+    if (!ok)
+        printf("# waited for \"%s\"; the pod log:\n%s", line, podlog.len ? tg_sb_str(&podlog) : "");
+    assert_true(ok);
+}
+
+static void one_pod_watch(void **s)
+{
+    (void)s;
+    const struct tg_store *pods = tg_informer_store(inf, TG_INF_PODS);
+    const struct tg_reflector_stats *rs = tg_reflector_stats(inf->r[TG_INF_PODS]);
+    uint64_t skipped0 = rs->skipped, decode0 = rs->decode_errors;
+    tg_sb_free(&podlog);
+    /* another scheduler's pod, then ours: in one stream, so once ours is in,
+     * theirs has been seen and left out */
+    add_pod("onewatch", "theirs", "other-scheduler", NULL);
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    add_pod("onewatch", "ours", "topogang", NULL);
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    wait_line("add onewatch/ours -\n");
+    assert_null(tg_store_get(pods, "onewatch/theirs"));
+    assert_true(rs->skipped > skipped0);
+    assert_null(strstr(tg_sb_str(&podlog), "theirs"));
+    /* our bind: one event, an update from unbound to bound; no delete, no add */
+    drv_add(&drv, "POST", NULL, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":"
+            "\"ours\"},\"target\":{\"kind\":\"Node\",\"name\":\"node-001\"}}",
+            "/api/v1/namespaces/onewatch/pods/ours/binding");
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    wait_line("update onewatch/ours -->node-001\n");
+    assert_string_equal(tg_sb_str(&podlog), "add onewatch/ours -\n"
+                                            "update onewatch/ours -->node-001\n");
+    const struct tg_pod *p = tg_store_get(pods, "onewatch/ours");
+    assert_true(p && p->node && !p->spec);      /* bound: requests only */
+    /* theirs bound by the other scheduler: kept from now on, an add */
+    drv_add(&drv, "POST", NULL, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":"
+            "\"theirs\"},\"target\":{\"kind\":\"Node\",\"name\":\"node-002\"}}",
+            "/api/v1/namespaces/onewatch/pods/theirs/binding");
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    wait_line("add onewatch/theirs node-002\n");
+    /* ours finishes, theirs is deleted, a pending one of ours is deleted: all leave */
+    add_pod("onewatch", "short", "topogang", NULL);
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    wait_line("add onewatch/short -\n");
+    drv_add(&drv, "PATCH", "application/merge-patch+json", "{\"status\":{\"phase\":\"Succeeded\"}}",
+            "/api/v1/namespaces/onewatch/pods/ours/status");
+    drv_add(&drv, "DELETE", NULL, "{\"gracePeriodSeconds\":0}", "/api/v1/namespaces/onewatch/pods/theirs");
+    drv_add(&drv, "DELETE", NULL, "{\"gracePeriodSeconds\":0}", "/api/v1/namespaces/onewatch/pods/short");
+    assert_int_equal(drv_run(&drv, &loop), 0);
+    drv_reset(&drv);
+    wait_line("delete onewatch/ours node-001\n");
+    wait_line("delete onewatch/theirs node-002\n");
+    wait_line("delete onewatch/short -\n");
+    assert_null(tg_store_get(pods, "onewatch/ours"));
+    assert_null(tg_store_get(pods, "onewatch/theirs"));
+    assert_null(tg_store_get(pods, "onewatch/short"));
+    assert_int_equal(rs->decode_errors, decode0);
+    printf("# pod log:\n%s", tg_sb_str(&podlog));
+    assert_converged();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(churn),
         cmocka_unit_test(restart),
+        cmocka_unit_test(one_pod_watch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

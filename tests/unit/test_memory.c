@@ -125,8 +125,7 @@ static void churn_keeps_memory_flat(void **state)
     struct world w;
     world_init(&w);
     const struct tg_handlers *hn = &w.io.h[TG_INF_NODES];
-    const struct tg_handlers *hp = &w.io.h[TG_INF_PODS_PENDING];
-    const struct tg_handlers *hb = &w.io.h[TG_INF_PODS_BOUND];
+    const struct tg_handlers *hp = &w.io.h[TG_INF_PODS];
     char buf[1024];
     struct tg_node_obj *nodes[4];
     for (int i = 0; i < 4; i++) {
@@ -143,17 +142,16 @@ static void churn_keeps_memory_flat(void **state)
         unsigned r = (unsigned)rand_r(&seed) % 1000000;
         char node[16];
         snprintf(node, sizeof node, "n%d", i % 4);
-        struct tg_pod *pend = decode(&tg_kind_pod_spec, pod_json(buf, sizeof buf, i, NULL, r));
+        struct tg_pod *pend = decode(&tg_kind_pod_any, pod_json(buf, sizeof buf, i, NULL, r));
         assert_int_equal(pend->nunoffered, 1);
         hp->on_add(hp->ud, pend);
-        struct tg_pod *bound = decode(&tg_kind_pod, pod_json(buf, sizeof buf, i, node, r));
-        hb->on_add(hb->ud, bound);
-        hp->on_delete(hp->ud, pend);             /* the pending stream lets it go */
-        tg_kind_pod_spec.free(pend);
+        struct tg_pod *bound = decode(&tg_kind_pod_any, pod_json(buf, sizeof buf, i, node, r));
+        hp->on_update(hp->ud, pend, bound);      /* the bind: one event */
+        tg_kind_pod_any.free(pend);
         struct tg_pod **slot = &live[i % WINDOW]; /* bound pods go WINDOW pods later */
         if (*slot) {
-            hb->on_delete(hb->ud, *slot);
-            tg_kind_pod.free(*slot);
+            hp->on_delete(hp->ud, *slot);
+            tg_kind_pod_any.free(*slot);
         }
         *slot = bound;
         if (i + 1 == WARM) {
@@ -200,8 +198,8 @@ static void churn_keeps_memory_flat(void **state)
         assert_int_equal(tg_alloc(c, s, TG_RES_CPU), 64000);
     }
     for (int i = 0; i < WINDOW; i++) {
-        hb->on_delete(hb->ud, live[i]);
-        tg_kind_pod.free(live[i]);
+        hp->on_delete(hp->ud, live[i]);
+        tg_kind_pod_any.free(live[i]);
     }
     assert_int_equal(c->usage.len, 0);
     assert_int_equal(w.e.gangs.pidx.len, 0);
@@ -219,9 +217,9 @@ static void late_node_resolves_pod(void **state)
     struct world w;
     world_init(&w);
     const struct tg_handlers *hn = &w.io.h[TG_INF_NODES];
-    const struct tg_handlers *hp = &w.io.h[TG_INF_PODS_PENDING];
+    const struct tg_handlers *hp = &w.io.h[TG_INF_PODS];
     char buf[1024];
-    struct tg_pod *p = decode(&tg_kind_pod_spec,
+    struct tg_pod *p = decode(&tg_kind_pod_any,
         "{\"metadata\":{\"name\":\"early\",\"namespace\":\"ml\",\"uid\":\"u1\",\"resourceVersion\":\"1\"},"
         "\"spec\":{\"schedulerName\":\"topogang\",\"containers\":[{\"name\":\"c\",\"resources\":"
         "{\"limits\":{\"late.example/npu\":\"2\"}}}]},\"status\":{\"phase\":\"Pending\"}}");
@@ -239,25 +237,25 @@ static void late_node_resolves_pod(void **state)
     assert_int_equal(tg_rq_get(p->req, p->nreq, (uint32_t)id), 2);
     assert_int_equal(tg_rq_get(p->req, p->nreq, TG_RES_UNOFFERED), 0);
     hp->on_delete(hp->ud, p);
-    tg_kind_pod_spec.free(p);
+    tg_kind_pod_any.free(p);
     tg_engine_free(&w.e);
     tg_kind_node.free(n);
 }
 
-/* The pending copy of a pod goes (its stream's DELETE) while the model's
+/* The cached object of a bound pod goes (replaced or deleted) while the model's
  * record of it stays: the record's labels hold their own references. */
 static void usage_record_keeps_its_labels(void **state)
 {
     (void)state;
     struct world w;
     world_init(&w);
-    const struct tg_handlers *hb = &w.io.h[TG_INF_PODS_BOUND];
-    struct tg_pod *p = decode(&tg_kind_pod,
+    const struct tg_handlers *hb = &w.io.h[TG_INF_PODS];
+    struct tg_pod *p = decode(&tg_kind_pod_any,
         "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\",\"uid\":\"u2\",\"resourceVersion\":\"1\","
         "\"labels\":{\"only-here-key\":\"only-here-value\"}},\"spec\":{\"nodeName\":\"n0\","
         "\"containers\":[{\"name\":\"c\"}]},\"status\":{\"phase\":\"Running\"}}");
     hb->on_add(hb->ud, p);
-    tg_kind_pod.free(p);                         /* the object goes, the record stays */
+    tg_kind_pod_any.free(p);                     /* the object goes, the record stays */
     const struct tg_usage *u = tg_cluster_usage(&w.e.sched.cluster, "ml/b");
     assert_non_null(u);
     assert_int_equal(u->nlabels, 1);
