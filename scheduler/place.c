@@ -1491,10 +1491,11 @@ static int make_sets(struct pc *x)
     const struct tg_gang *g = x->g;
     struct tg_arena *a = x->a;
     uint32_t nslots = x->s->cluster.nslots, ndom = x->s->cluster.tree.ndom;
-    x->sets = tg_arena_calloc(a, g->npods, sizeof *x->sets);
     uint64_t *hash = tg_arena_alloc(a, g->npods * sizeof *hash);
     uint32_t *setof = tg_arena_alloc(a, g->npods * sizeof *setof);
-    if (!x->sets || !hash || !setof)
+    uint32_t *rep = tg_arena_alloc(a, g->npods * sizeof *rep); /* per set: its first member */
+    uint32_t *nmem = tg_arena_alloc(a, g->npods * sizeof *nmem);
+    if (!hash || !setof || !rep || !nmem)
         return TG_ENOMEM;
     uint32_t nkeys = tg_plugins_label_keys(&x->s->cluster, g->pods, g->npods, NULL, 0);
     uint32_t *keys = nkeys ? tg_arena_alloc(a, nkeys * sizeof *keys) : NULL;
@@ -1502,29 +1503,40 @@ static int make_sets(struct pc *x)
         return TG_ENOMEM;
     if (nkeys) /* the first count was an upper bound: duplicates collapse now */
         nkeys = tg_plugins_label_keys(&x->s->cluster, g->pods, g->npods, keys, nkeys);
+    uint32_t nsets = 0, last = 0;
     for (uint32_t i = 0; i < g->npods; i++) {
         const struct tg_pod *p = g->pods[i];
-        hash[i] = tg_pod_shape_hash(p);
-        for (uint32_t k = 0; k < nkeys; k++)
-            hash[i] = (hash[i] ^ tg_labels_get(p->labels, p->nlabels, keys[k])) * 0x100000001b3ull;
-        uint32_t k = 0;
-        while (k < x->nsets && !(hash[x->sets[k].mem[0]] == hash[i] &&
-                                 tg_pod_same_shape(x->sets[k].sh.pod, p) &&
-                                 same_labels(x->sets[k].sh.pod, p, keys, nkeys)))
-            k++;
-        if (k == x->nsets) {
-            x->sets[k].sh.pod = g->pods[i];
-            x->sets[k].mem = tg_arena_alloc(a, sizeof(uint32_t)); /* first member, for lookups */
-            if (!x->sets[k].mem)
-                return TG_ENOMEM;
-            x->sets[k].mem[0] = i;
-            x->nsets++;
+        /* equal shape and labels is an equivalence, so a pod is of at most
+         * one set: the previous pod's set is checked first, without a hash
+         * (members of one shape come in runs); the sets' first members
+         * always have theirs */
+        uint32_t k = last;
+        if (!nsets || !tg_pod_same_shape(g->pods[rep[k]], p) ||
+            !same_labels(g->pods[rep[k]], p, keys, nkeys)) {
+            hash[i] = tg_pod_shape_hash(p);
+            for (uint32_t j = 0; j < nkeys; j++)
+                hash[i] = (hash[i] ^ tg_labels_get(p->labels, p->nlabels, keys[j])) * 0x100000001b3ull;
+            k = 0;
+            while (k < nsets && !(hash[rep[k]] == hash[i] && tg_pod_same_shape(g->pods[rep[k]], p) &&
+                                  same_labels(g->pods[rep[k]], p, keys, nkeys)))
+                k++;
         }
-        setof[i] = k;
-        x->sets[k].nmem++;
+        if (k == nsets) {
+            rep[k] = i;
+            nmem[k] = 0;
+            nsets++;
+        }
+        setof[i] = last = k;
+        nmem[k]++;
     }
+    x->sets = tg_arena_calloc(a, nsets, sizeof *x->sets);
+    if (!x->sets)
+        return TG_ENOMEM;
+    x->nsets = nsets;
     for (uint32_t k = 0; k < x->nsets; k++) {
         struct set *st = &x->sets[k];
+        st->sh.pod = g->pods[rep[k]];
+        st->nmem = nmem[k];
         st->mem = tg_arena_alloc(a, st->nmem * sizeof *st->mem);
         /* counts: zeroed by counts_zero or filled whole by count_cached */
         st->sh.count = tg_arena_alloc(a, (nslots + 1) * sizeof *st->sh.count);

@@ -46,7 +46,7 @@ static void node(struct tg_sched *s, const char *name, const char *rack, int gpu
 /* A pod of gpus GPUs; extra: more of its spec (JSON members) or NULL. */
 static struct tg_pod *pod(const char *name, int gpus, const char *extra)
 {
-    char json[1024];
+    char json[2048];
     snprintf(json, sizeof json,
              "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{%s%s"
              "\"schedulerName\":\"topogang\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
@@ -178,7 +178,7 @@ static void cluster(struct tg_sched *s)
 /* A bound pod of gpus GPUs on node i (key ml/<name>). */
 static void bind(struct tg_sched *s, const char *name, int i, int gpus)
 {
-    char extra[128];
+    char extra[300];
     snprintf(extra, sizeof extra, "\"nodeName\":\"%s\"", nodename[i]);
     struct tg_pod *p = pod(name, gpus, extra);
     assert_int_equal(tg_cluster_pod_update(&s->cluster, p), 0);
