@@ -1482,22 +1482,32 @@ static void explain_key(const struct pc *x, struct xkey *k, uint32_t must, int r
     }
 }
 
-static void explain(struct pc *x, uint32_t must, int required, int tried)
+/* The domain of level `required` that holds the most members (the first of
+ * equals; NONE: none), and *most what it holds. */
+static uint32_t best_domain(const struct pc *x, int required, uint64_t *most)
 {
     const struct tg_tree *t = &x->s->cluster.tree;
-    const struct tg_policy *pol = &x->s->policy;
     uint32_t best = NONE;
-    uint64_t besth = 0;
+    *most = 0;
     for (uint32_t k = 0; k < t->nbylevel[required]; k++) {
         uint32_t d = t->bylevel[required][k];
         if (required && !t->dom[d].name)
             continue; /* no domain: its nodes lack the level's label */
         uint64_t h = holds(x, d);
-        if (best == NONE || h > besth) {
+        if (best == NONE || h > *most) {
             best = d;
-            besth = h;
+            *most = h;
         }
     }
+    return best;
+}
+
+static void explain(struct pc *x, uint32_t must, int required, int tried)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    const struct tg_policy *pol = &x->s->policy;
+    uint64_t besth;
+    uint32_t best = best_domain(x, required, &besth);
     /* merge the rejection histograms of all sets, most frequent first */
     struct hist all = {0};
     merge_hists(x, &all);
