@@ -27,6 +27,7 @@ void tg_sched_free(struct tg_sched *s)
     tg_objstore_free(&s->store);
     tg_arena_free(&s->scratch);
     tg__counts_free(&s->counts);
+    tg__reasons_free(&s->reasons);
 }
 
 int tg_sched_set_policy(struct tg_sched *s, const struct tg_policy *p)
@@ -43,6 +44,7 @@ int tg_sched_set_policy(struct tg_sched *s, const struct tg_policy *p)
     }
     s->policy = *p;
     tg__counts_flush(s->counts); /* counts read the policy (NUMA) */
+    tg__reasons_flush(s->reasons); /* texts name its levels */
     return 0;
 }
 

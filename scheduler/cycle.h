@@ -74,6 +74,7 @@ struct tg_subplace {
 };
 
 struct tg__counts;
+struct tg__reasons;
 
 struct tg_sched {
     struct tg_cluster cluster;
@@ -85,7 +86,15 @@ struct tg_sched {
     struct tg_block blocks[TG_MAX_BLOCKS];
     uint32_t nblocks;
     struct tg__counts *counts;          /* per-node counts kept between tries (counts.h), owned */
+    struct tg__reasons *reasons;        /* failed tries' reason texts by their numbers
+                                           (place.c), owned */
 };
+
+/* Core-private (place.c): drops the kept reason texts (a policy reload),
+ * frees them and sets *m NULL, and counts the texts copied and made. */
+void tg__reasons_flush(struct tg__reasons *m);
+void tg__reasons_free(struct tg__reasons **m);
+void tg__reasons_stats(const struct tg__reasons *m, uint64_t *hits, uint64_t *misses);
 
 /* Copies the policy and builds an empty model. Returns 0 or TG_ENOMEM. */
 int tg_sched_init(struct tg_sched *s, const struct tg_policy *p);

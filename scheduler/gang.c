@@ -9,6 +9,7 @@
 #include "util/intern.h"
 #include "util/vec.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -485,10 +486,18 @@ static int push_member(struct tg_grec *g, struct tg_usage *u)
     return 0;
 }
 
-static int is_pending(const struct tg_gangs *gs, const char *key)
+/* The pending-member entry of key, NULL: no pending pod has it. */
+static struct pidx *pidx_of(const struct tg_gangs *gs, const char *key)
 {
     uint64_t v;
-    return tg_hmap_get(&gs->pidx, key, strlen(key), &v);
+    return tg_hmap_get(&gs->pidx, key, strlen(key), &v) ? (struct pidx *)(uintptr_t)v : NULL;
+}
+
+/* Whether u counts in its pending pod's gang's npending_rec: any record but
+ * a nomination that the gang layer hears of (a quiet one it never does). */
+static int rec_counts(const struct tg_usage *u)
+{
+    return u && u->kind != TG_USAGE_NOMINATED && !u->quiet;
 }
 
 static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
@@ -497,6 +506,9 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
     u->gpos = UINT32_MAX;
     if (u->kind == TG_USAGE_NOMINATED)
         return;
+    struct pidx *px = pidx_of(gs, u->key);
+    if (px)
+        px->g->npending_rec++;
     if (u->deleting) /* a Terminating pod is leaving: its gang may already have new members */
         goto loose;
     char buf[512];
@@ -512,7 +524,7 @@ static void on_record_added(void *ud, struct tg_cluster *c, struct tg_usage *u)
         maybe_free(gs, g);
         goto loose;
     }
-    if (is_pending(gs, u->key))
+    if (px)
         g->npending_placed++;
     member_joined(g, u->labels, u->nlabels);
     if (!g->anchor_node)
@@ -529,6 +541,11 @@ static void on_record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u
     struct tg_gangs *gs = ud;
     if (u->kind == TG_USAGE_NOMINATED)
         return;
+    struct pidx *px = pidx_of(gs, u->key);
+    if (px) {
+        assert(px->g->npending_rec > 0); /* counted when added, or when its pod came */
+        px->g->npending_rec--;
+    }
     if (u->gpos == UINT32_MAX) {
         tg_imap_del(&gs->loose, (uint64_t)(uintptr_t)u);
         return;
@@ -544,7 +561,7 @@ static void on_record_removed(void *ud, struct tg_cluster *c, struct tg_usage *u
     g->members[u->gpos] = g->members[--g->nmembers];
     g->members[u->gpos]->gpos = u->gpos;
     held_move(g, u, -1);
-    if (is_pending(gs, u->key) && g->npending_placed)
+    if (px && g->npending_placed)
         g->npending_placed--;
     if (g->anchor_node == c->nodes[u->slot].name)
         g->anchor_node = g->nmembers ? c->nodes[g->members[0]->slot].name : 0;
@@ -607,6 +624,10 @@ static struct tg_grec *pending_out(struct tg_gangs *gs, struct pidx *x, const st
     const struct tg_usage *u = tg_cluster_usage(gs->cluster, x->key);
     if (u && u->gpos != UINT32_MAX && u->kind != TG_USAGE_NOMINATED && g->npending_placed)
         g->npending_placed--;
+    if (rec_counts(u)) {
+        assert(g->npending_rec > 0);
+        g->npending_rec--;
+    }
     tg_hmap_del(&gs->pidx, x->key, strlen(x->key));
     uint32_t pos = x->pos;
     free(x->key);
@@ -675,6 +696,8 @@ int tg_gangs_pending_set(struct tg_gangs *gs, struct tg_pod *p, int64_t now, str
     const struct tg_usage *u = tg_cluster_usage(gs->cluster, p->key);
     if (u && u->gpos != UINT32_MAX && u->kind != TG_USAGE_NOMINATED)
         g->npending_placed++;
+    if (rec_counts(u))
+        g->npending_rec++;
     member_joined(g, p->labels, p->nlabels);
     if (g->derived && p->hints)
         hints_changed(gs, g, p);
@@ -1316,9 +1339,16 @@ void tg_grec_view(const struct tg_grec *g, const struct tg_cluster *c, struct tg
                   struct tg_gang *out)
 {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < g->npending; i++)
-        if (unplaced(g->pending[i], c))
+    /* no pending member has a record (npending_rec): none is placed, and
+     * no lookup of each one's is needed. A what-if's quiet records, which
+     * the count leaves out, live only while the cluster is quiet. */
+    int none = !g->npending_rec && !c->quiet;
+    for (uint32_t i = 0; i < g->npending; i++) {
+        const struct tg_pod *p = g->pending[i];
+        assert(!none || unplaced(p, c) == !p->node); /* the count is exact */
+        if (none ? !p->node : unplaced(p, c))
             pods[n++] = g->pending[i];
+    }
     uint32_t anchor = g->anchor_node && g->nmembers
                           ? tg_cluster_slot((struct tg_cluster *)c, g->anchor_node, 0)
                           : TG_NONE;

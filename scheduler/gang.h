@@ -85,6 +85,10 @@ struct tg_grec {
                                            the members instead (tg_grec_held) */
     uint32_t npending_placed;           /* pending members that already have a member record
                                            (assumed, or bound before the pending stream said so) */
+    uint32_t npending_rec;              /* pending members with any record but a nomination
+                                           (a member's, a Terminating or loose one; not a
+                                           what-if's quiet one): 0 lets tg_grec_view skip
+                                           the lookup of each member's record */
     int32_t priority;                   /* resolved, see above */
     uint8_t preempt_never;
     uint8_t pclass_missing;             /* its PodGroup names a PriorityClass not seen */

@@ -1328,10 +1328,204 @@ static uint32_t lacking(const struct pc *x, uint32_t lvl)
     return most;
 }
 
+/* ---- failed tries' reason texts by their numbers ---------------------------------
+ *
+ * explain()'s text is a function of numbers a try has at hand (the sets'
+ * sizes and requests, the level, verdicts, the best domain and what it
+ * holds, the merged reason histogram): they are written into a key, and the
+ * text made for an equal key is copied instead of formatted again. Failed
+ * tries repeat texts (most match one of the last eight in a saturated
+ * replay: gangs of one shape tried while nothing changed). The texts depend
+ * on the policy's level names and the tree's paths too: a policy reload
+ * (tg_sched_set_policy) drops the entries, and the tree's epoch is keyed. */
+enum { XM_ENTRIES = 8, XM_KEY = 256 };
+
+struct xm_entry {
+    uint64_t hash;
+    uint32_t nkey;                      /* 0: empty */
+    uint32_t key[XM_KEY];
+    char text[sizeof(((struct tg_result *)0)->reason)];
+};
+
+struct tg__reasons {
+    struct xm_entry ent[XM_ENTRIES];
+    uint32_t next;                      /* the entry replaced next (round robin) */
+    uint64_t hits, misses;
+};
+
+void tg__reasons_flush(struct tg__reasons *m)
+{
+    if (m)
+        memset(m, 0, sizeof *m);
+}
+
+void tg__reasons_free(struct tg__reasons **pm)
+{
+    free(*pm);
+    *pm = NULL;
+}
+
+void tg__reasons_stats(const struct tg__reasons *m, uint64_t *hits, uint64_t *misses)
+{
+    *hits = m ? m->hits : 0;
+    *misses = m ? m->misses : 0;
+}
+
+struct xkey {
+    uint32_t v[XM_KEY];
+    uint32_t n;                         /* UINT32_MAX: too long, or not keyable */
+};
+
+static void xk_put(struct xkey *k, uint32_t v)
+{
+    if (k->n < XM_KEY)
+        k->v[k->n++] = v;
+    else
+        k->n = UINT32_MAX;
+}
+
+static void xk_put64(struct xkey *k, uint64_t v)
+{
+    xk_put(k, (uint32_t)v);
+    xk_put(k, (uint32_t)(v >> 32));
+}
+
+/* The entry with key k, NULL: none (or no memo). */
+static const struct xm_entry *xm_find(const struct tg__reasons *m, const struct xkey *k, uint64_t h)
+{
+    for (uint32_t i = 0; m && i < XM_ENTRIES; i++) {
+        const struct xm_entry *e = &m->ent[i];
+        if (e->nkey == k->n && e->hash == h && !memcmp(e->key, k->v, k->n * sizeof *k->v))
+            return e;
+    }
+    return NULL;
+}
+
+static void xm_store(struct tg_sched *s, const struct xkey *k, uint64_t h, const char *text)
+{
+    if (!s->reasons && !(s->reasons = calloc(1, sizeof *s->reasons)))
+        return; /* out of memory: texts are made each time */
+    struct tg__reasons *m = s->reasons;
+    struct xm_entry *e = &m->ent[m->next];
+    m->next = (m->next + 1) % XM_ENTRIES;
+    e->hash = h;
+    e->nkey = k->n;
+    memcpy(e->key, k->v, k->n * sizeof *k->v);
+    snprintf(e->text, sizeof e->text, "%s", text);
+}
+
+/* The sets' rejection histograms merged (each reason's most nodes over the
+ * sets), in the order of their first appearance. */
+static void merge_hists(struct pc *x, struct hist *all)
+{
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        hist_ready(x, &x->sets[i]);
+        for (uint32_t k = 0; k < x->sets[i].hist.len; k++) {
+            const struct hist *h = &x->sets[i].hist;
+            uint32_t j = 0;
+            while (j < all->len && !(all->reason[j] == h->reason[k] && all->arg[j] == h->arg[k]))
+                j++;
+            if (j == all->len && all->len < MAX_HIST) {
+                all->reason[j] = h->reason[k];
+                all->arg[j] = h->arg[k];
+                all->n[j] = 0;
+                all->len++;
+            }
+            if (j < all->len && h->n[k] > all->n[j])
+                all->n[j] = h->n[k];
+        }
+    }
+}
+
+/* Everything explain's text is made of, as numbers (see above): the sets
+ * (sizes, requests, verdicts, domain constraints), must, the level, the
+ * best domain and what it holds, tried, the merged histogram (the node
+ * lacking the level's label included). A set asking for a resource no node
+ * offers (its name is text) is not keyed. */
+static void explain_key(const struct pc *x, struct xkey *k, uint32_t must, int required, int tried,
+                        uint32_t best, uint64_t besth, const struct hist *all)
+{
+    k->n = 0;
+    xk_put64(k, x->s->cluster.epoch);
+    xk_put(k, must);
+    xk_put(k, (uint32_t)required);
+    xk_put(k, (uint32_t)tried);
+    xk_put(k, best);
+    xk_put64(k, besth);
+    xk_put(k, x->nsets);
+    for (uint32_t i = 0; i < x->nsets; i++) {
+        const struct set *st = &x->sets[i];
+        const struct tg_pod *p = st->sh.pod;
+        if (p->nunoffered) {
+            k->n = UINT32_MAX;
+            return;
+        }
+        xk_put(k, st->nmem);
+        xk_put(k, p->nreq);
+        for (uint8_t r = 0; r < p->nreq; r++) {
+            xk_put(k, p->req[r].res);
+            xk_put64(k, (uint64_t)p->req[r].val);
+        }
+        xk_put(k, (uint32_t)st->blocked.code << 8 | st->blocked.reason);
+        xk_put(k, st->blocked.arg);
+        xk_put(k, st->ndcs);
+        for (uint32_t d = 0; d < st->ndcs; d++) {
+            xk_put(k, (uint32_t)st->dcs[d].dc->limits << 8 | st->dcs[d].dc->reason);
+            xk_put(k, st->dcs[d].dc->arg);
+        }
+    }
+    xk_put(k, all->len);
+    for (uint32_t j = 0; j < all->len; j++) {
+        xk_put(k, all->reason[j]);
+        xk_put(k, all->arg[j]);
+        xk_put(k, all->n[j]);
+    }
+}
+
+/* The domain of level `required` that holds the most members (the first of
+ * equals; NONE: none), and *most what it holds. */
+static uint32_t best_domain(const struct pc *x, int required, uint64_t *most)
+{
+    const struct tg_tree *t = &x->s->cluster.tree;
+    uint32_t best = NONE;
+    *most = 0;
+    for (uint32_t k = 0; k < t->nbylevel[required]; k++) {
+        uint32_t d = t->bylevel[required][k];
+        if (required && !t->dom[d].name)
+            continue; /* no domain: its nodes lack the level's label */
+        uint64_t h = holds(x, d);
+        if (best == NONE || h > *most) {
+            best = d;
+            *most = h;
+        }
+    }
+    return best;
+}
+
 static void explain(struct pc *x, uint32_t must, int required, int tried)
 {
     const struct tg_tree *t = &x->s->cluster.tree;
     const struct tg_policy *pol = &x->s->policy;
+    uint64_t besth;
+    uint32_t best = best_domain(x, required, &besth);
+    /* merge the rejection histograms of all sets, most frequent first */
+    struct hist all = {0};
+    merge_hists(x, &all);
+    uint32_t lack = lacking(x, (uint32_t)required);
+    if (lack && all.len < MAX_HIST) {
+        all.reason[all.len] = TG_R_LEVEL_LABEL;
+        all.arg[all.len] = t->label[required - 1];
+        all.n[all.len++] = lack;
+    }
+    struct xkey key;
+    explain_key(x, &key, must, required, tried, best, besth, &all);
+    uint64_t kh = key.n == UINT32_MAX ? 0 : tg_hash(key.v, key.n * sizeof *key.v);
+    const struct xm_entry *hit = key.n == UINT32_MAX ? NULL : xm_find(x->s->reasons, &key, kh);
+    if (hit) {
+        x->s->reasons->hits++;
+        memcpy(x->r->reason, hit->text, sizeof x->r->reason);
+        return;
+    }
     struct tg_sb b = {0};
     uint32_t total = 0;
     for (uint32_t i = 0; i < x->nsets; i++)
@@ -1350,18 +1544,6 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
     else
         tg_sb_puts(&b, " in the cluster");
     explain_blocked(x, &b);
-    uint32_t best = NONE;
-    uint64_t besth = 0;
-    for (uint32_t k = 0; k < t->nbylevel[required]; k++) {
-        uint32_t d = t->bylevel[required][k];
-        if (required && !t->dom[d].name)
-            continue; /* no domain: its nodes lack the level's label */
-        uint64_t h = holds(x, d);
-        if (best == NONE || h > besth) {
-            best = d;
-            besth = h;
-        }
-    }
     char path[512];
     if (best != NONE && required)
         tg_sb_printf(&b, "; best %s %s holds %llu", lname, tg_tree_path(t, best, path, sizeof path),
@@ -1374,31 +1556,6 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
         tg_sb_printf(&b, "; %d candidate %s(s) fit by count but not all pod sets together", tried,
                      required ? lname : "domain"); /* without one: domains of any level */
     explain_limits(x, &b);
-    /* merge the rejection histograms of all sets, most frequent first */
-    struct hist all = {0};
-    for (uint32_t i = 0; i < x->nsets; i++) {
-        hist_ready(x, &x->sets[i]);
-        for (uint32_t k = 0; k < x->sets[i].hist.len; k++) {
-            const struct hist *h = &x->sets[i].hist;
-            uint32_t j = 0;
-            while (j < all.len && !(all.reason[j] == h->reason[k] && all.arg[j] == h->arg[k]))
-                j++;
-            if (j == all.len && all.len < MAX_HIST) {
-                all.reason[j] = h->reason[k];
-                all.arg[j] = h->arg[k];
-                all.n[j] = 0;
-                all.len++;
-            }
-            if (j < all.len && h->n[k] > all.n[j])
-                all.n[j] = h->n[k];
-        }
-    }
-    uint32_t lack = lacking(x, (uint32_t)required);
-    if (lack && all.len < MAX_HIST) {
-        all.reason[all.len] = TG_R_LEVEL_LABEL;
-        all.arg[all.len] = t->label[required - 1];
-        all.n[all.len++] = lack;
-    }
     for (uint32_t shown = 0; shown < 5 && all.len; shown++) {
         uint32_t m = 0;
         for (uint32_t j = 1; j < all.len; j++)
@@ -1414,6 +1571,11 @@ static void explain(struct pc *x, uint32_t must, int required, int tried)
     }
     snprintf(x->r->reason, sizeof x->r->reason, "%s", tg_sb_str(&b));
     tg_sb_free(&b);
+    if (key.n != UINT32_MAX) {
+        xm_store(x->s, &key, kh, x->r->reason);
+        if (x->s->reasons)
+            x->s->reasons->misses++;
+    }
 }
 
 /* Replacements that fit nowhere: the gang's own domain at the required level
@@ -1491,10 +1653,11 @@ static int make_sets(struct pc *x)
     const struct tg_gang *g = x->g;
     struct tg_arena *a = x->a;
     uint32_t nslots = x->s->cluster.nslots, ndom = x->s->cluster.tree.ndom;
-    x->sets = tg_arena_calloc(a, g->npods, sizeof *x->sets);
     uint64_t *hash = tg_arena_alloc(a, g->npods * sizeof *hash);
     uint32_t *setof = tg_arena_alloc(a, g->npods * sizeof *setof);
-    if (!x->sets || !hash || !setof)
+    uint32_t *rep = tg_arena_alloc(a, g->npods * sizeof *rep); /* per set: its first member */
+    uint32_t *nmem = tg_arena_alloc(a, g->npods * sizeof *nmem);
+    if (!hash || !setof || !rep || !nmem)
         return TG_ENOMEM;
     uint32_t nkeys = tg_plugins_label_keys(&x->s->cluster, g->pods, g->npods, NULL, 0);
     uint32_t *keys = nkeys ? tg_arena_alloc(a, nkeys * sizeof *keys) : NULL;
@@ -1502,29 +1665,40 @@ static int make_sets(struct pc *x)
         return TG_ENOMEM;
     if (nkeys) /* the first count was an upper bound: duplicates collapse now */
         nkeys = tg_plugins_label_keys(&x->s->cluster, g->pods, g->npods, keys, nkeys);
+    uint32_t nsets = 0, last = 0;
     for (uint32_t i = 0; i < g->npods; i++) {
         const struct tg_pod *p = g->pods[i];
-        hash[i] = tg_pod_shape_hash(p);
-        for (uint32_t k = 0; k < nkeys; k++)
-            hash[i] = (hash[i] ^ tg_labels_get(p->labels, p->nlabels, keys[k])) * 0x100000001b3ull;
-        uint32_t k = 0;
-        while (k < x->nsets && !(hash[x->sets[k].mem[0]] == hash[i] &&
-                                 tg_pod_same_shape(x->sets[k].sh.pod, p) &&
-                                 same_labels(x->sets[k].sh.pod, p, keys, nkeys)))
-            k++;
-        if (k == x->nsets) {
-            x->sets[k].sh.pod = g->pods[i];
-            x->sets[k].mem = tg_arena_alloc(a, sizeof(uint32_t)); /* first member, for lookups */
-            if (!x->sets[k].mem)
-                return TG_ENOMEM;
-            x->sets[k].mem[0] = i;
-            x->nsets++;
+        /* equal shape and labels is an equivalence, so a pod is of at most
+         * one set: the previous pod's set is checked first, without a hash
+         * (members of one shape come in runs); the sets' first members
+         * always have theirs */
+        uint32_t k = last;
+        if (!nsets || !tg_pod_same_shape(g->pods[rep[k]], p) ||
+            !same_labels(g->pods[rep[k]], p, keys, nkeys)) {
+            hash[i] = tg_pod_shape_hash(p);
+            for (uint32_t j = 0; j < nkeys; j++)
+                hash[i] = (hash[i] ^ tg_labels_get(p->labels, p->nlabels, keys[j])) * 0x100000001b3ull;
+            k = 0;
+            while (k < nsets && !(hash[rep[k]] == hash[i] && tg_pod_same_shape(g->pods[rep[k]], p) &&
+                                  same_labels(g->pods[rep[k]], p, keys, nkeys)))
+                k++;
         }
-        setof[i] = k;
-        x->sets[k].nmem++;
+        if (k == nsets) {
+            rep[k] = i;
+            nmem[k] = 0;
+            nsets++;
+        }
+        setof[i] = last = k;
+        nmem[k]++;
     }
+    x->sets = tg_arena_calloc(a, nsets, sizeof *x->sets);
+    if (!x->sets)
+        return TG_ENOMEM;
+    x->nsets = nsets;
     for (uint32_t k = 0; k < x->nsets; k++) {
         struct set *st = &x->sets[k];
+        st->sh.pod = g->pods[rep[k]];
+        st->nmem = nmem[k];
         st->mem = tg_arena_alloc(a, st->nmem * sizeof *st->mem);
         /* counts: zeroed by counts_zero or filled whole by count_cached */
         st->sh.count = tg_arena_alloc(a, (nslots + 1) * sizeof *st->sh.count);

@@ -5,7 +5,9 @@
  * nominations, what-if hides, reservations (blocks) and policy reloads.
  * "As a full count": the same gang tried right after on fresh counts, and
  * a twin gang whose pods carry a node-affinity term every node
- * matches (never cached), get the same verdict, reason and nodes. */
+ * matches (never cached), get the same verdict, reason and nodes. The
+ * reason texts kept by their numbers (place.c) are checked the same way:
+ * the try on fresh counts makes its text afresh too. */
 #include "testutil.h"
 #include "config/policy.h"
 #include "model/objects.h"
@@ -46,7 +48,7 @@ static void node(struct tg_sched *s, const char *name, const char *rack, int gpu
 /* A pod of gpus GPUs; extra: more of its spec (JSON members) or NULL. */
 static struct tg_pod *pod(const char *name, int gpus, const char *extra)
 {
-    char json[1024];
+    char json[2048];
     snprintf(json, sizeof json,
              "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{%s%s"
              "\"schedulerName\":\"topogang\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
@@ -131,10 +133,14 @@ static void check(struct tg_sched *s, const char *name, int n, int gpus, const c
     struct verdict cached, flushed, full;
     try_gang(s, &g, &cached);
     struct tg__counts *kept = s->counts; /* the same try on fresh counts */
+    struct tg__reasons *texts = s->reasons; /* and its reason made afresh */
     s->counts = NULL;
+    s->reasons = NULL;
     try_gang(s, &g, &flushed);
     tg__counts_free(&s->counts);
+    tg__reasons_free(&s->reasons);
     s->counts = kept;
+    s->reasons = texts;
     try_gang(s, &twin, &full);
     char w[256];
     snprintf(w, sizeof w, "%s, %s flushed", what, name);
@@ -178,7 +184,7 @@ static void cluster(struct tg_sched *s)
 /* A bound pod of gpus GPUs on node i (key ml/<name>). */
 static void bind(struct tg_sched *s, const char *name, int i, int gpus)
 {
-    char extra[128];
+    char extra[300];
     snprintf(extra, sizeof extra, "\"nodeName\":\"%s\"", nodename[i]);
     struct tg_pod *p = pod(name, gpus, extra);
     assert_int_equal(tg_cluster_pod_update(&s->cluster, p), 0);
@@ -272,6 +278,67 @@ static void test_changes_decide_as_full(void **st)
     pol.strategy = TG_STRATEGY_SPREAD;
     assert_int_equal(tg_sched_set_policy(&s, &pol), 0);
     check_all(&s, "policy");
+    tg_sched_free(&s);
+}
+
+/* A failed try's reason text is copied from the last ones when its numbers
+ * are the same, and made afresh when they moved (a bind) or when the
+ * policy renamed a level (the reload drops the texts). */
+static void test_reasons_kept(void **st)
+{
+    (void)st;
+    struct tg_sched s;
+    cluster(&s);
+    for (int i = 1; i < 8; i++) { /* 9 whole nodes free */
+        char n[16];
+        snprintf(n, sizeof n, "f%d", i);
+        bind(&s, n, i, 8);
+    }
+    struct gang g;
+    gang(&g, "big", 10, 8, NULL, 0);
+    struct tg_podgroup rack = {.key = "ml/big", .min_member = 10, .required = tg_intern("rack")};
+    struct tg_podgroup shelf = rack;
+    shelf.required = tg_intern("shelf");
+    g.g.pg = &rack;
+    struct verdict a, b, fresh;
+    uint64_t hits, made;
+    try_gang(&s, &g, &a);
+    assert_int_equal(a.status, TG_GANG_UNSCHEDULABLE);
+    tg__reasons_stats(s.reasons, &hits, &made);
+    assert_int_equal(hits, 0);
+    assert_int_equal(made, 1);
+    try_gang(&s, &g, &b); /* nothing changed: copied */
+    tg__reasons_stats(s.reasons, &hits, &made);
+    assert_int_equal(hits, 1);
+    assert_string_equal(a.reason, b.reason);
+    bind(&s, "x", 0, 8); /* one more node without room */
+    try_gang(&s, &g, &b);
+    tg__reasons_stats(s.reasons, &hits, &made);
+    assert_int_equal(hits, 1);
+    assert_int_equal(made, 2);
+    assert_string_not_equal(a.reason, b.reason);
+    struct tg__reasons *kept = s.reasons;
+    s.reasons = NULL;
+    try_gang(&s, &g, &fresh);
+    tg__reasons_free(&s.reasons);
+    s.reasons = kept;
+    assert_string_equal(b.reason, fresh.reason);
+    /* the same levels under other names: the numbers are the same, the text is not */
+    static const char *RENAMED =
+        "topology:\n  levels:\n"
+        "    - {name: zone, nodeLabel: topology.kubernetes.io/zone}\n"
+        "    - {name: shelf, nodeLabel: topogang.io/rack}\n"
+        "    - {name: node, nodeLabel: kubernetes.io/hostname}\n"
+        "placement: {strategy: pack, defaultPreferred: shelf}\n";
+    struct tg_policy pol;
+    tg_policy_default(&pol);
+    assert_int_equal(tg_policy_parse(RENAMED, strlen(RENAMED), "test", &pol, NULL), 0);
+    assert_int_equal(tg_sched_set_policy(&s, &pol), 0);
+    g.g.pg = &shelf;
+    try_gang(&s, &g, &a);
+    if (!strstr(a.reason, "in one shelf; best shelf z1/r"))
+        fail_msg("reason after the reload: %s (before: %s)", a.reason, b.reason);
+    gang_free(&g);
     tg_sched_free(&s);
 }
 
@@ -537,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_recounts_only_changed),
         cmocka_unit_test(test_changes_decide_as_full),
         cmocka_unit_test(test_blocks_reason),
+        cmocka_unit_test(test_reasons_kept),
         cmocka_unit_test(test_slot_without_node),
         cmocka_unit_test(test_whatif_bound_by_counts),
         cmocka_unit_test(test_many_reasons),

@@ -966,6 +966,140 @@ static void test_victims_index_churn(void **state)
         tg_pod_free(&pods[i]);
 }
 
+/* A gang's placement view (tg_grec_view) lists exactly its pending members
+ * with no record but a nomination, while pods come, go, move between gangs,
+ * are assumed, nominated, bound, start terminating and are deleted: the
+ * kept count of pending members with a record (npending_rec) that lets the
+ * view skip the lookups goes stale nowhere. Checked after every step. */
+static void view_check(const struct tg_gangs *gs, const struct tg_cluster *c, struct tg_pod **pods,
+                       const uint8_t *pending)
+{
+    uint32_t pos = 0;
+    const struct tg_hslot *hs;
+    while ((hs = tg_hmap_next(&gs->by_key, &pos))) {
+        const struct tg_grec *g = (const struct tg_grec *)(uintptr_t)hs->val;
+        struct tg_pod *out[CH_PODS + 1];
+        struct tg_gang v;
+        tg_grec_view(g, c, out, &v);
+        uint32_t want = 0, withrec = 0;
+        for (uint32_t i = 0; i < g->npending; i++) {
+            const struct tg_usage *u = tg_cluster_usage(c, g->pending[i]->key);
+            withrec += u && u->kind != TG_USAGE_NOMINATED;
+            if (!g->pending[i]->node && (!u || u->kind == TG_USAGE_NOMINATED))
+                assert_ptr_equal(out[want++], g->pending[i]); /* in pending order */
+        }
+        assert_int_equal(v.npods, want);
+        assert_int_equal(g->npending_rec, withrec);
+    }
+    uint32_t npend = 0, listed = 0;
+    for (int i = 0; i < CH_PODS; i++)
+        npend += pending[i];
+    pos = 0;
+    while ((hs = tg_hmap_next(&gs->by_key, &pos)))
+        listed += ((const struct tg_grec *)(uintptr_t)hs->val)->npending;
+    assert_int_equal(listed, npend);
+    (void)pods;
+}
+
+static void test_view_churn(void **state)
+{
+    (void)state;
+    uint32_t levels[1] = {tg_intern("topogang.io/rack")};
+    struct tg_cluster c;
+    struct tg_gangs gs;
+    assert_int_equal(tg_cluster_init(&c, levels, 1), 0);
+    assert_int_equal(tg_gangs_init(&gs, &c), 0);
+    uint32_t gpu = (uint32_t)tg_res_id("nvidia.com/gpu", 14), ns = tg_intern("ml"), seed = 777;
+    struct tg_pod *pods[CH_PODS];
+    uint8_t pending[CH_PODS] = {0};
+    for (int i = 0; i < CH_PODS; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "ml/v%d", i);
+        struct tg_pod *p = pods[i] = calloc(1, sizeof *p);
+        p->key = strdup(key);
+        p->ns = ns;
+        p->name_off = 3;
+        p->group = tg_intern(i % 2 ? "va" : "vb");
+        p->nreq = 1;
+        p->req = calloc(1, sizeof *p->req);
+        p->req[0] = (struct tg_rq){gpu, 1 + i % 4};
+    }
+    for (int step = 0; step < CH_STEPS; step++) {
+        seed = seed * 1103515245u + 12345u;
+        uint32_t r = seed >> 8;
+        int i = (int)(r % CH_PODS);
+        struct tg_pod *p = pods[i];
+        char node[16];
+        snprintf(node, sizeof node, "n%u", (r >> 6) % 4);
+        uint32_t slot = tg_cluster_slot(&c, tg_intern(node), 1);
+        struct tg_grec *g;
+        switch ((r >> 10) % 8) {
+        case 0: /* pending (again: in place), maybe in the other gang */
+            if (p->node)
+                break;
+            if ((r >> 13) % 4 == 0)
+                p->group = tg_intern(p->group == tg_intern("va") ? "vb" : "va");
+            assert_int_equal(tg_gangs_pending_set(&gs, p, step, &g), 0);
+            pending[i] = 1;
+            break;
+        case 1: /* no longer pending (bound, or gone) */
+            tg_gangs_pending_delete(&gs, p);
+            pending[i] = 0;
+            break;
+        case 2: /* assumed by this scheduler (now and then as it starts terminating:
+                   a record no gang has as a member) */
+            if (p->node)
+                break;
+            p->deleting = (r >> 13) % 3 == 0;
+            assert_int_equal(tg_cluster_assume(&c, p, slot), 0);
+            p->deleting = 0;
+            break;
+        case 3: /* a phantom holding room */
+            if (!p->node)
+                assert_int_equal(tg_cluster_nominate(&c, p, slot), 0);
+            break;
+        case 4: /* seen bound: it leaves the pending stream first */
+            tg_gangs_pending_delete(&gs, p);
+            pending[i] = 0;
+            p->node = tg_intern(node);
+            p->phase = TG_PHASE_RUNNING;
+            p->deleting = 0;
+            assert_int_equal(tg_cluster_pod_update(&c, p), 0);
+            break;
+        case 5: /* Terminating: its record becomes a loose one */
+            if (tg_cluster_usage(&c, p->key) && p->node) {
+                p->deleting = 1;
+                assert_int_equal(tg_cluster_pod_update(&c, p), 0);
+            }
+            break;
+        case 6: /* deleted: the record goes; the pod may come back unbound */
+            tg_cluster_pod_delete(&c, p->key);
+            p->node = 0;
+            p->deleting = 0;
+            p->phase = 0;
+            break;
+        default: { /* a what-if's quiet dry run: assumed and taken back */
+            if (p->node || tg_cluster_usage(&c, p->key))
+                break;
+            tg_cluster_quiet(&c, 1);
+            assert_int_equal(tg_cluster_assume(&c, p, slot), 0);
+            tg_cluster_pod_delete(&c, p->key);
+            tg_cluster_quiet(&c, 0);
+            break;
+        }
+        }
+        view_check(&gs, &c, pods, pending);
+    }
+    for (int i = 0; i < CH_PODS; i++) {
+        tg_gangs_pending_delete(&gs, pods[i]);
+        tg_cluster_pod_delete(&c, pods[i]->key);
+    }
+    tg_gangs_free(&gs);
+    tg_cluster_free(&c);
+    for (int i = 0; i < CH_PODS; i++)
+        tg_pod_free(&pods[i]);
+}
+
 static void test_utf8_prefix(void **state)
 {
     (void)state;
@@ -996,6 +1130,7 @@ int main(void)
         cmocka_unit_test(test_preempting_note_fits),
         cmocka_unit_test(test_utf8_prefix),
         cmocka_unit_test(test_victims_index_churn),
+        cmocka_unit_test(test_view_churn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
