@@ -1209,12 +1209,13 @@ void tg__pmemo_key(struct tg_engine *e, const struct tg_preempt_in *in, int recl
 {
     const struct tg_cluster *c = &e->sched.cluster;
     memset(k, 0, sizeof *k);
-    _Static_assert(TG__GEN_N + 4 <= TG_PMEMO_NGEN, "the memo key holds every generation");
+    _Static_assert(TG__GEN_N + 5 <= TG_PMEMO_NGEN, "the memo key holds every generation");
     memcpy(k->gen, e->gen, sizeof e->gen);
     k->gen[TG__GEN_N] = c->nchanges;
     k->gen[TG__GEN_N + 1] = c->nmeta;
     k->gen[TG__GEN_N + 2] = c->epoch;
     k->gen[TG__GEN_N + 3] = e->tenants.fs ? tg_fairshare_gen(e->tenants.fs) : 0;
+    k->gen[TG__GEN_N + 4] = e->tenants.builds; /* a new tree's own generation starts over */
     k->reclaim = (uint8_t)!!reclaim;
     k->priority = in->priority;
     k->queue = in->queue;
