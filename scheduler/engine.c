@@ -193,6 +193,7 @@ int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct 
 {
     memset(e, 0, sizeof *e);
     e->clock = *clock;
+    e->memo_end = UINT64_MAX;
     int rc = tg_sched_init(&e->sched, p);
     if (rc)
         return rc;
@@ -1211,7 +1212,7 @@ void tg__pmemo_key(struct tg_engine *e, const struct tg_preempt_in *in, int recl
     memset(k, 0, sizeof *k);
     _Static_assert(TG__GEN_N + 5 <= TG_PMEMO_NGEN, "the memo key holds every generation");
     memcpy(k->gen, e->gen, sizeof e->gen);
-    k->gen[TG__GEN_N] = c->nchanges;
+    k->gen[TG__GEN_N] = e->memo_base; /* the model as the decision found it (memo_begin) */
     k->gen[TG__GEN_N + 1] = c->nmeta;
     k->gen[TG__GEN_N + 2] = c->epoch;
     k->gen[TG__GEN_N + 3] = e->tenants.fs ? tg_fairshare_gen(e->tenants.fs) : 0;
@@ -1228,14 +1229,14 @@ void tg__pmemo_key(struct tg_engine *e, const struct tg_preempt_in *in, int recl
     k->cluster = &e->sched.cluster;
 }
 
-/* Preemption by priority for g, or the reason an equal plan gave when it
- * found nothing (pmemo.h); a plan that finds nothing is remembered. */
-static int priority_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_preempt_in *in,
+/* Preemption by priority for in->gang, or the reason an equal plan gave
+ * when it found nothing (pmemo.h); a plan that finds nothing is remembered. */
+static int priority_plan(struct tg_engine *e, const struct tg_preempt_in *in,
                          struct tg_preemption *out)
 {
     struct tg_pmemo_key k;
     tg__pmemo_key(e, in, 0, 0, &k);
-    int usable = !g->q.nom && tg_pmemo_usable(&e->pmemo, &k);
+    int usable = e->memo_live && tg_pmemo_usable(&e->pmemo, &k);
     const char *hit = usable ? tg_pmemo_find(&e->pmemo, &k) : NULL;
 #ifdef TG_PMEMO_VERIFY /* a check build plans anyway and compares (pmemo.h) */
     if (hit) {
@@ -1254,7 +1255,6 @@ static int priority_plan(struct tg_engine *e, struct tg_grec *g, const struct tg
     }
     int rc = tg_preempt_plan(&e->sched, &e->gangs, in, out);
     if (!rc && usable && out->domain == NONE) {
-        tg__pmemo_key(e, in, 0, 0, &k); /* the model is as before, its counters moved on */
         tg_pmemo_put(&e->pmemo, &k, out->timed, out->reason);
     }
     return rc;
@@ -1286,7 +1286,7 @@ static int preempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
         size_t l = strlen(d->reason);
         snprintf(d->reason + l, sizeof d->reason - l, "; %s", why);
     }
-    if ((rc = priority_plan(e, g, &in, &d->preemption)))
+    if ((rc = priority_plan(e, &in, &d->preemption)))
         return rc;
     if (d->preemption.domain != NONE && !d->preemption.nvictims && !d->preemption.nleaving) {
         /* room there already (a domain the placement's short list skipped) */
@@ -1325,6 +1325,39 @@ static int reserve(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
     return rc;
 }
 
+/* The memo of failed plans (pmemo.h) keys on the model as the decision
+ * found it, e->memo_base: what a decision does to the model before it plans
+ * (its lower nominations hidden, a placement that failed) follows from that
+ * and the key (the gang's priority, queue, view, blocks). A decision that
+ * ends unschedulable, with no nomination at either end, has put the cluster
+ * back as it found it (every hide shown again, nothing assumed) and only
+ * moved its change counter: a decision that finds the counter there starts
+ * on the same model, the same base. A gang holding a nomination at the
+ * start (its phantoms removed, maybe dropped) is never memoed. */
+struct memo_mark {
+    uint64_t nmeta, epoch;
+    uint8_t nom;
+};
+
+static void memo_begin(struct tg_engine *e, const struct tg_grec *g, struct memo_mark *m)
+{
+    const struct tg_cluster *c = &e->sched.cluster;
+    e->memo_base = c->nchanges == e->memo_end ? e->memo_base : c->nchanges;
+    e->memo_end = UINT64_MAX;
+    e->memo_live = !g->q.nom;
+    *m = (struct memo_mark){c->nmeta, c->epoch, g->q.nom != NULL};
+}
+
+static void memo_end(struct tg_engine *e, const struct tg_grec *g, const struct tg_decision *d,
+                     int rc, const struct memo_mark *m)
+{
+    const struct tg_cluster *c = &e->sched.cluster;
+    if (!rc && d->kind == TG_D_UNSCHEDULABLE && !m->nom && !g->q.nom && c->nmeta == m->nmeta &&
+        c->epoch == m->epoch)
+        e->memo_end = c->nchanges;
+    e->memo_live = 0;
+}
+
 /* Decides for one popped gang: the steps above, in order. */
 /* noinline: tests/faults/test_oom.py injects allocation failures inside a
  * scheduling cycle by this function's address range (nm); since the split
@@ -1338,6 +1371,8 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     int rc = gate(e, g, d, now);
     if (rc || d->kind != TG_D_NONE)
         return rc;
+    struct memo_mark mm;
+    memo_begin(e, g, &mm);
     phantoms_remove(e, g);
     set_blocks(e, g);
     lower_noms_hide(e, g, 1);
@@ -1352,6 +1387,7 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         rc = reserve(e, g, d);
     lower_noms_hide(e, g, 0);
     e->sched.nblocks = 0;
+    memo_end(e, g, d, rc, &mm);
     if (rc && g->q.state == TG_Q_INFLIGHT) {
         /* not a verdict (out of memory): tried again when its backoff ends,
          * not only once the cluster changes */

@@ -196,6 +196,12 @@ struct tg_engine {
     struct tg_tenants tenants;          /* tenant queues (issue 19) */
     uint64_t gen[TG__GEN_N];            /* enum tg__gen */
     struct tg_pmemo pmemo;              /* failed plans (pmemo.h), owned */
+    uint64_t memo_base;                 /* the model as this decision found it: its
+                                           cluster's nchanges, or the base of the decision
+                                           that left it so (engine.c memo_begin) */
+    uint64_t memo_end;                  /* nchanges after the last decision that put the
+                                           cluster back as it found it; UINT64_MAX none */
+    uint8_t memo_live;                  /* in a decision whose plans may be memoed */
     /* The embedder's hooks: a gang record is about to be freed. */
     void (*gang_freed)(void *ud, struct tg_grec *g);
     void *ud;

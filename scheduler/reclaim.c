@@ -328,7 +328,7 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
     /* the same search made on the same state found nothing (pmemo.h) */
     struct tg_pmemo_key mk;
     tg__pmemo_key(e, base, 1, c.dom, &mk);
-    int memo = !g->q.nom && tg_pmemo_usable(&e->pmemo, &mk);
+    int memo = e->memo_live && tg_pmemo_usable(&e->pmemo, &mk);
     const char *hit = memo ? tg_pmemo_find(&e->pmemo, &mk) : NULL;
 #ifdef TG_PMEMO_VERIFY /* a check build plans anyway and compares (pmemo.h) */
     char was[512];
@@ -354,10 +354,8 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
         if (verify)
             tg_pmemo_verify(rc, 1, why, was);
 #endif
-        if (!rc && memo) { /* a minimum runtime reads the clock for every victim */
-            tg__pmemo_key(e, base, 1, c.dom, &mk);
+        if (!rc && memo) /* a minimum runtime reads the clock for every victim */
             tg_pmemo_put(&e->pmemo, &mk, out->timed || c.min_run_ms > 0, why);
-        }
         tg_preemption_free(out);
         out->domain = TG_NONE;
         return rc;
