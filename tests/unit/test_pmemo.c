@@ -7,6 +7,8 @@
  *     value (a placed gang's priority), a placed pod seen bound in place
  *     (assumed -> bound: the cluster's nmeta), the policy
  *     (preemption.evictBarePods), the Queue objects (reclaim's fair shares);
+ *   - the memo keys on the model as a decision found it: a decision that put
+ *     the cluster back passes it on, one that placed a gang does not;
  *   - the fair shares' generation moves with capacity, demand, allocation,
  *     usage and each recomputation; the engine's with pending pods, PDBs,
  *     namespaces and the rest;
@@ -204,6 +206,50 @@ static void pclass_change_plans_again(void **state)
     assert_int_equal(tg_engine_pclass_set(&e, tg_intern("hi"), &lower), 0);
     plans_again(&e);
     assert_true(e.gen[TG__GEN_GANGS] > gen);
+    tg_engine_free(&e);
+    tg_simdata_free(&d);
+    free(y);
+}
+
+/* The memo keys on the model as a decision found it: a decision that put
+ * the cluster back passes its base on (b's plan hits although a's what-ifs
+ * moved the change counter), one that changed it does not. ml/small (lo)
+ * is placed in rack r1 after a and b failed in r0: a's next plan is made
+ * again (a new base), b's then comes from the memo of that one. */
+static void placed_gang_starts_a_new_base(void **state)
+{
+    (void)state;
+    char *y = NULL;
+    tu_node(&y, "r0-n0", "", "r0", 8, NULL);
+    tu_node(&y, "r0-n1", "", "r0", 8, NULL);
+    tu_node(&y, "r1-n0", "", "r1", 8, NULL);
+    pclasses(&y);
+    pod(&y, "blk", NULL, "r0-n1", "hi", 1, NULL);
+    pod(&y, "vic", NULL, "r0-n0", "lo", 1, NULL);
+    two_gangs(&y, NULL);
+    pod(&y, "small", NULL, NULL, "lo", 1, NULL);
+    struct tg_simdata d;
+    load(&d, y);
+    struct tg_engine e;
+    engine(&e, &d, 0, "");
+    uint64_t n0 = e.sched.cluster.nchanges;
+    both_fail(&e, 1);
+    assert_true(e.sched.cluster.nchanges > n0); /* the what-ifs moved the counter */
+    assert_int_equal(e.memo_end, e.sched.cluster.nchanges);
+    uint64_t base = e.memo_base;
+    char g[64];
+    assert_int_equal(next(&e, NULL, 0, g, sizeof g), TG_D_PLACE);
+    assert_string_equal(g, "ml/small");
+    assert_int_equal(e.memo_end, UINT64_MAX);
+    clock_ms += 600000;
+    tg_engine_wake(&e);
+    uint64_t h = e.pmemo.hits, m = e.pmemo.misses;
+    assert_int_equal(next(&e, NULL, 0, NULL, 0), TG_D_UNSCHEDULABLE);
+    assert_true(e.memo_base != base);
+    assert_int_equal(e.pmemo.hits, h);
+    assert_int_equal(e.pmemo.misses, m + 1);
+    assert_int_equal(next(&e, NULL, 0, NULL, 0), TG_D_UNSCHEDULABLE);
+    assert_int_equal(e.pmemo.hits, h + 1);
     tg_engine_free(&e);
     tg_simdata_free(&d);
     free(y);
@@ -483,6 +529,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pclass_change_plans_again),
         cmocka_unit_test(bind_seen_plans_again),
+        cmocka_unit_test(placed_gang_starts_a_new_base),
         cmocka_unit_test(policy_change_plans_again),
         cmocka_unit_test(queue_change_plans_again),
         cmocka_unit_test(fairshare_gen_moves),
