@@ -387,6 +387,7 @@ static int usage_add(struct tg_cluster *c, const struct tg_pod *p, uint32_t slot
         if (kind < old->kind)
             old->kind = kind;
         old->assumed = old->kind == TG_USAGE_ASSUMED;
+        c->nmeta++;
         if (kind == TG_USAGE_BOUND || !old->nlabels)
             return usage_meta(c, old, p, 1);
         return 0;

@@ -117,6 +117,10 @@ struct tg_cluster {
      * the slot of change k (tg_cluster_changed). epoch: bumped when the
      * tree is rebuilt (domain ids renumbered). */
     uint64_t nchanges, epoch;
+    /* Records changed in place without a change to their room: kind
+     * (assumed -> bound) or metadata (labels, owner, start) made anew. With
+     * nchanges and epoch, equal numbers mean an unchanged model. */
+    uint64_t nmeta;
     uint64_t *changed_at;
     uint32_t clog[TG_CLUSTER_CLOG];
     /* State of the plugin layer over the whole cluster (plugins/registry.c),

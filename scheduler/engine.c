@@ -193,6 +193,7 @@ int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct 
 {
     memset(e, 0, sizeof *e);
     e->clock = *clock;
+    e->memo_end = UINT64_MAX;
     int rc = tg_sched_init(&e->sched, p);
     if (rc)
         return rc;
@@ -231,6 +232,7 @@ void tg_engine_free(struct tg_engine *e)
         free(v);
     }
     tg_hmap_free(&e->evicted_by);
+    tg_pmemo_free(&e->pmemo);
     memset(e, 0, sizeof *e);
 }
 
@@ -252,6 +254,7 @@ static void requeue_all(struct tg_engine *e)
 
 int tg_engine_set_policy(struct tg_engine *e, const struct tg_policy *p)
 {
+    tg__gen_bump(e, TG__GEN_POLICY);
     /* nominated domains are tree ids: a new tree makes them meaningless */
     int same = p->nlevels == e->sched.policy.nlevels;
     for (uint32_t i = 0; same && i < p->nlevels; i++)
@@ -340,6 +343,7 @@ void tg_engine_node_remove(struct tg_engine *e, uint32_t name)
 
 int tg_engine_pending_set(struct tg_engine *e, struct tg_pod *p)
 {
+    tg__gen_bump(e, TG__GEN_PENDING);
     if (p->node || tg_pod_terminal(p) || p->deleting) {
         tg_engine_pending_gone(e, p);
         return 0;
@@ -363,6 +367,7 @@ int tg_engine_pending_set(struct tg_engine *e, struct tg_pod *p)
 
 void tg_engine_pending_gone(struct tg_engine *e, const struct tg_pod *p)
 {
+    tg__gen_bump(e, TG__GEN_PENDING);
     struct tg_grec *g = tg_gangs_pending_delete(&e->gangs, p);
     tg__tenants_pending(e, g, p, 1);
     if (g)
@@ -473,6 +478,7 @@ static void set_hint(struct tg_grec *g, const struct tg_gang *v)
 
 int tg_engine_bound_set(struct tg_engine *e, const struct tg_pod *p)
 {
+    tg__gen_bump(e, TG__GEN_PLACED);
     struct tg_cluster *c = &e->sched.cluster;
     struct tg_usage *u = tg_cluster_usage(c, p->key);
     int held = u && u->kind != TG_USAGE_NOMINATED;
@@ -488,6 +494,7 @@ int tg_engine_bound_set(struct tg_engine *e, const struct tg_pod *p)
 
 void tg_engine_bound_gone(struct tg_engine *e, const char *key)
 {
+    tg__gen_bump(e, TG__GEN_PLACED);
     struct tg_usage *u = tg_cluster_usage(&e->sched.cluster, key);
     if (!u || u->kind == TG_USAGE_NOMINATED)
         return;
@@ -498,6 +505,7 @@ void tg_engine_bound_gone(struct tg_engine *e, const char *key)
 
 void tg_engine_forget(struct tg_engine *e, const char *key)
 {
+    tg__gen_bump(e, TG__GEN_PLACED);
     struct tg_usage *u = tg_cluster_usage(&e->sched.cluster, key);
     if (u && u->kind == TG_USAGE_ASSUMED) {
         uint32_t slot = u->slot;
@@ -525,6 +533,7 @@ static int pg_same_spec(const struct tg_podgroup *a, const struct tg_podgroup *b
 
 void tg_engine_podgroup_set(struct tg_engine *e, const struct tg_podgroup *pg)
 {
+    tg__gen_bump(e, TG__GEN_GANGS);
     /* a status-only update (the daemon's own status patches come back so)
      * changes nothing the gang is waiting for: keep the pointer, no wake */
     const struct tg_podgroup *old = tg_gangs_podgroup(&e->gangs, pg->key);
@@ -539,6 +548,7 @@ void tg_engine_podgroup_set(struct tg_engine *e, const struct tg_podgroup *pg)
 
 void tg_engine_podgroup_delete(struct tg_engine *e, const char *key)
 {
+    tg__gen_bump(e, TG__GEN_GANGS);
     struct tg_grec *g = tg_gangs_podgroup_delete(&e->gangs, key);
     if (g && e->tenants.fs)
         tg__tenants_resolve(e, g);
@@ -548,6 +558,7 @@ void tg_engine_podgroup_delete(struct tg_engine *e, const char *key)
 
 int tg_engine_pclass_set(struct tg_engine *e, uint32_t name, const struct tg_pclass *pc)
 {
+    tg__gen_bump(e, TG__GEN_GANGS);
     int rc = tg_gangs_pclass_set(&e->gangs, name, pc);
     requeue_all(e);
     /* the gangs parked for want of this class (tg_grec_unresolved) */
@@ -564,12 +575,14 @@ int tg_engine_pclass_set(struct tg_engine *e, uint32_t name, const struct tg_pcl
 
 void tg_engine_pclass_delete(struct tg_engine *e, uint32_t name)
 {
+    tg__gen_bump(e, TG__GEN_GANGS);
     tg_gangs_pclass_delete(&e->gangs, name);
     requeue_all(e);
 }
 
 int tg_engine_pdb_set(struct tg_engine *e, const struct tg_pdb *pdb)
 {
+    tg__gen_bump(e, TG__GEN_PDBS);
     for (uint32_t i = 0; i < e->npdbs; i++)
         if (!strcmp(e->pdbs[i]->key, pdb->key)) {
             e->pdbs[i] = pdb;
@@ -583,6 +596,7 @@ int tg_engine_pdb_set(struct tg_engine *e, const struct tg_pdb *pdb)
 
 void tg_engine_pdb_delete(struct tg_engine *e, const char *key)
 {
+    tg__gen_bump(e, TG__GEN_PDBS);
     for (uint32_t i = 0; i < e->npdbs; i++)
         if (!strcmp(e->pdbs[i]->key, key)) {
             e->pdbs[i] = e->pdbs[--e->npdbs];
@@ -600,55 +614,65 @@ static int woke(struct tg_engine *e, int rc)
 
 int tg_engine_namespace_set(struct tg_engine *e, struct tg_namespace *n)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     return woke(e, tg_objstore_namespace_set(&e->sched.store, n));
 }
 
 void tg_engine_namespace_delete(struct tg_engine *e, uint32_t name)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     tg_objstore_namespace_delete(&e->sched.store, name);
     woke(e, 0);
 }
 
 int tg_engine_pv_set(struct tg_engine *e, struct tg_pv *v)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     return woke(e, tg_objstore_pv_set(&e->sched.store, v));
 }
 
 void tg_engine_pv_delete(struct tg_engine *e, uint32_t name)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     tg_objstore_pv_delete(&e->sched.store, name);
     woke(e, 0);
 }
 
 int tg_engine_pvc_set(struct tg_engine *e, struct tg_pvc *c)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     return woke(e, tg_objstore_pvc_set(&e->sched.store, c));
 }
 
 void tg_engine_pvc_delete(struct tg_engine *e, uint32_t ns, uint32_t name)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     tg_objstore_pvc_delete(&e->sched.store, ns, name);
     woke(e, 0);
 }
 
 int tg_engine_sc_set(struct tg_engine *e, struct tg_storageclass *c)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     return woke(e, tg_objstore_sc_set(&e->sched.store, c));
 }
 
 void tg_engine_sc_delete(struct tg_engine *e, uint32_t name)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     tg_objstore_sc_delete(&e->sched.store, name);
     woke(e, 0);
 }
 
 int tg_engine_claim_set(struct tg_engine *e, struct tg_rclaim *c)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     return woke(e, tg_objstore_claim_set(&e->sched.store, c));
 }
 
 void tg_engine_claim_delete(struct tg_engine *e, uint32_t ns, uint32_t name)
 {
+    tg__gen_bump(e, TG__GEN_OBJECTS);
     tg_objstore_claim_delete(&e->sched.store, ns, name);
     woke(e, 0);
 }
@@ -1181,6 +1205,61 @@ static int preempt_nominate(struct tg_engine *e, struct tg_grec *g, struct tg_de
     return tg_queue_done(&e->queue, &g->q, TG_QDONE_WAITING);
 }
 
+void tg__pmemo_key(struct tg_engine *e, const struct tg_preempt_in *in, int reclaim, uint32_t dom,
+                   struct tg_pmemo_key *k)
+{
+    const struct tg_cluster *c = &e->sched.cluster;
+    memset(k, 0, sizeof *k);
+    _Static_assert(TG__GEN_N + 5 <= TG_PMEMO_NGEN, "the memo key holds every generation");
+    memcpy(k->gen, e->gen, sizeof e->gen);
+    k->gen[TG__GEN_N] = e->memo_base; /* the model as the decision found it (memo_begin) */
+    k->gen[TG__GEN_N + 1] = c->nmeta;
+    k->gen[TG__GEN_N + 2] = c->epoch;
+    k->gen[TG__GEN_N + 3] = e->tenants.fs ? tg_fairshare_gen(e->tenants.fs) : 0;
+    k->gen[TG__GEN_N + 4] = e->tenants.builds; /* a new tree's own generation starts over */
+    k->reclaim = (uint8_t)!!reclaim;
+    k->priority = in->priority;
+    k->queue = in->queue;
+    k->dom = dom;
+    k->exclude = in->exclude;
+    k->now_ms = in->now_ms;
+    k->view = in->gang;
+    k->blocks = e->sched.blocks;
+    k->nblocks = e->sched.nblocks;
+    k->cluster = &e->sched.cluster;
+}
+
+/* Preemption by priority for in->gang, or the reason an equal plan gave
+ * when it found nothing (pmemo.h); a plan that finds nothing is remembered. */
+static int priority_plan(struct tg_engine *e, const struct tg_preempt_in *in,
+                         struct tg_preemption *out)
+{
+    struct tg_pmemo_key k;
+    tg__pmemo_key(e, in, 0, 0, &k);
+    int usable = e->memo_live && tg_pmemo_usable(&e->pmemo, &k);
+    const char *hit = usable ? tg_pmemo_find(&e->pmemo, &k) : NULL;
+#ifdef TG_PMEMO_VERIFY /* a check build plans anyway and compares (pmemo.h) */
+    if (hit) {
+        char was[sizeof out->reason];
+        snprintf(was, sizeof was, "%s", hit);
+        int rc = tg_preempt_plan(&e->sched, &e->gangs, in, out);
+        tg_pmemo_verify(rc, out->domain == NONE, out->reason, was);
+        return rc;
+    }
+#endif
+    if (hit) {
+        memset(out, 0, sizeof *out);
+        out->domain = NONE;
+        snprintf(out->reason, sizeof out->reason, "%s", hit);
+        return 0;
+    }
+    int rc = tg_preempt_plan(&e->sched, &e->gangs, in, out);
+    if (!rc && usable && out->domain == NONE) {
+        tg_pmemo_put(&e->pmemo, &k, out->timed, out->reason);
+    }
+    return rc;
+}
+
 /* Makes room for g by reclaim from queues above their fair share
  * (reclaim.c), else by preempting pods of lower priority (preempt.h), when
  * the policy and g allow it. Decides PLACE (room found without victims),
@@ -1207,7 +1286,7 @@ static int preempt(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
         size_t l = strlen(d->reason);
         snprintf(d->reason + l, sizeof d->reason - l, "; %s", why);
     }
-    if ((rc = tg_preempt_plan(&e->sched, &e->gangs, &in, &d->preemption)))
+    if ((rc = priority_plan(e, &in, &d->preemption)))
         return rc;
     if (d->preemption.domain != NONE && !d->preemption.nvictims && !d->preemption.nleaving) {
         /* room there already (a domain the placement's short list skipped) */
@@ -1246,6 +1325,39 @@ static int reserve(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d
     return rc;
 }
 
+/* The memo of failed plans (pmemo.h) keys on the model as the decision
+ * found it, e->memo_base: what a decision does to the model before it plans
+ * (its lower nominations hidden, a placement that failed) follows from that
+ * and the key (the gang's priority, queue, view, blocks). A decision that
+ * ends unschedulable, with no nomination at either end, has put the cluster
+ * back as it found it (every hide shown again, nothing assumed) and only
+ * moved its change counter: a decision that finds the counter there starts
+ * on the same model, the same base. A gang holding a nomination at the
+ * start (its phantoms removed, maybe dropped) is never memoed. */
+struct memo_mark {
+    uint64_t nmeta, epoch;
+    uint8_t nom;
+};
+
+static void memo_begin(struct tg_engine *e, const struct tg_grec *g, struct memo_mark *m)
+{
+    const struct tg_cluster *c = &e->sched.cluster;
+    e->memo_base = c->nchanges == e->memo_end ? e->memo_base : c->nchanges;
+    e->memo_end = UINT64_MAX;
+    e->memo_live = !g->q.nom;
+    *m = (struct memo_mark){c->nmeta, c->epoch, g->q.nom != NULL};
+}
+
+static void memo_end(struct tg_engine *e, const struct tg_grec *g, const struct tg_decision *d,
+                     int rc, const struct memo_mark *m)
+{
+    const struct tg_cluster *c = &e->sched.cluster;
+    if (!rc && d->kind == TG_D_UNSCHEDULABLE && !m->nom && !g->q.nom && c->nmeta == m->nmeta &&
+        c->epoch == m->epoch)
+        e->memo_end = c->nchanges;
+    e->memo_live = 0;
+}
+
 /* Decides for one popped gang: the steps above, in order. */
 /* noinline: tests/faults/test_oom.py injects allocation failures inside a
  * scheduling cycle by this function's address range (nm); since the split
@@ -1259,6 +1371,8 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
     int rc = gate(e, g, d, now);
     if (rc || d->kind != TG_D_NONE)
         return rc;
+    struct memo_mark mm;
+    memo_begin(e, g, &mm);
     phantoms_remove(e, g);
     set_blocks(e, g);
     lower_noms_hide(e, g, 1);
@@ -1273,6 +1387,7 @@ static int decide(struct tg_engine *e, struct tg_grec *g, struct tg_decision *d)
         rc = reserve(e, g, d);
     lower_noms_hide(e, g, 0);
     e->sched.nblocks = 0;
+    memo_end(e, g, d, rc, &mm);
     if (rc && g->q.state == TG_Q_INFLIGHT) {
         /* not a verdict (out of memory): tried again when its backoff ends,
          * not only once the cluster changes */
@@ -1309,6 +1424,7 @@ int tg_engine_next(struct tg_engine *e, struct tg_decision *d)
 
 void tg_engine_bind_done(struct tg_engine *e, struct tg_grec *g, int ok, int some_failed)
 {
+    tg__gen_bump(e, TG__GEN_PLACED);
     if (ok && !some_failed) {
         if (tg_grec_unplaced(g))
             requeue(e, g); /* members beyond minMember that did not fit yet */
@@ -1348,6 +1464,7 @@ static void queues_changed(struct tg_engine *e)
 
 int tg_engine_queues_set(struct tg_engine *e, const struct tg_queue_obj *const *qs, uint32_t n)
 {
+    tg__gen_bump(e, TG__GEN_QUEUES);
     /* a status-only update (the leader writes Queue status every second):
      * the division, its counts and the queue stay (a resource a Queue names
      * that no Node offered yet still rebuilds it once offered: tenants.c) */
@@ -1384,11 +1501,13 @@ static void workload_requeue(void *ud, struct tg_grec *g)
 
 int tg_engine_workload_set(struct tg_engine *e, const struct tg_workload *w)
 {
+    tg__gen_bump(e, TG__GEN_GANGS);
     return tg_gangs_workload_set(&e->gangs, w, workload_requeue, e);
 }
 
 void tg_engine_workload_delete(struct tg_engine *e, const char *key)
 {
+    tg__gen_bump(e, TG__GEN_GANGS);
     tg_gangs_workload_delete(&e->gangs, key, workload_requeue, e);
 }
 
@@ -1469,6 +1588,7 @@ int64_t tg_engine_latest_deadline(const struct tg_engine *e)
 
 void tg_engine_set_owner_kinds(struct tg_engine *e, unsigned kinds)
 {
+    tg__gen_bump(e, TG__GEN_GANGS);
     e->gangs.owner_kinds = kinds;
 }
 

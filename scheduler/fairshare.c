@@ -52,7 +52,16 @@ struct tg_fairshare {
     struct tg_fairshare_opts opts;
     int64_t last_tick_ms;
     int dirty;
+    uint64_t gen;                       /* tg_fairshare_gen: bumped by every change a reader
+                                           may see (changed(), the one place) */
 };
+
+/* Something a reader may see changed: capacity, demand, allocation, usage,
+ * or the shares recomputed. */
+static void changed(struct tg_fairshare *fs)
+{
+    fs->gen++;
+}
 
 /* ---- building ---- */
 
@@ -266,6 +275,7 @@ void tg_fairshare_carry_usage(struct tg_fairshare *fs, const struct tg_fairshare
         }
     }
     fs->dirty = 1;
+    changed(fs);
 }
 
 void tg_fairshare_set_usage(struct tg_fairshare *fs, uint32_t q, uint32_t res, double v)
@@ -275,6 +285,7 @@ void tg_fairshare_set_usage(struct tg_fairshare *fs, uint32_t q, uint32_t res, d
         return;
     fs->q[q].usage[c] = v;
     fs->dirty = 1;
+    changed(fs);
 }
 
 /* Capacity, demand, allocation and usage of prev's queues of the same name. */
@@ -361,6 +372,7 @@ void tg_fairshare_free(struct tg_fairshare **pfs)
 /* ---- accessors ---- */
 
 uint32_t tg_fairshare_count(const struct tg_fairshare *fs) { return fs->n; }
+uint64_t tg_fairshare_gen(const struct tg_fairshare *fs) { return fs->gen; }
 uint32_t tg_fairshare_name(const struct tg_fairshare *fs, uint32_t q) { return fs->q[q].name; }
 int tg_fairshare_parent(const struct tg_fairshare *fs, uint32_t q) { return fs->q[q].parent; }
 int tg_fairshare_usable(const struct tg_fairshare *fs, uint32_t q) { return fs->q[q].usable; }
@@ -410,6 +422,7 @@ int tg_fairshare_set_capacity(struct tg_fairshare *fs, const struct tg_rq *cap, 
         if (next[r] != fs->cap[r]) {
             fs->cap[r] = next[r];
             fs->dirty = 1;
+            changed(fs);
         }
     return rc;
 }
@@ -423,6 +436,7 @@ void tg_fairshare_demand_add(struct tg_fairshare *fs, uint32_t q, const struct t
             path_add(fs, q, offsetof(struct fsq, own_demand), offsetof(struct fsq, demand),
                      (uint32_t)c, sign * (double)req[i].val);
             fs->dirty = 1;
+            changed(fs);
         }
     }
 }
@@ -432,9 +446,11 @@ void tg_fairshare_alloc_add(struct tg_fairshare *fs, uint32_t q, const struct tg
 {
     for (uint32_t i = 0; i < n; i++) {
         int c = col_of(fs, req[i].res);
-        if (c >= 0)
+        if (c >= 0 && req[i].val) {
             path_add(fs, q, offsetof(struct fsq, own_alloc), offsetof(struct fsq, alloc),
                      (uint32_t)c, sign * (double)req[i].val);
+            changed(fs);
+        }
     }
 }
 
@@ -456,6 +472,7 @@ void tg_fairshare_tick(struct tg_fairshare *fs, int64_t now_ms)
             fs->q[i].usage[r] = fs->q[i].usage[r] * decay + fs->q[i].alloc[r] * gain;
     fs->last_tick_ms = now_ms;
     fs->dirty = 1;
+    changed(fs);
 }
 
 /* ---- KAI's division of one resource among one sibling group ---- */
@@ -633,6 +650,7 @@ int tg_fairshare_update(struct tg_fairshare *fs)
         if (!fs->q[i].usable)
             memset(fs->q[i].fair, 0, sizeof fs->q[i].fair);
     fs->dirty = 0;
+    changed(fs);
     return 1;
 }
 

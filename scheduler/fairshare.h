@@ -84,6 +84,10 @@ void tg_fairshare_set_usage(struct tg_fairshare *fs, uint32_t q, uint32_t res, d
 void tg_fairshare_free(struct tg_fairshare **fs);
 
 uint32_t tg_fairshare_count(const struct tg_fairshare *fs);
+/* A number that moves whenever anything a reader of fs may see changes
+ * (capacity, demand, allocation, usage, the shares recomputed): equal
+ * numbers of one tree, equal answers (a memo of plans keys on it). */
+uint64_t tg_fairshare_gen(const struct tg_fairshare *fs);
 /* Index of the queue named `name` (interned), or -1. */
 int tg_fairshare_find(const struct tg_fairshare *fs, uint32_t name);
 uint32_t tg_fairshare_name(const struct tg_fairshare *fs, uint32_t q);

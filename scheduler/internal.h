@@ -14,6 +14,7 @@
 #include "model/queues.h"
 #include "model/resources.h"
 #include "scheduler/fairshare.h"
+#include "scheduler/pmemo.h"
 #include "util/hmap.h"
 
 /* ---- the pending queue (queue.h) ----------------------------------------------------- */
@@ -165,6 +166,22 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
 
 /* ---- the engine (engine.h) ----------------------------------------------------------- */
 
+/* What preemption and reclaim plans read besides the cluster's room (its
+ * nchanges, nmeta, epoch) and the fair shares (tg_fairshare_gen), one
+ * generation per kind of change, bumped by tg__gen_bump where the engine
+ * hears of it: a memo of failed plans (pmemo.h) is exact while none moves. */
+enum tg__gen {
+    TG__GEN_GANGS,                      /* PodGroups, PriorityClasses, workloads, the kinds
+                                           that form gangs, a gang's queue */
+    TG__GEN_PLACED,                     /* bound pods seen, gone, forgotten; binds done */
+    TG__GEN_PENDING,                    /* pending pods set or gone */
+    TG__GEN_QUEUES,                     /* the Queue objects */
+    TG__GEN_PDBS,
+    TG__GEN_OBJECTS,                    /* Namespaces, PVs, PVCs, StorageClasses, claims */
+    TG__GEN_POLICY,
+    TG__GEN_N
+};
+
 struct tg_engine {
     struct tg_sched sched;              /* the model and the policy */
     struct tg_gangs gangs;
@@ -177,10 +194,27 @@ struct tg_engine {
     uint32_t npdbs, cappdbs;
     struct tg_hmap evicted_by;          /* victim gang key -> struct tg__evicted (no thrash) */
     struct tg_tenants tenants;          /* tenant queues (issue 19) */
+    uint64_t gen[TG__GEN_N];            /* enum tg__gen */
+    struct tg_pmemo pmemo;              /* failed plans (pmemo.h), owned */
+    uint64_t memo_base;                 /* the model as this decision found it: its
+                                           cluster's nchanges, or the base of the decision
+                                           that left it so (engine.c memo_begin) */
+    uint64_t memo_end;                  /* nchanges after the last decision that put the
+                                           cluster back as it found it; UINT64_MAX none */
+    uint8_t memo_live;                  /* in a decision whose plans may be memoed */
     /* The embedder's hooks: a gang record is about to be freed. */
     void (*gang_freed)(void *ud, struct tg_grec *g);
     void *ud;
 };
+
+static inline void tg__gen_bump(struct tg_engine *e, enum tg__gen k)
+{
+    e->gen[k]++;
+}
+/* The memo key of a plan for view (in engine.c: the generations now, the
+ * blocks set for this try); reclaim: 1 with its dominant resource dom. */
+void tg__pmemo_key(struct tg_engine *e, const struct tg_preempt_in *in, int reclaim, uint32_t dom,
+                   struct tg_pmemo_key *k);
 
 /* In place (the unit tests embed an engine): as tg_engine_new/_delete. */
 int tg_engine_init(struct tg_engine *e, const struct tg_policy *p, const struct tg_clock *clock);

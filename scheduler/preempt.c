@@ -86,6 +86,7 @@ struct plan {
     double judged_over;
     uint32_t stamp;
     uint32_t checks;
+    uint8_t timed;                      /* a domain got to its reprieve (ages order it) */
     /* best so far */
     struct unit **best;
     uint32_t nbest;
@@ -730,6 +731,7 @@ static int greedy_domain(struct plan *x, uint32_t d, int lvl, struct dres *r)
         }
         goto out;
     }
+    x->timed = 1; /* the reprieve's order reads the victims' ages */
     qsort(cand, n, sizeof *cand, keep_first);
     uint32_t nv = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -998,6 +1000,7 @@ int tg_preempt_plan(struct tg_sched *s, struct tg_gangs *gs, const struct tg_pre
 done_leaving:
     hide_leaving(&x, 0);
 done:
+    out->timed = x.timed;
     out->fit_checks = x.checks;
     out->fit_runs = x.w ? (uint32_t)tg_whatif_runs(x.w) : 0;
     for (uint32_t i = 0; i < nres; i++)

@@ -102,6 +102,8 @@ struct tg_preemption {
                                            tg_whatif_fits) */
     uint8_t exact;                      /* the set was proven cheapest in its domain */
     uint8_t reclaim;                    /* planned by reclaim (in->reclaim), not priority */
+    uint8_t timed;                      /* the verdict read the clock (victims reprieved in
+                                           order of their ages): for a memo (pmemo.h) */
     char reason[1024];
 };
 

@@ -325,6 +325,21 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
     }
     if (!enough_above(&c, ask))
         return 0;
+    /* the same search made on the same state found nothing (pmemo.h) */
+    struct tg_pmemo_key mk;
+    tg__pmemo_key(e, base, 1, c.dom, &mk);
+    int memo = e->memo_live && tg_pmemo_usable(&e->pmemo, &mk);
+    const char *hit = memo ? tg_pmemo_find(&e->pmemo, &mk) : NULL;
+#ifdef TG_PMEMO_VERIFY /* a check build plans anyway and compares (pmemo.h) */
+    char was[512];
+    int verify = hit != NULL;
+    if (hit)
+        snprintf(was, sizeof was, "%s", hit), hit = NULL, memo = 0;
+#endif
+    if (hit) {
+        snprintf(why, len, "%s", hit);
+        return 0;
+    }
     struct tg_reclaim_rule rule = {victim, set_ok, &c};
     struct tg_preempt_in in = *base;
     in.reclaim = &rule;
@@ -335,10 +350,20 @@ int tg__reclaim_plan(struct tg_engine *e, struct tg_grec *g, const struct tg_pre
             snprintf(why, len, "reclaim: %s", out->reason);
         else if (refusal_text(&c, refused, sizeof refused), refused[0])
             snprintf(why, len, "reclaim: %s", refused);
+#ifdef TG_PMEMO_VERIFY
+        if (verify)
+            tg_pmemo_verify(rc, 1, why, was);
+#endif
+        if (!rc && memo) /* a minimum runtime reads the clock for every victim */
+            tg_pmemo_put(&e->pmemo, &mk, out->timed || c.min_run_ms > 0, why);
         tg_preemption_free(out);
         out->domain = TG_NONE;
         return rc;
     }
+#ifdef TG_PMEMO_VERIFY
+    if (verify)
+        tg_pmemo_verify(rc, 0, why, was);
+#endif
     describe(&c, out);
     e->tenants.reclaims++;
     uint64_t k = 0;

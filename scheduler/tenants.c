@@ -144,6 +144,7 @@ uint32_t tg__tenants_resolve(struct tg_engine *e, struct tg_grec *g)
     if (pk.queue == g->queue)
         return g->queue;
     g->queue = pk.queue;
+    tg__gen_bump(e, TG__GEN_GANGS); /* a placed gang's queue: who reclaim may take */
     for (uint32_t i = 0; i < g->npending; i++)
         acct_move(e, g->pending[i]->key, g->queue);
     for (uint32_t i = 0; i < g->nmembers; i++)
