@@ -71,6 +71,7 @@ struct tg_req {
     uint64_t seq;           /* its lane's window's sequence number when sent (tg_aimd_send) */
     uint64_t due_ms;        /* RQ_WAITING: when it goes back to its queue (uv_now) */
     uint64_t started_ms;    /* uv_now when it started (its timeout on the direct path) */
+    uint64_t rx_ms;         /* on the direct path: uv_now when it last received something */
     int32_t sid;            /* > 0: running on the direct HTTP/2 path (h2.c), no easy handle */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -123,7 +124,7 @@ struct tg_client {
     struct tg_client_opts tune;     /* the HTTP tuning (user_agent not kept) */
     struct hdrs *h_get, *h_json;    /* shared header lists for the current token */
     uint64_t tok_gen, h_gen;        /* token changes; the one they were built with */
-    struct tg__h2 *h2;              /* the direct HTTP/2 path for POST writes, or NULL */
+    struct tg__h2 *h2;              /* the direct HTTP/2 path for POST writes and GETs, or NULL */
     uint64_t h2_checked_ms;         /* its timeouts were last checked (uv_now) */
 };
 
@@ -427,7 +428,12 @@ static int on_socket(CURL *e, curl_socket_t fd, int action, void *userp, void *s
  * the sweep completes it. Under load a few ordinary responses (about 1 in
  * 8,000 PATCHes in bench/informer) also complete only here, so the period
  * bounds that extra latency. stats.unstalled counts these. */
-enum { STALL_S = 30 };
+enum { STALL_S = 30 };  /* the default of tg_client_opts.stall_s */
+
+static long stall_s(const struct tg_client *c)
+{
+    return c->tune.stall_s > 0 ? c->tune.stall_s : STALL_S;
+}
 
 static void on_sweep(uv_timer_t *t)
 {
@@ -683,7 +689,7 @@ static int req_setup(struct tg_client *c, struct tg_req *r)
      * 0: none (a pooled handle may carry the last request's). */
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms > 0 ? r->timeout_ms : 0L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, r->timeout_ms > 0 ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, r->timeout_ms > 0 ? (long)STALL_S : 0L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, r->timeout_ms > 0 ? stall_s(c) : 0L);
     /* the method from a clean GET: a pooled handle may carry a body */
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
@@ -1032,19 +1038,31 @@ static void h2_wake(void *ud)
 
 static void h2_head(void *ud, void *sud, long status, long retry_after_s)
 {
-    (void)ud;
+    struct tg_client *c = ud;
     struct tg_req *r = sud;
     r->status = status;
     r->retry_after_s = retry_after_s;
+    r->rx_ms = uv_now(c->loop);
 }
 
+/* As on_write: a 2xx body of a streamed request to its on_chunk, the rest
+ * buffered. */
 static int h2_data(void *ud, void *sud, const char *p, size_t n)
 {
     struct tg_client *c = ud;
     struct tg_req *r = sud;
     c->stats.bytes_in += n;
+    r->rx_ms = uv_now(c->loop);
     if (r->canceled)
         return 0;
+    if (r->on_chunk && r->status >= 200 && r->status < 300) {
+        int rc = r->on_chunk(r->ud, p, n);
+        if (rc || r->canceled) {
+            r->abort_err = rc < 0 ? rc : TG_ECANCELED;
+            return 1;
+        }
+        return 0;
+    }
     tg_sb_putn(&r->resp, p, n);
     if (r->resp.oom) {
         r->abort_err = TG_ENOMEM;
@@ -1053,12 +1071,19 @@ static int h2_data(void *ud, void *sud, const char *p, size_t n)
     return 0;
 }
 
+/* The direct connection came up or went: the GETs held for it go. */
+static void h2_changed(void *ud)
+{
+    kick(ud);
+}
+
 /* The direct path's connection counts into the client's stats. */
 static void h2_count(struct tg_client *c)
 {
     const struct tg__h2_stats *hs = tg__h2_stats(c->h2);
     c->stats.h2_connects = hs->connects;
     c->stats.h2_failures = hs->failures;
+    c->stats.h2_pings = hs->pings;
 }
 
 /* A stream ended: the same outcome libcurl's path gives (complete). */
@@ -1085,8 +1110,11 @@ static void h2_done(void *ud, void *sud, int err, const char *why)
 }
 
 /* Direct-path requests running past their timeout end with TG_ETIMEOUT (as
- * libcurl's CURLOPT_TIMEOUT_MS), and a connection silent for STALL_S with
- * streams open is dropped (as CURLOPT_LOW_SPEED_TIME); once a second. */
+ * libcurl's CURLOPT_TIMEOUT_MS), so do those with a timeout that received
+ * nothing for STALL_S (as CURLOPT_LOW_SPEED_TIME: a LIST stopped mid-body);
+ * a connection silent for STALL_S with streams open is dropped (watches,
+ * which have no timeout, keep it alive by the PINGs of tg__h2_check); once a
+ * second. */
 static void h2_timeouts(struct tg_client *c)
 {
     uint64_t now = uv_now(c->loop);
@@ -1096,29 +1124,53 @@ static void h2_timeouts(struct tg_client *c)
     if (now - c->h2_checked_ms < 1000)
         return;
     c->h2_checked_ms = now;
-    tg__h2_check(c->h2, (uint64_t)STALL_S * 1000);
+    tg__h2_check(c->h2, (uint64_t)stall_s(c) * 1000);
     for (struct tg_req *r = TAILQ_FIRST(&c->running), *nx; r; r = nx) {
         nx = TAILQ_NEXT(r, link);
-        if (r->sid <= 0 || r->canceled || r->timeout_ms <= 0 ||
-            now - r->started_ms < (uint64_t)r->timeout_ms)
+        if (r->sid <= 0 || r->canceled || r->timeout_ms <= 0)
+            continue;
+        uint64_t heard = r->rx_ms > r->started_ms ? r->rx_ms : r->started_ms;
+        int late = now - r->started_ms >= (uint64_t)r->timeout_ms;
+        if (!late && now - heard < (uint64_t)stall_s(c) * 1000)
             continue;
         tg__h2_reset(c->h2, r->sid);
         running_remove(c, r);
         r->sid = 0;
         r->status = 0;
         char msg[768];
-        snprintf(msg, sizeof msg, "%s%s: no answer in %ld ms", c->conf.server, r->path, r->timeout_ms);
+        if (late)
+            snprintf(msg, sizeof msg, "%s%s: no answer in %ld ms", c->conf.server, r->path, r->timeout_ms);
+        else
+            snprintf(msg, sizeof msg, "%s%s: nothing received for %ld s", c->conf.server, r->path,
+                     stall_s(c));
         settle(c, r, TG_ETIMEOUT, msg);
     }
     tg__h2_flush(c->h2);
 }
 
-/* POST writes (Bindings, Events, evictions) go the direct way when it is up;
- * the rest, and everything while it is not, through libcurl. */
+static int is_get(const struct tg_req *r)
+{
+    return !r->body && strcmp(r->method, "GET") == 0;
+}
+
+/* POST writes (Bindings, Events, evictions) and GETs (lists, watches) go the
+ * direct way when it is up; the rest (the Lease's urgent requests on
+ * connections of their own, PUT, PATCH, DELETE), and everything while it is
+ * not, through libcurl. */
 static int h2_takes(struct tg_client *c, const struct tg_req *r)
 {
-    return c->h2 && r->is_write && !r->urgent && !r->on_chunk && r->body &&
-           strcmp(r->method, "POST") == 0 && tg__h2_ready(c->h2);
+    if (!c->h2 || r->urgent)
+        return 0;
+    int post = r->is_write && !r->on_chunk && r->body && strcmp(r->method, "POST") == 0;
+    return (post || is_get(r)) && tg__h2_ready(c->h2);
+}
+
+/* A GET waits while the direct connection is being opened (a few ms; on_up
+ * or on_down kicks the queue): a watch started meanwhile would stay on
+ * libcurl for its whole life (minutes). */
+static int h2_holds(struct tg_client *c, const struct tg_req *r)
+{
+    return c->h2 && !r->urgent && is_get(r) && !tg__h2_ready(c->h2) && tg__h2_coming(c->h2);
 }
 
 /* Submits r on the direct path; nonzero when it would not take it. */
@@ -1130,6 +1182,8 @@ static int h2_start(struct tg_client *c, struct tg_req *r)
     if (sid <= 0)
         return sid ? sid : TG_EIO;
     r->sid = sid;
+    r->rx_ms = 0;
+    c->stats.h2_streams++;
     return 0;
 }
 
@@ -1240,7 +1294,7 @@ static void run_queue(uv_timer_t *t)
         rl_remove(&c->q_urgent, r);
         start(c, r);
     }
-    while ((r = TAILQ_FIRST(&c->q_reads))) {
+    while ((r = TAILQ_FIRST(&c->q_reads)) && !h2_holds(c, r)) {
         rl_remove(&c->q_reads, r);
         start(c, r);
     }
@@ -1388,7 +1442,8 @@ int tg_client_new(uv_loop_t *loop, const struct tg_kconf *conf,
     c->stats.bg_window = tg_aimd_window(&c->bg_win);
     refresh_token(c);
     static const struct tg__h2_hooks hooks = {.on_wake = h2_wake, .on_head = h2_head,
-                                              .on_data = h2_data, .on_done = h2_done};
+                                              .on_data = h2_data, .on_done = h2_done,
+                                              .on_up = h2_changed, .on_down = h2_changed};
     struct tg__h2_hooks hk = hooks;
     hk.ud = c;
     if (c->tune.h2_direct >= 0 && c->tune.writes_http != 1 &&

@@ -116,8 +116,11 @@ struct tg_client_opts {
     int headers_per_request;/* 1: build the header list per request (reused otherwise) */
     int no_sessionid_cache; /* 1: CURLOPT_SSL_SESSIONID_CACHE off */
     long max_streams;       /* CURLMOPT_MAX_CONCURRENT_STREAMS, 0: 1000 */
-    int h2_direct;          /* 0: POST writes on the direct HTTP/2 path when the server
-                             * negotiates h2 (h2.c); -1: all through libcurl */
+    int stall_s;            /* a request with a timeout that receives nothing this long
+                             * fails (TG_ETIMEOUT), as does a silent connection; 0: 30 */
+    int h2_direct;          /* 0: POST writes and GETs (lists, watches) on the direct
+                             * HTTP/2 path when the server negotiates h2 (h2.c); -1: all
+                             * through libcurl */
 };
 
 struct tg_client_stats {
@@ -136,6 +139,8 @@ struct tg_client_stats {
                               * out, or refused at the cap (TG_EAGAIN) */
     uint64_t throttled;      /* writes answered 429 or 503 (their lane's window halved) */
     uint64_t h2_direct;      /* requests answered on the direct HTTP/2 path (h2.c) */
+    uint64_t h2_streams;     /* requests started on it (watches are never answered) */
+    uint64_t h2_pings;       /* keepalive PINGs it sent (a silent connection, see stall_s) */
     uint64_t h2_connects;    /* its connections that came up */
     uint64_t h2_failures;    /* its connections that failed to come up or broke (counted
                               * at the next answer or within 200 ms) */

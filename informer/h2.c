@@ -67,6 +67,7 @@ struct conn {
     STAILQ_HEAD(, stream) done;     /* set up by conn_up, which starts the streams */
     uint32_t nopen;
     uint64_t last_rx_ms;
+    uint64_t ping_ms;               /* a keepalive PING was last sent (uv_now) */
     struct tg_sb plain;             /* frames gathered for one SSL_write */
     char *wire;                     /* what OpenSSL made of them, for one send */
     size_t wire_cap;
@@ -356,7 +357,8 @@ static int conn_up(struct conn *k)
     k->state = C_UP;
     uv_timer_stop(&h->timer);
     h->stats.connects++;
-    tg_info(COMP, "POST writes (Bindings, Events) on a direct HTTP/2 connection to %s (%llu so far)",
+    tg_info(COMP, "writes (Bindings, Events) and reads (lists, watches) on a direct HTTP/2 "
+            "connection to %s (%llu so far)",
             h->authority, (unsigned long long)h->stats.connects);
     return 0;
 }
@@ -570,6 +572,8 @@ static void conn_drop(struct conn *k, int err, const char *msg)
         stream_free(s);
     }
     k->h = NULL;
+    if (h && h->hooks.on_down)
+        h->hooks.on_down(h->hooks.ud);
     nghttp2_session_del(k->ng);     /* its stream data are gone already */
     k->ng = NULL;
     SSL_free(k->ssl);
@@ -817,14 +821,18 @@ int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
     s->k = k;
     snprintf(clen, sizeof clen, "%zu", len);
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
-    nghttp2_nv nv[] = {
+    nghttp2_nv nv[9] = {
         NV(":method", method), NV(":scheme", "https"), NV(":authority", h->authority),
         NV(":path", fullpath), NV("user-agent", h->ua), NV("accept", "application/json"),
-        NV("content-type", ctype ? ctype : "application/json"), NV("content-length", clen),
-        NV("authorization", auth ? auth : ""),
     };
+    size_t nnv = 6;
+    if (body) {     /* a GET has neither */
+        nv[nnv++] = (nghttp2_nv)NV("content-type", ctype ? ctype : "application/json");
+        nv[nnv++] = (nghttp2_nv)NV("content-length", clen);
+    }
+    if (auth)
+        nv[nnv++] = (nghttp2_nv)NV("authorization", auth);
 #undef NV
-    size_t nnv = sizeof nv / sizeof nv[0] - (auth ? 0 : 1);
     nghttp2_data_provider dp = {.source.ptr = s, .read_callback = read_body};
     int32_t sid = nghttp2_submit_request(k->ng, NULL, nv, nnv, body ? &dp : NULL, s);
     if (fullpath != pbuf)
@@ -872,12 +880,27 @@ void tg__h2_flush(struct tg__h2 *h)
 void tg__h2_check(struct tg__h2 *h, uint64_t stall_ms)
 {
     struct conn *k = h ? h->k : NULL;
-    if (k && k->state == C_UP && k->nopen && uv_now(h->loop) - k->last_rx_ms > stall_ms) {
+    if (!k || k->state != C_UP || !k->nopen)
+        return;
+    uint64_t now = uv_now(h->loop), idle = now - k->last_rx_ms;
+    if (idle > stall_ms) {
         char msg[96];
         snprintf(msg, sizeof msg, "no answer on the HTTP/2 connection for %llu s",
                  (unsigned long long)(stall_ms / 1000));
         conn_drop(k, TG_ETIMEOUT, msg);
+    } else if (idle > stall_ms / 3 && k->ping_ms <= k->last_rx_ms &&
+               nghttp2_submit_ping(k->ng, NGHTTP2_FLAG_NONE, NULL) == 0) {
+        /* a watch may idle for minutes: a PING the server answers (its ACK
+         * is something received) tells a live connection from a dead one;
+         * it leaves at the client's next tg__h2_flush */
+        k->ping_ms = now;
+        h->stats.pings++;
     }
+}
+
+int tg__h2_coming(struct tg__h2 *h)
+{
+    return h && !h->off && h->k && h->k->state != C_UP && h->k->state != C_DEAD;
 }
 
 const struct tg__h2_stats *tg__h2_stats(const struct tg__h2 *h)

@@ -1,6 +1,8 @@
 /* Internal to informer/ (client.c): one HTTP/2 connection of its own, driven
  * by nghttp2 over OpenSSL memory BIOs on a libuv TCP handle, for the client's
- * hot POSTs (Bindings, Events). Every frame nghttp2 produced since the last
+ * hot POSTs (Bindings, Events) and its GETs (lists, the informers' watches:
+ * a bind's answer and its watch event then come in one read). Every frame
+ * nghttp2 produced since the last
  * flush leaves in one SSL_write and one send; a readable wakeup hands the
  * bytes to nghttp2, which calls back only for the streams that got frames
  * (libcurl 7.88 runs every transfer of the socket instead:
@@ -39,6 +41,9 @@ struct tg__h2_hooks {
     void (*on_done)(void *ud, void *sud, int err, const char *msg);
     /* the connection is up: requests queued meanwhile may come */
     void (*on_up)(void *ud);
+    /* the connection failed or ended (the path waits a second before the
+     * next): requests held for it may go through libcurl */
+    void (*on_down)(void *ud);
 };
 
 /* A path for conf's server, or *out NULL when there is none to have: an
@@ -55,7 +60,11 @@ void tg__h2_free(struct tg__h2 **h);
 /* Whether a stream can be submitted now; starts connecting when idle. */
 int tg__h2_ready(struct tg__h2 *h);
 
-/* Submits a request (the body is copied); the frames leave at the next
+/* Whether a connection is being opened (resolved, connected, handshaken):
+ * on_up or on_down follows. */
+int tg__h2_coming(struct tg__h2 *h);
+
+/* Submits a request (the body is copied; body NULL: none, as a GET); the frames leave at the next
  * tg__h2_flush. Returns the stream id (> 0), or a negative TG_E* code when
  * the connection cannot take it (the caller sends it another way). */
 int32_t tg__h2_submit(struct tg__h2 *h, const char *method, const char *path,
@@ -69,13 +78,16 @@ void tg__h2_reset(struct tg__h2 *h, int32_t sid);
 void tg__h2_flush(struct tg__h2 *h);
 
 /* Once a second or so: drops a connection with streams open that has
- * received nothing for stall_ms (they end with TG_ETIMEOUT). */
+ * received nothing for stall_ms (they end with TG_ETIMEOUT); one silent for
+ * a third of that is sent a PING, whose answer counts as received (streams
+ * may idle: watches). */
 void tg__h2_check(struct tg__h2 *h, uint64_t stall_ms);
 
 struct tg__h2_stats {
     uint64_t connects;      /* connections that came up */
     uint64_t failures;      /* connections that failed to come up or broke */
     uint64_t flushes, writes_bytes;
+    uint64_t pings;         /* keepalive PINGs sent */
 };
 const struct tg__h2_stats *tg__h2_stats(const struct tg__h2 *h);
 

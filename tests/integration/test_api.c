@@ -852,6 +852,94 @@ static void direct_path_survives_apiserver_restart(void **s)
     tg_client_free(&c);
 }
 
+struct wstream {
+    int chunks, done, err;
+    char seen[64];
+};
+
+static int on_wchunk(void *ud, const char *p, size_t n)
+{
+    struct wstream *w = ud;
+    w->chunks++;
+    if (!w->seen[0] && memmem(p, n, "\"ADDED\"", 7) && memmem(p, n, "dw-1", 4))
+        snprintf(w->seen, sizeof w->seen, "ADDED dw-1");
+    return 0;
+}
+
+static void on_wdone(void *ud, const struct tg_resp *r)
+{
+    struct wstream *w = ud;
+    w->done = 1;
+    w->err = r->err;
+}
+
+static int wseen(void *ud)
+{
+    return ((struct wstream *)ud)->seen[0] != 0;
+}
+
+static int wended(void *ud)
+{
+    return ((struct wstream *)ud)->done;
+}
+
+/* Reads go the direct way too: a LIST made as the client is made waits the
+ * few ms the connection takes to come up and runs on it (never on libcurl),
+ * as does the watch after it; a connection whose only stream is an idle watch
+ * is sent PINGs and kept past the stall rule (3 s here: without the PINGs it
+ * would be dropped and the watch end), and the watch still brings the next
+ * event. */
+static void direct_path_watch(void **s)
+{
+    (void)s;
+    struct tg_kconf k;
+    assert_int_equal(tg_kubeconfig_load(cl.kubeconfig, NULL, &k, NULL, 0), 0);
+    struct tg_client_opts o = {.stall_s = 3};
+    struct tg_client *c = NULL;
+    assert_int_equal(tg_client_new(&loop, &k, &o, &c), 0);
+    tg_kconf_free(&k);
+    assert_int_equal(tgc_kubectl(&cl, "create namespace dwatch >/dev/null"), 0);
+    /* the LIST, the client's first request, then the watch from its resourceVersion */
+    struct tg_req_opts l = {.path = "/api/v1/namespaces/dwatch/pods"};
+    struct tg_resp lr;
+    char *body = NULL;
+    assert_int_equal(tg_client_do(c, &l, &lr, &body), 0);
+    cJSON *j = cJSON_Parse(body);
+    free(body);
+    const char *rv = jpath(j, "metadata", "resourceVersion", NULL);
+    assert_non_null(rv);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/dwatch/pods?watch=1&allowWatchBookmarks=true"
+             "&resourceVersion=%s", rv);
+    cJSON_Delete(j);
+    struct wstream w = {0};
+    struct tg_req_opts q = {.path = path, .timeout_ms = -1, .on_chunk = on_wchunk,
+                            .on_done = on_wdone, .ud = &w};
+    assert_int_equal(tg_client_request(c, &q, NULL), 0);
+    tgc_run_until(&loop, wended, &w, 500);
+    const struct tg_client_stats *st = tg_client_stats(c);
+    printf("# a LIST and a watch from a new client: streams %llu, answered %llu on the direct "
+           "path; libcurl connections %llu; watch ended %d (%s)\n", (unsigned long long)st->h2_streams,
+           (unsigned long long)st->h2_direct, (unsigned long long)st->connects, w.done,
+           w.done ? tg_err_name(w.err) : "-");
+    assert_false(w.done);
+    assert_int_equal(st->h2_streams, 2);    /* the LIST and the watch */
+    assert_int_equal(st->h2_direct, 1);     /* the LIST answered there */
+    assert_int_equal(st->connects, 0);      /* libcurl opened nothing */
+    /* idle for three stall periods: kept alive by PINGs */
+    tgc_run_until(&loop, wended, &w, 9000);
+    printf("# idle watch on the direct path: done=%d err=%s pings=%llu failures=%llu\n", w.done,
+           w.done ? tg_err_name(w.err) : "-", (unsigned long long)st->h2_pings,
+           (unsigned long long)st->h2_failures);
+    assert_false(w.done);
+    assert_true(st->h2_pings >= 2);
+    assert_int_equal(st->h2_connects, 1);
+    assert_int_equal(tgc_kubectl(&cl, "-n dwatch run dw-1 --image=x --restart=Never >/dev/null"), 0);
+    assert_true(tgc_run_until(&loop, wseen, &w, 10000));
+    assert_false(w.done);
+    tg_client_free(&c);
+}
+
 static void watch_command(void **s)
 {
     (void)s;
@@ -893,6 +981,7 @@ int main(void)
         cmocka_unit_test(direct_path_binds_and_events),
         cmocka_unit_test(direct_path_credentials),
         cmocka_unit_test(direct_path_survives_apiserver_restart),
+        cmocka_unit_test(direct_path_watch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
