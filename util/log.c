@@ -4,11 +4,39 @@
 #include "util/err.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
 static enum tg_log_level threshold = TG_LOG_INFO;
+
+/* tg_log_buffer: debug and info records gathered here, written by
+ * tg_log_flush, by the next warning or error (after them, in order), or when
+ * full; one write(2) for many records instead of one each. */
+static struct {
+    int on;
+    size_t len;
+    char buf[1 << 16];
+} held;
+
+void tg_log_flush(void)
+{
+    if (held.len) {
+        fwrite(held.buf, 1, held.len, stderr);
+        held.len = 0;
+    }
+}
+
+void tg_log_buffer(int on)
+{
+    static int registered;
+    if (!on)
+        tg_log_flush();
+    else if (!registered)
+        registered = atexit(tg_log_flush) == 0;
+    held.on = on;
+}
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void tg_log_set_level(enum tg_log_level lvl) { threshold = lvl; }
@@ -55,6 +83,14 @@ void tg_logv(enum tg_log_level lvl, const char *component, const char *fmt, va_l
     }
     line[n++] = '"';
     line[n++] = '\n';
+    if (held.on && lvl < TG_LOG_WARN) {
+        if (held.len + n > sizeof held.buf)
+            tg_log_flush();
+        memcpy(held.buf + held.len, line, n);
+        held.len += n;
+        return;
+    }
+    tg_log_flush();
     fwrite(line, 1, n, stderr);
 }
 

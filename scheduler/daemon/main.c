@@ -75,6 +75,7 @@ struct tg_daemon {
     struct tg__usage *usage;
     struct tg__leader *leader;
     uv_timer_t tick;
+    uv_prepare_t logflush;          /* the held log records out before the loop waits */
     uv_signal_t sigterm, sigint;
     uint8_t engine_up, handles_up, synced, is_leader, stopping;
     uint64_t nomem_seen;                /* the engine's stats.nomem when last looked at */
@@ -477,6 +478,7 @@ static void finish(void *ud)
         uv_close((uv_handle_t *)&d->tick, on_closed);
         uv_close((uv_handle_t *)&d->sigterm, on_closed);
         uv_close((uv_handle_t *)&d->sigint, on_closed);
+        uv_close((uv_handle_t *)&d->logflush, on_closed);
     }
     tg_informer_free(&d->inf);
     tg__queues_free(&d->queues);
@@ -816,6 +818,12 @@ static int start_informer(struct tg_daemon *d)
     return rc;
 }
 
+static void on_logflush(uv_prepare_t *p)
+{
+    (void)p;
+    tg_log_flush();
+}
+
 static void start_handles(struct tg_daemon *d)
 {
     uv_timer_init(&d->loop, &d->tick);
@@ -825,6 +833,13 @@ static void start_handles(struct tg_daemon *d)
     d->sigterm.data = d->sigint.data = d;
     uv_signal_start(&d->sigterm, on_signal, SIGTERM);
     uv_signal_start(&d->sigint, on_signal, SIGINT);
+    /* a log line per bound gang (one per pod for single pods) costs a write
+     * each when stderr is unbuffered: the loop's records leave together, before
+     * it waits (warnings and errors at once) */
+    tg_log_buffer(1);
+    uv_prepare_init(&d->loop, &d->logflush);
+    uv_prepare_start(&d->logflush, on_logflush);
+    uv_unref((uv_handle_t *)&d->logflush);
     /* a write to a connection the API server has just dropped is EPIPE, not
      * the process's end: the direct HTTP/2 path (informer/h2.c) writes with
      * libuv, which does not ask for MSG_NOSIGNAL (libcurl does) */
@@ -926,6 +941,7 @@ int tg_cmd_scheduler(int argc, char **argv)
                 finish(d);
         }
         uv_run(&d->loop, UV_RUN_DEFAULT);
+        tg_log_buffer(0);   /* what is held, and every record from now on, written */
         teardown(d);
         uv_loop_close(&d->loop);
         if (!rc)
