@@ -62,9 +62,27 @@ void tg_diag_warn(struct tg_diag *d, const cJSON *at, const char *what, const ch
 /* A decoding pass over one object: names it in messages. */
 struct dec {
     struct tg_diag *d;
+    /* the object diagnostics name ("Pod ns/name"), made only when one is
+     * given (decode_meta keeps its parts: most objects have none) */
+    const char *kind, *ns, *name;
+    int named;              /* 0: nothing yet, 1: kind only, 2: kind and name, 3: unnamed */
     char what[320];
     int bad;
 };
+
+static const char *what_of(struct dec *x)
+{
+    if (x->what[0] || !x->named)
+        return x->what;
+    if (x->named == 1)
+        snprintf(x->what, sizeof x->what, "%s", x->kind);
+    else if (x->named == 2)
+        snprintf(x->what, sizeof x->what, "%s %s%s%s", x->kind, x->ns ? x->ns : "",
+                 x->ns ? "/" : "", x->name);
+    else
+        snprintf(x->what, sizeof x->what, "%s (unnamed)", x->kind);
+    return x->what;
+}
 
 static const char *type_name(const cJSON *j)
 {
@@ -83,7 +101,7 @@ static void err(struct dec *x, const cJSON *at, const char *field, const char *f
 {
     va_list ap;
     va_start(ap, fmt);
-    diag_v(x->d, 1, at, x->what, field, fmt, ap);
+    diag_v(x->d, 1, at, what_of(x), field, fmt, ap);
     va_end(ap);
     x->bad = 1;
 }
@@ -94,7 +112,7 @@ static void warn(struct dec *x, const cJSON *at, const char *field, const char *
 {
     va_list ap;
     va_start(ap, fmt);
-    diag_v(x->d, 0, at, x->what, field, fmt, ap);
+    diag_v(x->d, 0, at, what_of(x), field, fmt, ap);
     va_end(ap);
 }
 
@@ -215,8 +233,11 @@ static int decode_meta(struct dec *x, const cJSON *obj, const char *kind, int na
                        struct meta *m)
 {
     memset(m, 0, sizeof *m);
+    x->what[0] = 0;
+    x->kind = kind;
+    x->named = 0;
     if (!cJSON_IsObject(obj)) {
-        snprintf(x->what, sizeof x->what, "%s", kind);
+        x->named = 1;
         err(x, obj, "", "object must be a map, not %s", type_name(obj));
         return -1;
     }
@@ -225,11 +246,9 @@ static int decode_meta(struct dec *x, const cJSON *obj, const char *kind, int na
     m->ns = namespaced ? want_str(x, md, "namespace", "metadata.namespace") : NULL;
     if (namespaced && (!m->ns || !*m->ns))
         m->ns = "default";
-    if (m->name)
-        snprintf(x->what, sizeof x->what, "%s %s%s%s", kind, namespaced ? m->ns : "",
-                 namespaced ? "/" : "", m->name);
-    else
-        snprintf(x->what, sizeof x->what, "%s (unnamed)", kind);
+    x->ns = namespaced ? m->ns : NULL;
+    x->name = m->name;
+    x->named = m->name ? 2 : 3;
     if (!m->name || !*m->name) {
         if (!x->bad)
             err(x, md ? md : obj, "metadata.name", "is required");
