@@ -376,6 +376,15 @@ uint32_t tg_labels_get(const struct tg_label *l, uint32_t n, uint32_t key)
     return lo < n && l[lo].key == key ? l[lo].val : TG_STR_NONE;
 }
 
+int tg_pod_labels_same(const struct tg_pod *a, const struct tg_pod *b, const uint32_t *keys,
+                       uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (tg_labels_get(a->labels, a->nlabels, keys[i]) != tg_labels_get(b->labels, b->nlabels, keys[i]))
+            return 0;
+    return 1;
+}
+
 /* ---- resources --------------------------------------------------------- */
 
 /* A pod's resource names that no Node has registered (model/resources.h):

@@ -309,6 +309,10 @@ void tg_node_free(struct tg_node_obj **n);
 struct tg_node_obj *tg_node_clone(const struct tg_node_obj *n);
 /* Value id of a label key on a node (labels sorted by key), or TG_STR_NONE. */
 uint32_t tg_labels_get(const struct tg_label *l, uint32_t n, uint32_t key);
+/* 1 when pods a and b have the same value (or none) at each of the n label
+ * keys: with tg_pod_same_shape, what makes two pods one set to placement. */
+int tg_pod_labels_same(const struct tg_pod *a, const struct tg_pod *b, const uint32_t *keys,
+                       uint32_t n);
 /* A pod's labels hold counted references to their interned keys and values
  * (util/intern.h: they churn): a copy kept past the pod retains them, and
  * gives them back when freed. */

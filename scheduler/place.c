@@ -1636,15 +1636,6 @@ static int set_cmp(const void *a, const void *b)
     return (x->mem[0] > y->mem[0]) - (x->mem[0] < y->mem[0]);
 }
 
-/* Equal values of the label keys that inter-pod terms can see. */
-static int same_labels(const struct tg_pod *a, const struct tg_pod *b, const uint32_t *keys, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (tg_labels_get(a->labels, a->nlabels, keys[i]) != tg_labels_get(b->labels, b->nlabels, keys[i]))
-            return 0;
-    return 1;
-}
-
 /* Groups the gang's pods into sets of one shape, largest first. Pods of
  * equal spec whose labels differ where some selector looks (a placed pod's
  * anti-affinity, a member's own terms or spread) are different shapes. */
@@ -1674,13 +1665,13 @@ static int make_sets(struct pc *x)
          * always have theirs */
         uint32_t k = last;
         if (!nsets || !tg_pod_same_shape(g->pods[rep[k]], p) ||
-            !same_labels(g->pods[rep[k]], p, keys, nkeys)) {
+            !tg_pod_labels_same(g->pods[rep[k]], p, keys, nkeys)) {
             hash[i] = tg_pod_shape_hash(p);
             for (uint32_t j = 0; j < nkeys; j++)
                 hash[i] = (hash[i] ^ tg_labels_get(p->labels, p->nlabels, keys[j])) * 0x100000001b3ull;
             k = 0;
             while (k < nsets && !(hash[rep[k]] == hash[i] && tg_pod_same_shape(g->pods[rep[k]], p) &&
-                                  same_labels(g->pods[rep[k]], p, keys, nkeys)))
+                                  tg_pod_labels_same(g->pods[rep[k]], p, keys, nkeys)))
                 k++;
         }
         if (k == nsets) {

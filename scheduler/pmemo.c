@@ -63,13 +63,9 @@ static int pod_same(const struct tg_pod *a, const struct tg_pod *b, const uint32
 {
     if (a == b)
         return 1;
-    if (a->ns != b->ns || a->node != b->node || a->rank != b->rank || a->deleting != b->deleting ||
-        !tg_pod_same_shape(a, b))
-        return 0;
-    for (uint32_t i = 0; i < nk; i++)
-        if (tg_labels_get(a->labels, a->nlabels, keys[i]) != tg_labels_get(b->labels, b->nlabels, keys[i]))
-            return 0;
-    return 1;
+    return a->ns == b->ns && a->node == b->node && a->rank == b->rank &&
+           a->deleting == b->deleting && tg_pod_same_shape(a, b) &&
+           tg_pod_labels_same(a, b, keys, nk);
 }
 
 /* The key's scalars and the generations (no pointer is followed). */
