@@ -32,18 +32,6 @@ static int64_t test_clock(void *ud)
     return clock_ms;
 }
 
-static void load(struct tg_simdata *d, const char *y)
-{
-    struct tg_sb err = {0};
-    tg_simdata_init(d);
-    d->quiet = 1;
-    int rc = tg_simdata_load_string(d, y, strlen(y), "t.yaml", &err);
-    if (rc)
-        fprintf(stderr, "load: %s\n", tg_sb_str(&err));
-    assert_int_equal(rc, 0);
-    tg_sb_free(&err);
-}
-
 /* A copy of pg as the informer would hand over after a write: a new object. */
 static struct tg_podgroup *pg_copy(const struct tg_podgroup *pg)
 {
@@ -69,7 +57,7 @@ static void podgroup_status_update_does_not_wake(void **state)
         tu_pod(&y, name, "big", "nvidia.com/gpu: 8", NULL);
     }
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     struct tg_policy pol;
     tg_policy_default(&pol);
     struct tg_engine e;
@@ -134,8 +122,8 @@ static void vc_tier(char **y, int gen, int tier, int pods)
 static void edit_wakes(char *y, char *y2, int first)
 {
     struct tg_simdata d, d2;
-    load(&d, y);
-    load(&d2, y2);
+    tu_load(&d, y);
+    tu_load(&d2, y2);
     struct tg_policy pol;
     tg_policy_default(&pol);
     struct tg_engine e;
@@ -236,7 +224,7 @@ static void half_bound_gang_times_out(void **state)
     tu_pod(&y, "cut-2", "cut", "nvidia.com/gpu: 8", NULL);
     tu_pod(&y, "cut-3", "cut", "nvidia.com/gpu: 8", NULL);
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     struct tg_policy pol;
     tg_policy_default(&pol);
     struct tg_engine e;
@@ -312,7 +300,7 @@ static void accessors_read_what_the_engine_holds(void **state)
         tu_pod(&y, name, "big", "nvidia.com/gpu: 8", NULL);
     }
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     struct tg_policy pol;
     tg_policy_default(&pol);
     pol.gang_timeout_s = 300;
@@ -399,7 +387,7 @@ static void queue_gangs_counted(void **state)
     tu_pod(&y, "wait-0", "wait", "nvidia.com/gpu: 8", NULL);
     tu_pod(&y, "other-0", "other", "nvidia.com/gpu: 8", NULL);
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     assert_int_equal(d.nqueues, 2);
     struct tg_policy pol;
     tg_policy_default(&pol);
@@ -450,7 +438,7 @@ static void queue_limit_holds_when_nodes_come_later(void **state)
     tu_cat(&yq, "---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-l}\n"
                 "spec: {resources: {%s: {quota: \"4\", limit: \"8\"}}}\n", res);
     struct tg_simdata dq, dn;
-    load(&dq, yq);
+    tu_load(&dq, yq);
     assert_true(tg_res_lookup(res, strlen(res)) < 0); /* no Node has offered it */
     struct tg_policy pol;
     tg_policy_default(&pol);
@@ -462,7 +450,7 @@ static void queue_limit_holds_when_nodes_come_later(void **state)
     tu_cat(&yn, "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n"
                 "  labels: {kubernetes.io/hostname: n1}\n"
                 "status:\n  allocatable: {cpu: \"64\", memory: 512Gi, %s: \"16\", pods: \"110\"}\n", res);
-    load(&dn, yn);
+    tu_load(&dn, yn);
     int id = tg_res_lookup(res, strlen(res));
     assert_true(id >= 0);
     for (uint32_t i = 0; i < dn.nnodes; i++)
@@ -504,7 +492,7 @@ static void queue_status_update_builds_nothing(void **state)
                'a' + i, i + 1, res, spec[i],
                i == 1 ? "status: {allocated: {cpu: \"1\"}, waitingGangs: 2, runningGangs: 1}\n" : "");
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     assert_int_equal(d.nqueues, 3);
     for (uint32_t i = 0; i < 3; i++) /* one queue, as three versions of it */
         d.queues[i]->name = tg_intern("team-s");
@@ -527,7 +515,7 @@ static void queue_status_update_builds_nothing(void **state)
                 "  labels: {kubernetes.io/hostname: n1}\n"
                 "status:\n  allocatable: {cpu: \"64\", memory: 512Gi, %s: \"16\", pods: \"110\"}\n", res);
     struct tg_simdata dn;
-    load(&dn, yn);
+    tu_load(&dn, yn);
     int id = tg_res_lookup(res, strlen(res));
     assert_true(id >= 0);
     assert_int_equal(tg_engine_node_set(e, tg_node_clone(dn.nodes[0])), 0);
@@ -587,8 +575,8 @@ static void queue_change_keeps_usage(void **state)
     tu_cat(&y2, "%s---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
                 "spec: {resources: {nvidia.com/gpu: {quota: \"2\"}}}\n", qa);
     struct tg_simdata d, d2;
-    load(&d, y);
-    load(&d2, y2);
+    tu_load(&d, y);
+    tu_load(&d2, y2);
     clock_ms = 1000000;
     struct tg_engine *e = fair_engine(&d, 3600);
     tg_engine_podgroup_set(e, d.pgs[0]);
@@ -632,8 +620,8 @@ static void saved_usage_comes_back(void **state)
     tu_cat(&y2, "%s---\napiVersion: topogang.io/v1alpha1\nkind: Queue\nmetadata: {name: team-c}\n"
                 "spec: {resources: {nvidia.com/gpu: {quota: \"4\"}}}\n", qa);
     struct tg_simdata d, d2;
-    load(&d, y);
-    load(&d2, y2);
+    tu_load(&d, y);
+    tu_load(&d2, y2);
     clock_ms = 5000000;
     struct tg_engine *e = fair_engine(&d, 3600);
     uint32_t gpu = (uint32_t)tg_res_lookup("nvidia.com/gpu", 14);

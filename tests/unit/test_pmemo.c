@@ -34,18 +34,6 @@ static int64_t test_clock(void *ud)
     return clock_ms;
 }
 
-static void load(struct tg_simdata *d, const char *y)
-{
-    struct tg_sb err = {0};
-    tg_simdata_init(d);
-    d->quiet = 1;
-    int rc = tg_simdata_load_string(d, y, strlen(y), "t.yaml", &err);
-    if (rc)
-        fprintf(stderr, "load: %s\n", tg_sb_str(&err));
-    assert_int_equal(rc, 0);
-    tg_sb_free(&err);
-}
-
 static void pclasses(char **y)
 {
     tu_cat(y, "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: hi}\nvalue: 1000\n"
@@ -197,7 +185,7 @@ static void pclass_change_plans_again(void **state)
     pod(&y, "vic", NULL, "r0-n0", "lo", 1, NULL);
     two_gangs(&y, NULL);
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     struct tg_engine e;
     engine(&e, &d, 0, "");
     both_fail(&e, 1);
@@ -229,7 +217,7 @@ static void placed_gang_starts_a_new_base(void **state)
     two_gangs(&y, NULL);
     pod(&y, "small", NULL, NULL, "lo", 1, NULL);
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     struct tg_engine e;
     engine(&e, &d, 0, "");
     uint64_t n0 = e.sched.cluster.nchanges;
@@ -270,7 +258,7 @@ static void bind_seen_plans_again(void **state)
     pod(&y, "vic", NULL, NULL, "lo", 1, NULL);
     two_gangs(&y, NULL);
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     struct tg_engine e;
     engine(&e, &d, 0, "vic");
     assert_int_equal(next(&e, NULL, 0, NULL, 0), TG_D_PLACE); /* vic, on r0-n0 (best fit) */
@@ -315,7 +303,7 @@ static void policy_change_plans_again(void **state)
     pod(&y, "vic", NULL, "r0-n0", "lo", 0, NULL);
     two_gangs(&y, NULL);
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     struct tg_engine e;
     engine(&e, &d, 0, "");
     both_fail(&e, 1);
@@ -360,9 +348,9 @@ static void queue_change_plans_again(void **state)
         pod(&y, n, g[k], NULL, "mid", 1, "team-a");
     }
     struct tg_simdata d, d2;
-    load(&d, y);
+    tu_load(&d, y);
     queues(&y2, 16, 0);
-    load(&d2, y2);
+    tu_load(&d2, y2);
     struct tg_engine e;
     engine(&e, &d, 0, "");
     both_fail(&e, 2); /* reclaim's plan and priority's, both from the memo */
@@ -385,7 +373,7 @@ static void fairshare_gen_moves(void **state)
     char *y = NULL;
     queues(&y, 8, 8);
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     struct tg_fairshare_opts o = {.usage_half_life_s = 3600, .k_value = 1};
     struct tg_fairshare *fs = NULL;
     assert_int_equal(tg_fairshare_build((const struct tg_queue_obj *const *)d.queues, d.nqueues, &o,
@@ -430,7 +418,7 @@ static void engine_gens_move(void **state)
                "spec: {minAvailable: 1, selector: {matchLabels: {app: x}}}\n");
     tu_cat(&y, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n");
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     assert_int_equal(d.npdbs, 1);
     struct tg_engine e;
     engine(&e, &d, 0, NULL);
@@ -478,7 +466,7 @@ static void memo_bound(void **state)
         tu_pod(&y, n, NULL, req, NULL);
     }
     struct tg_simdata d;
-    load(&d, y);
+    tu_load(&d, y);
     struct tg_sched s;
     assert_int_equal(tg_sched_init(&s, policy(0)), 0);
     struct tg_cluster *c = &s.cluster;

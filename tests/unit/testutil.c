@@ -1,7 +1,9 @@
 /* Test helpers; see testutil.h. */
 #include "testutil.h"
 #include "config/policy.h"
+#include "scheduler/sim/load.h"
 #include "scheduler/sim/simulate.h"
+#include "util/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,4 +122,16 @@ int tu_tmpdir_remove(const char *dir)
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+void tu_load(struct tg_simdata *d, const char *yaml)
+{
+    struct tg_sb err = {0};
+    tg_simdata_init(d);
+    d->quiet = 1;
+    int rc = tg_simdata_load_string(d, yaml, strlen(yaml), "t.yaml", &err);
+    if (rc)
+        fprintf(stderr, "load: %s\n", tg_sb_str(&err));
+    assert_int_equal(rc, 0);
+    tg_sb_free(&err);
 }

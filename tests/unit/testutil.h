@@ -19,6 +19,11 @@ const cJSON *tu_gang(const cJSON *res, const char *key);
 const char *tu_node_of(const cJSON *res, const char *pod);
 const char *tu_str(const cJSON *obj, const char *key);
 
+struct tg_simdata;
+/* Loads YAML text into d (tg_simdata_init'ed here, quiet; tg_simdata_free
+ * it): the objects an engine test feeds by hand. Fails the test on error. */
+void tu_load(struct tg_simdata *d, const char *yaml);
+
 /* Appends formatted YAML to a growing buffer (free with free()). */
 void tu_cat(char **buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A Node with 8 GPUs and the given zone/rack/clique labels ("" omits one). */
